@@ -50,7 +50,8 @@ public enum FoundationCalendarReference {
     ) -> Explanation? {
         if herald == foundation { return nil }
         let matcher = CalendarMatcher(components)
-        if let f = foundation {
+        // A Foundation answer at the end of a DST gap is its legitimate `.nextTime` adjustment, never a mismatch.
+        if let f = foundation, !zone.instants.contains(Int64(f.timeIntervalSince1970.rounded(.down))) {
             let wall = zone.local(Int64(f.timeIntervalSince1970.rounded(.down)))
             let fields = Civil.fields(wall)
             if let year = components.year, fields.year != year { return .foundationIgnoresYear }

@@ -95,8 +95,9 @@ public struct CalendarMatcher: Sendable, Hashable {
         let start = date.timeIntervalSince1970
         guard start.isFinite, abs(start) < 1e12 else { return nil }
         var local = zone.searchStart(Int64(start.rounded(.down)))
-        for _ in 0..<64 {
+        for _ in 0..<256 {
             guard let (wall, fallback) = nextWallTime(from: local) else { return nil }
+            var resume = wall + 1
             switch zone.resolve(local: wall) {
             case .unique(let instant):
                 if Double(instant) > start { return Date(timeIntervalSince1970: Double(instant)) }
@@ -104,6 +105,8 @@ public struct CalendarMatcher: Sendable, Hashable {
                 if hourConstrained || fallback, Double(transition) > start {
                     return Date(timeIntervalSince1970: Double(transition))
                 }
+                // Skip the whole gap at once (a day long in Pacific/Apia on 30 December 2011).
+                resume = max(resume, zone.local(transition))
             case .overlap(let first, let second):
                 if Double(first) > start { return Date(timeIntervalSince1970: Double(first)) }
                 // Inside the repeated interval: the second pass counts once, never right after the first
@@ -112,7 +115,7 @@ public struct CalendarMatcher: Sendable, Hashable {
                     return Date(timeIntervalSince1970: Double(second))
                 }
             }
-            local = wall + 1
+            local = resume
         }
         return nil
     }

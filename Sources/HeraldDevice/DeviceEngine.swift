@@ -418,8 +418,7 @@ public struct DeviceEngine: Sendable {
         let provisional = s.authorizationStatus == .provisional
         let alertStyle: AlertStyle =
             options.contains(.banner) && s.alertSetting == .enabled && !provisional ? s.alertStyle : .none
-        let inList = (options.contains(.list) || (!foreground && options.contains(.banner)))
-            && s.notificationCenterSetting == .enabled
+        let inList = options.contains(.list) && s.notificationCenterSetting == .enabled
         var sound: PresentedSound?
         if options.contains(.sound), s.soundSetting == .enabled, !provisional, let requested = content.sound {
             switch requested {

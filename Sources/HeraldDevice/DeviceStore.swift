@@ -35,9 +35,11 @@ public final class SQLiteDeviceStore: DeviceStore {
 
     /// Reads every app's record.
     public func loadAll() async throws -> [AppRecord] {
-        let rows = try await writer.read { db in try Row.fetchAll(db, sql: "SELECT record FROM app ORDER BY bundleID") }
+        let rows = try await writer.read { db in
+            try Data.fetchAll(db, sql: "SELECT record FROM app ORDER BY bundleID")
+        }
         let decoder = JSONDecoder()
-        return try rows.map { try decoder.decode(AppRecord.self, from: $0["record"] as Data) }
+        return try rows.map { try decoder.decode(AppRecord.self, from: $0) }
     }
 
     /// Writes records and deletes removed apps atomically.

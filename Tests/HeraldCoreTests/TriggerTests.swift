@@ -44,6 +44,16 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
             == ["2025-03-09T01:15:00-05:00", "2025-03-09T03:15:00-04:00"])
     }
 
+    @Test func aSkippedDayIsCrossedInOneStep() {
+        // Pacific/Apia skipped 30 December 2011 entirely (UTC-10 to UTC+14).
+        #expect(sequence(.init(second: 10), "Pacific/Apia", after: "2011-12-29T23:59:30-10:00", count: 2)
+            == ["2011-12-31T00:00:10+14:00", "2011-12-31T00:01:10+14:00"])
+        let foundation = FoundationCalendarReference.nextDate(
+            after: date("2011-12-29T23:59:30-10:00"), matching: .init(second: 10),
+            calendar: FoundationCalendarReference.calendar(TimeZone(identifier: "Pacific/Apia")!))
+        #expect(iso(foundation, "Pacific/Apia") == "2011-12-31T00:00:10+14:00")
+    }
+
     @Test func repeatedHourFiresOnceFirstOccurrence() {
         #expect(sequence(.init(hour: 1, minute: 30), "America/New_York", after: "2025-11-01T12:00:00Z")
             == ["2025-11-02T01:30:00-04:00", "2025-11-03T01:30:00-05:00", "2025-11-04T01:30:00-05:00"])

@@ -1,0 +1,42 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in their own package (as swift-nio's do) so the main build and CI stay lean.
+// Run: swift package --disable-sandbox benchmark   (from this directory)
+let package = Package(
+    name: "HeraldBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Herald", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "herald-bench",
+            dependencies: [
+                .product(name: "HeraldCore", package: "Herald"),
+                .product(name: "HeraldDevice", package: "Herald"),
+            ],
+            path: "Sources/herald-bench"
+        ),
+        .executableTarget(
+            name: "CalendarBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HeraldCore", package: "Herald"),
+            ],
+            path: "Benchmarks/CalendarBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "SchedulerBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HeraldDevice", package: "Herald"),
+            ],
+            path: "Benchmarks/SchedulerBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
