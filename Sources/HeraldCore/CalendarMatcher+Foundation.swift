@@ -50,12 +50,16 @@ public enum FoundationCalendarReference {
     ) -> Explanation? {
         if herald == foundation { return nil }
         let matcher = CalendarMatcher(components)
-        // A Foundation answer at the end of a DST gap is its legitimate `.nextTime` adjustment, never a mismatch.
-        if let f = foundation, !zone.instants.contains(Int64(f.timeIntervalSince1970.rounded(.down))) {
-            let wall = zone.local(Int64(f.timeIntervalSince1970.rounded(.down)))
-            let fields = Civil.fields(wall)
+        if let f = foundation {
+            let instant = Int64(f.timeIntervalSince1970.rounded(.down))
+            let fields = Civil.fields(zone.local(instant))
             if let year = components.year, fields.year != year { return .foundationIgnoresYear }
-            if !weeklyMatches(fields, matcher) || (!matches(fields, matcher) && !isFallback(fields, components)) {
+            // At the end of a DST gap the time of day legitimately differs (`.nextTime`); the date must still match.
+            let atGapEnd = zone.instants.contains(instant)
+            let fallback = isFallback(fields, components)
+            if !weeklyMatches(fields, matcher) || (!fallback && !matchesDate(fields, matcher))
+                || (!fallback && !atGapEnd && !matchesTime(fields, matcher))
+            {
                 return .foundationResultDoesNotMatch
             }
         }
@@ -108,12 +112,20 @@ public enum FoundationCalendarReference {
     }
 
     private static func matches(_ f: Civil.Fields, _ m: CalendarMatcher) -> Bool {
-        if let v = m.month, m.components.month != nil, f.month != v { return false }
+        matchesDate(f, m) && matchesTime(f, m) && weeklyMatches(f, m)
+    }
+
+    private static func matchesDate(_ f: Civil.Fields, _ m: CalendarMatcher) -> Bool {
+        if let v = m.components.month, f.month != v { return false }
         if let v = m.components.day, f.day != v { return false }
+        return true
+    }
+
+    private static func matchesTime(_ f: Civil.Fields, _ m: CalendarMatcher) -> Bool {
         if let v = m.components.hour, f.hour != v { return false }
         if let v = m.components.minute, f.minute != v { return false }
         if let v = m.components.second, f.second != v { return false }
-        return weeklyMatches(f, m)
+        return true
     }
 
     private static func isFallback(_ f: Civil.Fields, _ c: CalendarComponents) -> Bool {

@@ -105,6 +105,24 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         #expect(why == .foundationSkipsGap)
     }
 
+    @Test func sundayMidnightIsNotMovedToAMondayGap() {
+        // Casablanca, 1 June 2009: Monday 00:00 does not exist. Foundation answers that Monday at 01:00 for
+        // "Sunday at 00:00"; the next Sunday midnight is 7 June.
+        let components = CalendarComponents(hour: 0, weekday: 1)
+        let after = date("2009-05-31T14:18:08Z")
+        #expect(sequence(components, "Africa/Casablanca", after: "2009-05-31T14:18:08Z", count: 1) == ["2009-06-07T00:00:00+01:00"])
+        let zone = TimeZone(identifier: "Africa/Casablanca")!
+        let foundation = FoundationCalendarReference.nextDate(after: after, matching: components, calendar: FoundationCalendarReference.calendar(zone))
+        let herald = CalendarMatcher(components).nextDate(after: after, in: ZoneRules.of(zone))
+        #expect(FoundationCalendarReference.explain(herald: herald, foundation: foundation, after: after, components: components, zone: ZoneRules.of(zone)) == .foundationResultDoesNotMatch)
+        // While a gap-end answer for a time that falls in the gap is agreement, not a mismatch.
+        let gap = CalendarComponents(hour: 2, minute: 30)
+        let ny = ZoneRules.named("America/New_York")!
+        let start = date("2025-03-08T12:00:00Z")
+        let h = CalendarMatcher(gap).nextDate(after: start, in: ny)
+        #expect(h == FoundationCalendarReference.nextDate(after: start, matching: gap, calendar: FoundationCalendarReference.calendar(TimeZone(identifier: "America/New_York")!)))
+    }
+
     @Test func secondWeekdayOrdinalDoesNotInventFirstOfMonth() {
         // Foundation answers 1 March 00:00 (a Saturday) for "second Monday at 10:00" after 10 February.
         #expect(sequence(.init(hour: 10, weekday: 2, weekdayOrdinal: 2), "UTC", after: "2025-02-10T10:00:00Z", count: 1)
