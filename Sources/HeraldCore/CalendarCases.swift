@@ -52,7 +52,9 @@ extension FoundationCalendarReference {
             let zone = zones[Int.random(in: 0..<zones.count, using: &rng)]
             var start: Int64
             if chance(0.33), let list = transitions[zone.identifier], !list.isEmpty {
-                start = list[Int.random(in: 0..<list.count, using: &rng)] + Int64.random(in: -172_800...172_800, using: &rng)
+                start =
+                    list[Int.random(in: 0..<list.count, using: &rng)]
+                    + Int64.random(in: -172_800...172_800, using: &rng)
             } else {
                 start = Int64.random(in: 946_684_800...2_208_988_800, using: &rng)  // 2000–2040
             }
@@ -63,15 +65,23 @@ extension FoundationCalendarReference {
                 c.year = y + Int.random(in: -1...3, using: &rng)
             }
             if chance(0.15) { c.month = Int.random(in: 1...12, using: &rng) }
-            if chance(0.3) { c.day = chance(0.3) ? Int.random(in: 28...31, using: &rng) : Int.random(in: 1...31, using: &rng) }
+            if chance(0.3) {
+                c.day = chance(0.3) ? Int.random(in: 28...31, using: &rng) : Int.random(in: 1...31, using: &rng)
+            }
             if chance(0.6) { c.hour = Int.random(in: 0...23, using: &rng) }
-            if chance(0.6) { c.minute = chance(0.5) ? [0, 15, 30, 45][Int.random(in: 0..<4, using: &rng)] : Int.random(in: 0...59, using: &rng) }
+            if chance(0.6) {
+                c.minute =
+                    chance(0.5)
+                    ? [0, 15, 30, 45][Int.random(in: 0..<4, using: &rng)] : Int.random(in: 0...59, using: &rng)
+            }
             if chance(0.15) { c.second = Int.random(in: 0...59, using: &rng) }
             if chance(0.2) { c.weekday = Int.random(in: 1...7, using: &rng) }
             if chance(0.08) { c.weekdayOrdinal = Int.random(in: 1...5, using: &rng) }
             if chance(0.04) { c.weekOfMonth = Int.random(in: 1...5, using: &rng) }
             if c.pairs.isEmpty { c.hour = Int.random(in: 0...23, using: &rng) }
-            cases.append(CalendarCase(components: c, zoneIdentifier: zone.identifier, after: Date(timeIntervalSince1970: Double(start))))
+            cases.append(
+                CalendarCase(
+                    components: c, zoneIdentifier: zone.identifier, after: Date(timeIntervalSince1970: Double(start))))
         }
         return cases
     }
@@ -102,9 +112,13 @@ extension FoundationCalendarReference {
             result.total += 1
             if herald == foundation {
                 result.agreements += 1
-            } else if let why = explain(herald: herald, foundation: foundation, after: c.after, components: c.components, zone: rules) {
+            } else if let why = explain(
+                herald: herald, foundation: foundation, after: c.after, components: c.components, zone: rules)
+            {
                 result.explained[why, default: 0] += 1
-                if result.examples[why, default: []].count < 3 { result.examples[why, default: []].append((c, herald, foundation)) }
+                if result.examples[why, default: []].count < 3 {
+                    result.examples[why, default: []].append((c, herald, foundation))
+                }
             } else {
                 result.unexplained.append((c, herald, foundation))
             }

@@ -11,7 +11,8 @@ public enum FoundationCalendarReference {
     }
 
     /// `Calendar.nextDate(after:matching:matchingPolicy: .nextTime, repeatedTimePolicy: .first)`.
-    public static func nextDate(after date: Date, matching components: CalendarComponents, calendar: Calendar) -> Date? {
+    public static func nextDate(after date: Date, matching components: CalendarComponents, calendar: Calendar) -> Date?
+    {
         calendar.nextDate(
             after: date, matching: components.dateComponents, matchingPolicy: .nextTime,
             repeatedTimePolicy: .first, direction: .forward)
@@ -65,7 +66,9 @@ public enum FoundationCalendarReference {
         }
         if let h = herald {
             let instant = Int64(h.timeIntervalSince1970)
-            let startOfGap = zone.instants.firstIndex(of: instant).map { zone.offsetsAfter[$0] > zone.offsetsBefore[$0] }
+            let startOfGap = zone.instants.firstIndex(of: instant).map {
+                zone.offsetsAfter[$0] > zone.offsetsBefore[$0]
+            }
             if startOfGap == true, foundation.map({ $0 > h }) ?? true { return .foundationSkipsGap }
             if foundation == nil, let year = components.year, components.era == nil,
                 Civil.fields(zone.local(instant)).year == year

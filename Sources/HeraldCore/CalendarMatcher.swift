@@ -45,18 +45,40 @@ public struct CalendarMatcher: Sendable, Hashable {
     public init(_ c: CalendarComponents) {
         components = c
         let highest: Unit? =
-            c.era != nil ? .era : c.year != nil ? .year : c.month != nil ? .month : c.day != nil ? .day
-            : c.hour != nil ? .hour : c.minute != nil ? .minute : c.second != nil ? .second
-            : c.weekday != nil ? .weekday : c.weekdayOrdinal != nil ? .weekdayOrdinal
-            : c.weekOfMonth != nil ? .weekOfMonth : nil
+            c.era != nil
+            ? .era
+            : c.year != nil
+                ? .year
+                : c.month != nil
+                    ? .month
+                    : c.day != nil
+                        ? .day
+                        : c.hour != nil
+                            ? .hour
+                            : c.minute != nil
+                                ? .minute
+                                : c.second != nil
+                                    ? .second
+                                    : c.weekday != nil
+                                        ? .weekday
+                                        : c.weekdayOrdinal != nil
+                                            ? .weekdayOrdinal
+                                            : c.weekOfMonth != nil ? .weekOfMonth : nil
         let h = highest ?? .second
         let weekly = c.weekday != nil || c.weekdayOrdinal != nil || c.weekOfMonth != nil
         let weeklyHighest = h.rawValue >= Unit.weekday.rawValue
         // With the year highest, Foundation matches like cron from the start date: units between the year and
         // the lowest set unit stay free and only the units below the lowest set one take their minimum.
         let lowestChain: Unit? =
-            c.second != nil ? .second : c.minute != nil ? .minute : c.hour != nil ? .hour : c.day != nil ? .day
-            : c.month != nil ? .month : c.year != nil ? .year : nil
+            c.second != nil
+            ? .second
+            : c.minute != nil
+                ? .minute
+                : c.hour != nil
+                    ? .hour
+                    : c.day != nil
+                        ? .day
+                        : c.month != nil ? .month : c.year != nil ? .year : nil
         let yearHighest = h == .era || h == .year
         func pinned(_ unit: Unit) -> Bool {
             if yearHighest { return unit.rawValue > (lowestChain ?? .year).rawValue }

@@ -34,9 +34,9 @@ public struct NotificationAction: Sendable, Hashable, Codable {
     public var textInput: TextInput?
 
     /// Creates an action. Throws when the identifier or title is empty.
-    public init(identifier: String, title: String, options: ActionOptions = [], textInput: TextInput? = nil) throws(
-        NotificationError
-    ) {
+    public init(identifier: String, title: String, options: ActionOptions = [], textInput: TextInput? = nil)
+        throws(NotificationError)
+    {
         guard !identifier.isEmpty else { throw .invalid("action.identifier", "must not be empty") }
         guard !identifier.hasPrefix("com.apple.UNNotification") else {
             throw .invalid("action.identifier", "\(identifier) is reserved for the system's standard actions")

@@ -78,9 +78,11 @@ private struct StringsParser {
     mutating func skipSpaceAndComments() throws(LocalizationError) {
         while i < s.count {
             let c = s[i]
-            if c == "\n" { line += 1; i += 1 }
-            else if c.properties.isWhitespace || c == "\u{FEFF}" { i += 1 }
-            else if c == "/", i + 1 < s.count, s[i + 1] == "*" {
+            if c == "\n" {
+                line += 1; i += 1
+            } else if c.properties.isWhitespace || c == "\u{FEFF}" {
+                i += 1
+            } else if c == "/", i + 1 < s.count, s[i + 1] == "*" {
                 i += 2
                 while i + 1 < s.count, !(s[i] == "*" && s[i + 1] == "/") {
                     if s[i] == "\n" { line += 1 }
@@ -90,7 +92,9 @@ private struct StringsParser {
                 i += 2
             } else if c == "/", i + 1 < s.count, s[i + 1] == "/" {
                 while i < s.count, s[i] != "\n" { i += 1 }
-            } else { return }
+            } else {
+                return
+            }
         }
     }
 
@@ -98,8 +102,9 @@ private struct StringsParser {
         guard i < s.count else { throw fail("unexpected end of file") }
         if s[i] != "\"" {  // unquoted identifier
             var out = String.UnicodeScalarView()
-            while i < s.count, s[i].properties.isAlphabetic || s[i].properties.numericType != nil || s[i] == "_"
-                || s[i] == "." || s[i] == "-"
+            while i < s.count,
+                s[i].properties.isAlphabetic || s[i].properties.numericType != nil || s[i] == "_"
+                    || s[i] == "." || s[i] == "-"
             {
                 out.append(s[i])
                 i += 1

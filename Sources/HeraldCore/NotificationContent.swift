@@ -57,7 +57,8 @@ public struct NotificationAttachment: Sendable, Hashable, Codable {
         }
         guard let kind = Kind(fileExtension: url.pathExtension) else {
             throw NotificationError(
-                .attachmentUnrecognizedType, "attachment \(identifier): .\(url.pathExtension) is not audio, image or movie")
+                .attachmentUnrecognizedType,
+                "attachment \(identifier): .\(url.pathExtension) is not audio, image or movie")
         }
         self.identifier = identifier
         self.url = url
@@ -186,14 +187,16 @@ public struct NotificationContent: Sendable, Hashable, Codable {
         guard let bundle else { return self }
         var copy = self
         if let key = titleLocKey {
-            copy.title = bundle.localizedString(forKey: key, arguments: titleLocArgs, preferredLanguages: preferredLanguages)
+            copy.title = bundle.localizedString(
+                forKey: key, arguments: titleLocArgs, preferredLanguages: preferredLanguages)
         }
         if let key = subtitleLocKey {
             copy.subtitle = bundle.localizedString(
                 forKey: key, arguments: subtitleLocArgs, preferredLanguages: preferredLanguages)
         }
         if let key = bodyLocKey {
-            copy.body = bundle.localizedString(forKey: key, arguments: bodyLocArgs, preferredLanguages: preferredLanguages)
+            copy.body = bundle.localizedString(
+                forKey: key, arguments: bodyLocArgs, preferredLanguages: preferredLanguages)
         }
         if let key = actionLocKey {
             copy.actionLocKey = bundle.format(forKey: key, preferredLanguages: preferredLanguages)

@@ -122,7 +122,9 @@ public struct CircularRegion: Sendable, Hashable, Codable {
         guard longitude.isFinite, (-180...180).contains(longitude) else {
             throw .invalid("region.longitude", "must be -180…180, not \(longitude)")
         }
-        guard radius.isFinite, radius > 0 else { throw .invalid("region.radius", "must be greater than 0, not \(radius)") }
+        guard radius.isFinite, radius > 0 else {
+            throw .invalid("region.radius", "must be greater than 0, not \(radius)")
+        }
         guard notifyOnEntry || notifyOnExit else {
             throw .invalid("region", "notifyOnEntry or notifyOnExit must be set, or the region never fires")
         }

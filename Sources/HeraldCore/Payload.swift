@@ -195,11 +195,13 @@ public struct Payload: Sendable, Hashable {
                     key: "apns-priority", rule: "background pushes must use priority 5, not 10", reason: .badPriority)
             }
             if !aps.contentAvailable {
-                throw PayloadError(key: "aps.content-available", rule: "background pushes must set content-available to 1")
+                throw PayloadError(
+                    key: "aps.content-available", rule: "background pushes must set content-available to 1")
             }
             if aps.alert != nil || aps.sound != nil || aps.badge != nil {
                 let key = aps.alert != nil ? "aps.alert" : aps.sound != nil ? "aps.sound" : "aps.badge"
-                throw PayloadError(key: key, rule: "background pushes carry content-available only (no alert, sound or badge)")
+                throw PayloadError(
+                    key: key, rule: "background pushes carry content-available only (no alert, sound or badge)")
             }
         case .liveactivity:
             if aps.timestamp == nil {
@@ -215,7 +217,8 @@ public struct Payload: Sendable, Hashable {
             break
         }
         if aps.sound?.critical == true, aps.interruptionLevel != nil, aps.interruptionLevel != .critical {
-            throw PayloadError(key: "aps.interruption-level", rule: "a critical sound requires interruption-level critical")
+            throw PayloadError(
+                key: "aps.interruption-level", rule: "a critical sound requires interruption-level critical")
         }
     }
 
@@ -257,7 +260,8 @@ public struct Payload: Sendable, Hashable {
                 var volume: Double?
                 if let v = s["volume"] {
                     guard let d = v.doubleValue, (0...1).contains(d) else {
-                        throw PayloadError(key: "aps.sound.volume", rule: "must be a number from 0 to 1, not \(describe(v))")
+                        throw PayloadError(
+                            key: "aps.sound.volume", rule: "must be a number from 0 to 1, not \(describe(v))")
                     }
                     volume = d
                 }
@@ -274,13 +278,15 @@ public struct Payload: Sendable, Hashable {
         if let level = try string(m, "interruption-level", path: "aps") {
             guard let parsed = InterruptionLevel(rawValue: level) else {
                 throw PayloadError(
-                    key: "aps.interruption-level", rule: "must be passive, active, time-sensitive or critical, not \"\(level)\"")
+                    key: "aps.interruption-level",
+                    rule: "must be passive, active, time-sensitive or critical, not \"\(level)\"")
             }
             aps.interruptionLevel = parsed
         }
         if let value = m["relevance-score"] {
             guard let d = value.doubleValue, (0...1).contains(d) else {
-                throw PayloadError(key: "aps.relevance-score", rule: "must be a number from 0 to 1, not \(describe(value))")
+                throw PayloadError(
+                    key: "aps.relevance-score", rule: "must be a number from 0 to 1, not \(describe(value))")
             }
             aps.relevanceScore = d
         }
@@ -317,7 +323,8 @@ public struct Payload: Sendable, Hashable {
         alert.summaryArg = try string(a, "summary-arg", path: p)
         if let value = a["summary-arg-count"] {
             guard let n = value.intValue, n >= 0 else {
-                throw PayloadError(key: "\(p).summary-arg-count", rule: "must be a non-negative integer, not \(describe(value))")
+                throw PayloadError(
+                    key: "\(p).summary-arg-count", rule: "must be a non-negative integer, not \(describe(value))")
             }
             alert.summaryArgCount = n
         }
@@ -342,7 +349,8 @@ public struct Payload: Sendable, Hashable {
         return s
     }
 
-    private static func strings(_ m: [String: JSONValue], _ key: String, path: String) throws(PayloadError) -> [String]? {
+    private static func strings(_ m: [String: JSONValue], _ key: String, path: String) throws(PayloadError) -> [String]?
+    {
         guard let value = m[key] else { return nil }
         guard case .array(let items) = value else {
             throw PayloadError(key: "\(path).\(key)", rule: "must be an array of strings, not \(value.typeName)")

@@ -63,7 +63,8 @@ public struct RegionMonitor: Sendable, Hashable, Codable {
                 let now = region.contains(fix)
                 defer { inside[region.identifier] = now }
                 guard let before = inside[region.identifier], before != now else { continue }
-                crossings.append(RegionCrossing(regionIdentifier: region.identifier, kind: now ? .entry : .exit, fixIndex: index))
+                crossings.append(
+                    RegionCrossing(regionIdentifier: region.identifier, kind: now ? .entry : .exit, fixIndex: index))
             }
         }
         return crossings

@@ -85,7 +85,9 @@ public struct DeviceEngine: Sendable {
             record.runState = .notRunning
             apps[record.app.bundleID] = record
             for (id, pending) in record.pending {
-                if let date = pending.nextFireDate { scheduler.schedule(.init(app: record.app.bundleID, id: id), at: date) }
+                if let date = pending.nextFireDate {
+                    scheduler.schedule(.init(app: record.app.bundleID, id: id), at: date)
+                }
             }
         }
     }
@@ -168,7 +170,9 @@ public struct DeviceEngine: Sendable {
             }
             return removed.isEmpty ? [] : [.removeFromScreen(app: app, identifiers: removed)]
         case .setBadge(let app, let badge):
-            guard badge >= 0 else { throw NotificationError(.badgeInputInvalid, "badge: must be 0 or more, not \(badge)") }
+            guard badge >= 0 else {
+                throw NotificationError(.badgeInputInvalid, "badge: must be 0 or more, not \(badge)")
+            }
             try modify(app) { $0.badge = badge }
             return [.setBadge(app: app, badge: badge)]
         case .willPresentAnswered(let app, let identifier, let options):
@@ -179,7 +183,8 @@ public struct DeviceEngine: Sendable {
         case .serviceExtensionFinished(let app, let identifier, let content):
             guard var waiting = awaitingExtension.removeValue(forKey: .init(app: app, id: identifier))?.notification
             else {
-                throw .invalid("serviceExtension", "no notification \(identifier) of \(app) is waiting for its extension")
+                throw .invalid(
+                    "serviceExtension", "no notification \(identifier) of \(app) is waiting for its extension")
             }
             if let content { waiting.request.content = content }
             return deliver(app, waiting)
@@ -216,7 +221,8 @@ public struct DeviceEngine: Sendable {
         let asks = status == .notDetermined || (status == .provisional && !options.contains(.provisional))
         if asks {
             // Provisional authorization is granted quietly; everything else asks the user once.
-            let granted = options.contains(.provisional) && status == .notDetermined
+            let granted =
+                options.contains(.provisional) && status == .notDetermined
                 ? true : policy.decide(app: app, options: options)
             record.settings = .after(decision: granted, options: options)
             record.requestedOptions = options
@@ -224,7 +230,8 @@ public struct DeviceEngine: Sendable {
             changedApps.insert(app)
         }
         let settings = record.settings
-        let granted = settings.authorizationStatus == .authorized || settings.authorizationStatus == .provisional
+        let granted =
+            settings.authorizationStatus == .authorized || settings.authorizationStatus == .provisional
             || settings.authorizationStatus == .ephemeral
         return [.authorizationResult(app: app, granted: granted, settings: settings)]
     }
@@ -294,9 +301,14 @@ public struct DeviceEngine: Sendable {
             var changed = record
             for (id, pending) in record.pending {
                 guard let trigger = pending.request.trigger, include(trigger) else { continue }
-                let next = trigger.nextFireDate(after: now, anchor: pending.addedAt, deviceTimeZone: configuration.timeZone)
+                let next = trigger.nextFireDate(
+                    after: now, anchor: pending.addedAt, deviceTimeZone: configuration.timeZone)
                 changed.pending[id]?.nextFireDate = next
-                if let next { scheduler.schedule(.init(app: app, id: id), at: next) } else { scheduler.remove(.init(app: app, id: id)) }
+                if let next {
+                    scheduler.schedule(.init(app: app, id: id), at: next)
+                } else {
+                    scheduler.remove(.init(app: app, id: id))
+                }
             }
             if changed != record {
                 apps[app] = changed
@@ -364,20 +376,25 @@ public struct DeviceEngine: Sendable {
         guard let record = apps[app] else { throw unknownApp(app) }
         let content = NotificationContent(payload: payload)
         let request = NotificationRequest(identifier: collapseID ?? apnsID, content: content, trigger: nil)
-        let notification = DeliveredNotification(request: request, date: now, isRemote: true, late: false, apnsID: apnsID)
+        let notification = DeliveredNotification(
+            request: request, date: now, isRemote: true, late: false, apnsID: apnsID)
         let visible = payload.aps.hasUserVisibleContent
         var actions: [DeviceAction] = []
         if payload.aps.contentAvailable {
-            actions.append(.backgroundWake(app: app, notification: notification, budget: configuration.backgroundBudget))
+            actions.append(
+                .backgroundWake(app: app, notification: notification, budget: configuration.backgroundBudget))
             if record.runState == .notRunning {
                 actions.append(.launchApp(app: app, mode: .background, launchOptions: notification))
             }
             if !visible { return actions }
         }
         let settings = record.settings
-        let anyTypes = settings.isAllowed
-            && [settings.alertSetting, settings.soundSetting, settings.badgeSetting, settings.notificationCenterSetting]
-                .contains(.enabled)
+        let anyTypes =
+            settings.isAllowed
+            && [
+                settings.alertSetting, settings.soundSetting, settings.badgeSetting, settings.notificationCenterSetting,
+            ]
+            .contains(.enabled)
         if !anyTypes {
             // No notification types registered: the push reaches the app silently, without any UI.
             return actions + [.deliverSilently(app: app, notification: notification)]
@@ -409,9 +426,10 @@ public struct DeviceEngine: Sendable {
     }
 
     /// The presentation `options` ∩ the user's settings allow.
-    mutating func present(_ app: String, _ notification: DeliveredNotification, allowed options: PresentationOptions,
-                          foreground: Bool) -> [DeviceAction]
-    {
+    mutating func present(
+        _ app: String, _ notification: DeliveredNotification, allowed options: PresentationOptions,
+        foreground: Bool
+    ) -> [DeviceAction] {
         guard var record = apps[app] else { return [] }
         let s = record.settings
         let content = notification.request.content
@@ -425,7 +443,9 @@ public struct DeviceEngine: Sendable {
             case .default: sound = .default
             case .named(let name): sound = .named(name)
             case .critical(let name, let volume):
-                sound = s.criticalAlertSetting == .enabled ? .critical(name: name, volume: volume) : name.map { .named($0) } ?? .default
+                sound =
+                    s.criticalAlertSetting == .enabled
+                    ? .critical(name: name, volume: volume) : name.map { .named($0) } ?? .default
             }
         }
         var badge: Int?
@@ -498,7 +518,8 @@ public struct DeviceEngine: Sendable {
         actions.append(
             .tellApp(
                 app: app,
-                response: NotificationResponse(notification: notification, actionIdentifier: actionIdentifier, userText: userText)))
+                response: NotificationResponse(
+                    notification: notification, actionIdentifier: actionIdentifier, userText: userText)))
         return actions
     }
 

@@ -84,7 +84,8 @@ public enum SoundResolver {
                     default: "wav-\(format)"
                     }
                 let dataSize = min(size, max(0, fileSize - (i + 8)))
-                return SoundFileInfo(container: "wav", encoding: encoding, duration: Double(dataSize) / Double(byteRate))
+                return SoundFileInfo(
+                    container: "wav", encoding: encoding, duration: Double(dataSize) / Double(byteRate))
             }
             i += 8 + size + (size & 1)
         }

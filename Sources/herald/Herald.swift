@@ -26,7 +26,9 @@ func iso8601(_ date: Date, _ zone: TimeZone) -> String {
 
 func parseDate(_ text: String, field: String) throws -> Date {
     let formatter = ISO8601DateFormatter()
-    for options: ISO8601DateFormatter.Options in [[.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds]] {
+    for options: ISO8601DateFormatter.Options in [
+        [.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds],
+    ] {
         formatter.formatOptions = options
         if let date = formatter.date(from: text) { return date }
     }
@@ -78,7 +80,9 @@ struct TriggerNext: ParsableCommand {
     var json = false
 
     func validate() throws {
-        if (calendar == nil) == (interval == nil) { throw ValidationError("give exactly one of --calendar or --interval") }
+        if (calendar == nil) == (interval == nil) {
+            throw ValidationError("give exactly one of --calendar or --interval")
+        }
         if count < 1 || count > 100_000 { throw ValidationError("--count: must be 1…100000, not \(count)") }
         if floating && timeZone != nil { throw ValidationError("--time-zone and --floating exclude each other") }
         for (field, id) in [("--time-zone", timeZone), ("--device-time-zone", deviceTimeZone)] {
@@ -106,7 +110,8 @@ struct TriggerNext: ParsableCommand {
         }
         var dates: [Date] = []
         var cursor = start
-        while dates.count < count, let next = trigger.nextFireDate(after: cursor, anchor: start, deviceTimeZone: device) {
+        while dates.count < count, let next = trigger.nextFireDate(after: cursor, anchor: start, deviceTimeZone: device)
+        {
             dates.append(next)
             cursor = next
             if !repeats { break }
@@ -116,7 +121,8 @@ struct TriggerNext: ParsableCommand {
             let calendar = FoundationCalendarReference.calendar(zoneForPrinting)
             var cursor = start
             for _ in 0..<count {
-                let next = FoundationCalendarReference.nextDate(after: cursor, matching: c.components, calendar: calendar)
+                let next = FoundationCalendarReference.nextDate(
+                    after: cursor, matching: c.components, calendar: calendar)
                 foundation.append(next)
                 guard let next else { break }
                 cursor = next
@@ -127,7 +133,9 @@ struct TriggerNext: ParsableCommand {
                 "after": iso8601(start, zoneForPrinting), "timeZone": zoneForPrinting.identifier,
                 "fireDates": dates.map { iso8601($0, zoneForPrinting) },
             ]
-            if compareFoundation { object["foundation"] = foundation.map { $0.map { iso8601($0, zoneForPrinting) } ?? "none" } }
+            if compareFoundation {
+                object["foundation"] = foundation.map { $0.map { iso8601($0, zoneForPrinting) } ?? "none" }
+            }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
             return
@@ -137,7 +145,9 @@ struct TriggerNext: ParsableCommand {
             var line = iso8601(date, zoneForPrinting)
             if compareFoundation {
                 let f = i < foundation.count ? foundation[i] : nil
-                line += f == date ? "  (Foundation agrees)" : "  (Foundation: \(f.map { iso8601($0, zoneForPrinting) } ?? "none"))"
+                line +=
+                    f == date
+                    ? "  (Foundation agrees)" : "  (Foundation: \(f.map { iso8601($0, zoneForPrinting) } ?? "none"))"
             }
             print(line)
         }
@@ -153,13 +163,18 @@ struct TriggerCompare: ParsableCommand {
     @Option(help: "Random seed.") var seed: UInt64 = 42
 
     func run() throws {
-        let result = FoundationCalendarReference.compare(FoundationCalendarReference.randomCases(count: count, seed: seed))
+        let result = FoundationCalendarReference.compare(
+            FoundationCalendarReference.randomCases(count: count, seed: seed))
         print("cases: \(result.total)  agreements: \(result.agreements)")
-        for (why, n) in result.explained.sorted(by: { $0.key.rawValue < $1.key.rawValue }) { print("explained \(why.rawValue): \(n)") }
+        for (why, n) in result.explained.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            print("explained \(why.rawValue): \(n)")
+        }
         print("unexplained: \(result.unexplained.count)")
         for (c, h, f) in result.unexplained.prefix(20) {
             let zone = TimeZone(identifier: c.zoneIdentifier)!
-            print("  \(c.components) in \(c.zoneIdentifier) after \(iso8601(c.after, zone)): herald \(h.map { iso8601($0, zone) } ?? "none"), foundation \(f.map { iso8601($0, zone) } ?? "none")")
+            print(
+                "  \(c.components) in \(c.zoneIdentifier) after \(iso8601(c.after, zone)): herald \(h.map { iso8601($0, zone) } ?? "none"), foundation \(f.map { iso8601($0, zone) } ?? "none")"
+            )
         }
         if !result.unexplained.isEmpty { throw ExitCode(1) }
     }

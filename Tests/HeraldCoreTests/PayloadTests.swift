@@ -67,12 +67,18 @@ import Testing
     @Test func sizeLimitsPerPushType() throws {
         let filler = String(repeating: "x", count: 4100)
         let payload = try Payload(json: #"{"aps":{"alert":"hi"},"pad":"\#(filler)"}"#)
-        #expect(throws: PayloadError(key: "payload", rule: "is \(payload.data.count) bytes; the limit for alert pushes is 4096", reason: .payloadTooLarge)) {
+        #expect(
+            throws: PayloadError(
+                key: "payload", rule: "is \(payload.data.count) bytes; the limit for alert pushes is 4096",
+                reason: .payloadTooLarge)
+        ) {
             try payload.validate(pushType: .alert)
         }
         try payload.validate(pushType: .voip)  // 5120 for VoIP
         let small = try Payload(json: #"{"aps":{"alert":"\#(String(repeating: "y", count: 250))"}}"#)
-        #expect(throws: PayloadError.self) { try small.validate(pushType: .alert, sizeLimit: PayloadSizeLimit.legacyBinary.rawValue) }
+        #expect(throws: PayloadError.self) {
+            try small.validate(pushType: .alert, sizeLimit: PayloadSizeLimit.legacyBinary.rawValue)
+        }
         try small.validate(pushType: .alert, sizeLimit: PayloadSizeLimit.binaryFrame.rawValue)
     }
 
@@ -85,7 +91,10 @@ import Testing
             Issue.record("priority 10 accepted")
         } catch { #expect(error.reason == .badPriority && error.key == "apns-priority") }
         let withAlert = try Payload(json: #"{"aps":{"content-available":1,"alert":"x"}}"#)
-        #expect(throws: PayloadError(key: "aps.alert", rule: "background pushes carry content-available only (no alert, sound or badge)")) {
+        #expect(
+            throws: PayloadError(
+                key: "aps.alert", rule: "background pushes carry content-available only (no alert, sound or badge)")
+        ) {
             try withAlert.validate(pushType: .background, priority: .normal)
         }
         let none = try Payload(json: #"{"aps":{}}"#)
@@ -108,7 +117,10 @@ import Testing
     }
 
     @Test func remoteContentFromPayload() throws {
-        let payload = try Payload(json: #"{"aps":{"alert":{"loc-key":"GAME_INVITE","loc-args":["Jenna"]},"badge":1,"sound":"default","category":"INVITE","thread-id":"t1"},"gameID":"12"}"#)
+        let payload = try Payload(
+            json:
+                #"{"aps":{"alert":{"loc-key":"GAME_INVITE","loc-args":["Jenna"]},"badge":1,"sound":"default","category":"INVITE","thread-id":"t1"},"gameID":"12"}"#
+        )
         let content = NotificationContent(payload: payload)
         #expect(content.bodyLocKey == "GAME_INVITE" && content.bodyLocArgs == ["Jenna"])
         #expect(content.badge == 1 && content.sound == .default && content.categoryIdentifier == "INVITE")
@@ -133,7 +145,9 @@ import Testing
 
     @Test func formatsPositionalAndPercent() {
         #expect(LocalizationBundle.format("%@ has invited you", arguments: ["Jenna"]) == "Jenna has invited you")
-        #expect(LocalizationBundle.format("%2$@ scored %1$@ points, 100%% sure", arguments: ["7", "Ana"]) == "Ana scored 7 points, 100% sure")
+        #expect(
+            LocalizationBundle.format("%2$@ scored %1$@ points, 100%% sure", arguments: ["7", "Ana"])
+                == "Ana scored 7 points, 100% sure")
         #expect(LocalizationBundle.format("%@ and %@", arguments: ["a"]) == "a and ")
         #expect(LocalizationBundle.format("%d items", arguments: ["3"]) == "3 items")
     }
@@ -145,7 +159,8 @@ import Testing
                 "pt-BR": StringsTable(["HELLO": "Olá %@"]),
                 "Base": StringsTable(["HELLO": "Hello %@", "ONLY_BASE": "base"]),
             ], baseLanguage: "en")
-        #expect(bundle.localizedString(forKey: "HELLO", arguments: ["Ana"], preferredLanguages: ["fr-CA"]) == "Bonjour Ana")
+        #expect(
+            bundle.localizedString(forKey: "HELLO", arguments: ["Ana"], preferredLanguages: ["fr-CA"]) == "Bonjour Ana")
         #expect(bundle.localizedString(forKey: "HELLO", arguments: ["Ana"], preferredLanguages: ["pt-BR"]) == "Olá Ana")
         #expect(bundle.localizedString(forKey: "HELLO", arguments: ["Ana"], preferredLanguages: ["de"]) == "Hello Ana")
         #expect(bundle.localizedString(forKey: "ONLY_BASE", arguments: [], preferredLanguages: ["fr"]) == "base")

@@ -34,20 +34,24 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
 
 @Suite struct CalendarMatcherTests {
     @Test func springForwardGapFiresAtFirstInstantAfter() {
-        #expect(sequence(.init(hour: 2, minute: 30), "America/New_York", after: "2025-03-08T12:00:00Z")
-            == ["2025-03-09T03:00:00-04:00", "2025-03-10T02:30:00-04:00", "2025-03-11T02:30:00-04:00"])
+        #expect(
+            sequence(.init(hour: 2, minute: 30), "America/New_York", after: "2025-03-08T12:00:00Z")
+                == ["2025-03-09T03:00:00-04:00", "2025-03-10T02:30:00-04:00", "2025-03-11T02:30:00-04:00"])
         // Midnight that does not exist (São Paulo 2018).
-        #expect(sequence(.init(day: 4), "America/Sao_Paulo", after: "2018-11-03T12:00:00Z", count: 2)
-            == ["2018-11-04T01:00:00-02:00", "2018-12-04T00:00:00-02:00"])
+        #expect(
+            sequence(.init(day: 4), "America/Sao_Paulo", after: "2018-11-03T12:00:00Z", count: 2)
+                == ["2018-11-04T01:00:00-02:00", "2018-12-04T00:00:00-02:00"])
         // Minutes only: the hourly pattern skips the missing hour.
-        #expect(sequence(.init(minute: 15), "America/New_York", after: "2025-03-09T05:30:00Z", count: 2)
-            == ["2025-03-09T01:15:00-05:00", "2025-03-09T03:15:00-04:00"])
+        #expect(
+            sequence(.init(minute: 15), "America/New_York", after: "2025-03-09T05:30:00Z", count: 2)
+                == ["2025-03-09T01:15:00-05:00", "2025-03-09T03:15:00-04:00"])
     }
 
     @Test func aSkippedDayIsCrossedInOneStep() {
         // Pacific/Apia skipped 30 December 2011 entirely (UTC-10 to UTC+14).
-        #expect(sequence(.init(second: 10), "Pacific/Apia", after: "2011-12-29T23:59:30-10:00", count: 2)
-            == ["2011-12-31T00:00:10+14:00", "2011-12-31T00:01:10+14:00"])
+        #expect(
+            sequence(.init(second: 10), "Pacific/Apia", after: "2011-12-29T23:59:30-10:00", count: 2)
+                == ["2011-12-31T00:00:10+14:00", "2011-12-31T00:01:10+14:00"])
         let foundation = FoundationCalendarReference.nextDate(
             after: date("2011-12-29T23:59:30-10:00"), matching: .init(second: 10),
             calendar: FoundationCalendarReference.calendar(TimeZone(identifier: "Pacific/Apia")!))
@@ -55,46 +59,58 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
     }
 
     @Test func repeatedHourFiresOnceFirstOccurrence() {
-        #expect(sequence(.init(hour: 1, minute: 30), "America/New_York", after: "2025-11-01T12:00:00Z")
-            == ["2025-11-02T01:30:00-04:00", "2025-11-03T01:30:00-05:00", "2025-11-04T01:30:00-05:00"])
+        #expect(
+            sequence(.init(hour: 1, minute: 30), "America/New_York", after: "2025-11-01T12:00:00Z")
+                == ["2025-11-02T01:30:00-04:00", "2025-11-03T01:30:00-05:00", "2025-11-04T01:30:00-05:00"])
         // Every hour at :30 sees both passes of the repeated hour.
-        #expect(sequence(.init(minute: 30), "America/New_York", after: "2025-11-02T05:00:00Z", count: 3)
-            == ["2025-11-02T01:30:00-04:00", "2025-11-02T01:30:00-05:00", "2025-11-02T02:30:00-05:00"])
+        #expect(
+            sequence(.init(minute: 30), "America/New_York", after: "2025-11-02T05:00:00Z", count: 3)
+                == ["2025-11-02T01:30:00-04:00", "2025-11-02T01:30:00-05:00", "2025-11-02T02:30:00-05:00"])
     }
 
     @Test func day31InShortMonthGoesToNextMonthStart() {
-        #expect(sequence(.init(day: 31), "UTC", after: "2025-04-02T00:00:00Z", count: 4)
-            == ["2025-05-01T00:00:00Z", "2025-05-31T00:00:00Z", "2025-07-01T00:00:00Z", "2025-07-31T00:00:00Z"])
-        #expect(sequence(.init(month: 2, day: 29, hour: 8), "UTC", after: "2027-01-02T00:00:00Z", count: 2)
-            == ["2027-03-01T00:00:00Z", "2028-02-29T08:00:00Z"])
+        #expect(
+            sequence(.init(day: 31), "UTC", after: "2025-04-02T00:00:00Z", count: 4)
+                == ["2025-05-01T00:00:00Z", "2025-05-31T00:00:00Z", "2025-07-01T00:00:00Z", "2025-07-31T00:00:00Z"])
+        #expect(
+            sequence(.init(month: 2, day: 29, hour: 8), "UTC", after: "2027-01-02T00:00:00Z", count: 2)
+                == ["2027-03-01T00:00:00Z", "2028-02-29T08:00:00Z"])
     }
 
     @Test func unsetUnitsBelowTheHighestTakeTheirMinimum() {
-        #expect(sequence(.init(hour: 7, second: 30), "UTC", after: "2025-01-02T07:05:10Z", count: 2)
-            == ["2025-01-03T07:00:30Z", "2025-01-04T07:00:30Z"])
-        #expect(sequence(.init(month: 3, hour: 9), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
-            == ["2025-03-01T09:00:00Z", "2026-03-01T09:00:00Z"])
-        #expect(sequence(.init(month: 3, weekday: 2), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
-            == ["2025-03-03T00:00:00Z", "2026-03-02T00:00:00Z"])
-        #expect(sequence(.init(minute: 5, weekday: 2, weekdayOrdinal: 2), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
-            == ["2025-01-13T00:05:00Z", "2025-01-13T01:05:00Z"])
+        #expect(
+            sequence(.init(hour: 7, second: 30), "UTC", after: "2025-01-02T07:05:10Z", count: 2)
+                == ["2025-01-03T07:00:30Z", "2025-01-04T07:00:30Z"])
+        #expect(
+            sequence(.init(month: 3, hour: 9), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
+                == ["2025-03-01T09:00:00Z", "2026-03-01T09:00:00Z"])
+        #expect(
+            sequence(.init(month: 3, weekday: 2), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
+                == ["2025-03-03T00:00:00Z", "2026-03-02T00:00:00Z"])
+        #expect(
+            sequence(.init(minute: 5, weekday: 2, weekdayOrdinal: 2), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
+                == ["2025-01-13T00:05:00Z", "2025-01-13T01:05:00Z"])
     }
 
     @Test func weekdaysOrdinalsAndWeeks() {
-        #expect(sequence(.init(weekday: 2, weekdayOrdinal: 5), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
-            == ["2025-03-31T00:00:00Z", "2025-06-30T00:00:00Z"])
-        #expect(sequence(.init(day: 13, weekday: 6), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
-            == ["2025-06-13T00:00:00Z", "2026-02-13T00:00:00Z"])
-        #expect(sequence(.init(weekday: 4, weekOfMonth: 3), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
-            == ["2025-01-15T00:00:00Z", "2025-02-12T00:00:00Z"])
+        #expect(
+            sequence(.init(weekday: 2, weekdayOrdinal: 5), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
+                == ["2025-03-31T00:00:00Z", "2025-06-30T00:00:00Z"])
+        #expect(
+            sequence(.init(day: 13, weekday: 6), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
+                == ["2025-06-13T00:00:00Z", "2026-02-13T00:00:00Z"])
+        #expect(
+            sequence(.init(weekday: 4, weekOfMonth: 3), "UTC", after: "2025-01-02T00:00:00Z", count: 2)
+                == ["2025-01-15T00:00:00Z", "2025-02-12T00:00:00Z"])
         #expect(sequence(.init(year: 2024, month: 5), "UTC", after: "2025-01-02T00:00:00Z", count: 1) == ["nil"])
     }
 
     /// Foundation's defects listed in spec/NOTIFICATIONS.md and docs/calendar-matching.md: Herald is right.
     @Test func lordHoweHalfHourGapIsNotSkipped() {
         let components = CalendarComponents(hour: 2, minute: 15)
-        #expect(sequence(components, "Australia/Lord_Howe", after: "2025-10-04T00:00:00Z", count: 2)
-            == ["2025-10-05T02:30:00+11:00", "2025-10-06T02:15:00+11:00"])
+        #expect(
+            sequence(components, "Australia/Lord_Howe", after: "2025-10-04T00:00:00Z", count: 2)
+                == ["2025-10-05T02:30:00+11:00", "2025-10-06T02:15:00+11:00"])
         let foundation = FoundationCalendarReference.nextDate(
             after: date("2025-10-04T00:00:00Z"), matching: components,
             calendar: FoundationCalendarReference.calendar(TimeZone(identifier: "Australia/Lord_Howe")!))
@@ -110,37 +126,58 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         // "Sunday at 00:00"; the next Sunday midnight is 7 June.
         let components = CalendarComponents(hour: 0, weekday: 1)
         let after = date("2009-05-31T14:18:08Z")
-        #expect(sequence(components, "Africa/Casablanca", after: "2009-05-31T14:18:08Z", count: 1) == ["2009-06-07T00:00:00+01:00"])
+        #expect(
+            sequence(components, "Africa/Casablanca", after: "2009-05-31T14:18:08Z", count: 1) == [
+                "2009-06-07T00:00:00+01:00"
+            ])
         let zone = TimeZone(identifier: "Africa/Casablanca")!
-        let foundation = FoundationCalendarReference.nextDate(after: after, matching: components, calendar: FoundationCalendarReference.calendar(zone))
+        let foundation = FoundationCalendarReference.nextDate(
+            after: after, matching: components, calendar: FoundationCalendarReference.calendar(zone))
         let herald = CalendarMatcher(components).nextDate(after: after, in: ZoneRules.of(zone))
-        #expect(FoundationCalendarReference.explain(herald: herald, foundation: foundation, after: after, components: components, zone: ZoneRules.of(zone)) == .foundationResultDoesNotMatch)
+        #expect(
+            FoundationCalendarReference.explain(
+                herald: herald, foundation: foundation, after: after, components: components, zone: ZoneRules.of(zone))
+                == .foundationResultDoesNotMatch)
         // While a gap-end answer for a time that falls in the gap is agreement, not a mismatch.
         let gap = CalendarComponents(hour: 2, minute: 30)
         let ny = ZoneRules.named("America/New_York")!
         let start = date("2025-03-08T12:00:00Z")
         let h = CalendarMatcher(gap).nextDate(after: start, in: ny)
-        #expect(h == FoundationCalendarReference.nextDate(after: start, matching: gap, calendar: FoundationCalendarReference.calendar(TimeZone(identifier: "America/New_York")!)))
+        #expect(
+            h
+                == FoundationCalendarReference.nextDate(
+                    after: start, matching: gap,
+                    calendar: FoundationCalendarReference.calendar(TimeZone(identifier: "America/New_York")!)))
     }
 
     @Test func secondWeekdayOrdinalDoesNotInventFirstOfMonth() {
         // Foundation answers 1 March 00:00 (a Saturday) for "second Monday at 10:00" after 10 February.
-        #expect(sequence(.init(hour: 10, weekday: 2, weekdayOrdinal: 2), "UTC", after: "2025-02-10T10:00:00Z", count: 1)
-            == ["2025-03-10T10:00:00Z"])
+        #expect(
+            sequence(.init(hour: 10, weekday: 2, weekdayOrdinal: 2), "UTC", after: "2025-02-10T10:00:00Z", count: 1)
+                == ["2025-03-10T10:00:00Z"])
     }
 
     @Test func agreesWithFoundationOnSeededRandomCases() {
         let result = FoundationCalendarReference.compare(FoundationCalendarReference.randomCases(count: 4000, seed: 7))
         #expect(result.total == 4000)
-        #expect(result.unexplained.isEmpty, "\(result.unexplained.prefix(5).map { "\($0.0.components) \($0.0.zoneIdentifier) \($0.0.after) h=\(String(describing: $0.herald)) f=\(String(describing: $0.foundation))" })")
+        #expect(
+            result.unexplained.isEmpty,
+            "\(result.unexplained.prefix(5).map { "\($0.0.components) \($0.0.zoneIdentifier) \($0.0.after) h=\(String(describing: $0.herald)) f=\(String(describing: $0.foundation))" })"
+        )
         #expect(Double(result.agreements) / Double(result.total) > 0.98)
     }
 
     @Test func invalidComponentsNameTheField() {
-        #expect(throws: NotificationError.invalid("calendar.hour", "must be 0…23, not 25")) { try CalendarComponents(parsing: "hour=25") }
+        #expect(throws: NotificationError.invalid("calendar.hour", "must be 0…23, not 25")) {
+            try CalendarComponents(parsing: "hour=25")
+        }
         #expect(throws: NotificationError.self) { try CalendarComponents(parsing: "hr=2") }
-        #expect(throws: NotificationError.invalid("calendar", "at least one date component must be set")) { try CalendarComponents(parsing: "") }
-        #expect(throws: NotificationError.invalid("calendar.minute", "'x' is not an integer")) { try CalendarComponents(parsing: "minute=x") }
+        #expect(throws: NotificationError.invalid("calendar", "at least one date component must be set")) {
+            try CalendarComponents(parsing: "")
+        }
+        #expect(throws: NotificationError.invalid("calendar.minute", "'x' is not an integer")) {
+            try CalendarComponents(parsing: "minute=x")
+        }
     }
 }
 
@@ -148,7 +185,10 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
     @Test func timeIntervalRules() throws {
         #expect(throws: NotificationError.self) { try TimeIntervalTrigger(interval: 0) }
         #expect(throws: NotificationError.self) { try TimeIntervalTrigger(interval: -5) }
-        #expect(throws: NotificationError.invalid("trigger.timeInterval", "must be at least 60 seconds when repeating, not 59.0")) {
+        #expect(
+            throws: NotificationError.invalid(
+                "trigger.timeInterval", "must be at least 60 seconds when repeating, not 59.0")
+        ) {
             try TimeIntervalTrigger(interval: 59, repeats: true)
         }
         let anchor = date("2025-01-01T00:00:00Z")
@@ -156,8 +196,10 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         #expect(once.nextFireDate(after: anchor, anchor: anchor) == anchor.addingTimeInterval(90))
         #expect(once.nextFireDate(after: anchor.addingTimeInterval(90), anchor: anchor) == nil)
         let every = try TimeIntervalTrigger(interval: 60, repeats: true)
-        #expect(every.nextFireDate(after: anchor.addingTimeInterval(125), anchor: anchor) == anchor.addingTimeInterval(180))
-        #expect(every.nextFireDate(after: anchor.addingTimeInterval(120), anchor: anchor) == anchor.addingTimeInterval(180))
+        #expect(
+            every.nextFireDate(after: anchor.addingTimeInterval(125), anchor: anchor) == anchor.addingTimeInterval(180))
+        #expect(
+            every.nextFireDate(after: anchor.addingTimeInterval(120), anchor: anchor) == anchor.addingTimeInterval(180))
     }
 
     @Test func floatingFollowsTheDeviceFixedDoesNot() throws {
@@ -166,8 +208,12 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         let fixed = try CalendarTrigger(components: nine, repeats: true, timeZone: .fixed("America/New_York"))
         let after = date("2025-06-01T00:00:00Z")
         let paris = TimeZone(identifier: "Europe/Paris")!
-        #expect(iso(floating.nextFireDate(after: after, deviceTimeZone: paris), "Europe/Paris") == "2025-06-01T09:00:00+02:00")
-        #expect(iso(fixed.nextFireDate(after: after, deviceTimeZone: paris), "America/New_York") == "2025-06-01T09:00:00-04:00")
+        #expect(
+            iso(floating.nextFireDate(after: after, deviceTimeZone: paris), "Europe/Paris")
+                == "2025-06-01T09:00:00+02:00")
+        #expect(
+            iso(fixed.nextFireDate(after: after, deviceTimeZone: paris), "America/New_York")
+                == "2025-06-01T09:00:00-04:00")
         #expect(throws: NotificationError.invalid("trigger.timeZone", "unknown time zone 'Mars/Olympus'")) {
             try CalendarTrigger(components: nine, timeZone: .fixed("Mars/Olympus"))
         }
@@ -181,9 +227,13 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         let now = date("2025-07-01T12:00:00Z")
         // timeZone set: wall-clock 13:45 follows the device.
         let floating = try #require(try LegacySchedule(fireDate: fireDate, timeZone: zone).trigger(now: now))
-        #expect(iso(floating.nextFireDate(after: now, anchor: now, deviceTimeZone: zone), "America/New_York") == "2025-07-04T13:45:00-04:00")
+        #expect(
+            iso(floating.nextFireDate(after: now, anchor: now, deviceTimeZone: zone), "America/New_York")
+                == "2025-07-04T13:45:00-04:00")
         let tokyo = TimeZone(identifier: "Asia/Tokyo")!
-        #expect(iso(floating.nextFireDate(after: now, anchor: now, deviceTimeZone: tokyo), "Asia/Tokyo") == "2025-07-04T13:45:00+09:00")
+        #expect(
+            iso(floating.nextFireDate(after: now, anchor: now, deviceTimeZone: tokyo), "Asia/Tokyo")
+                == "2025-07-04T13:45:00+09:00")
         // timeZone nil: an absolute instant wherever the device is.
         let absolute = try #require(try LegacySchedule(fireDate: fireDate).trigger(now: now))
         #expect(absolute.nextFireDate(after: now, anchor: now, deviceTimeZone: tokyo) == fireDate)
@@ -201,14 +251,18 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         #expect(a == first)
         #expect(t.nextFireDate(after: a, anchor: now, deviceTimeZone: zone) == first.addingTimeInterval(7 * 86400))
         let region = try CircularRegion(identifier: "home", latitude: 1, longitude: 2, radius: 100)
-        #expect(throws: NotificationError.self) { try LegacySchedule(fireDate: first, region: region).trigger(now: now) }
+        #expect(throws: NotificationError.self) {
+            try LegacySchedule(fireDate: first, region: region).trigger(now: now)
+        }
     }
 
     @Test func regionValidationAndCrossings() throws {
         #expect(throws: NotificationError.invalid("region.radius", "must be greater than 0, not 0.0")) {
             try CircularRegion(identifier: "x", latitude: 0, longitude: 0, radius: 0)
         }
-        #expect(throws: NotificationError.self) { try CircularRegion(identifier: "x", latitude: 91, longitude: 0, radius: 5) }
+        #expect(throws: NotificationError.self) {
+            try CircularRegion(identifier: "x", latitude: 91, longitude: 0, radius: 5)
+        }
         let office = try CircularRegion(identifier: "office", latitude: 48.8584, longitude: 2.2945, radius: 200)
         // ~1.1 km north, then 50 m away, then back out.
         let fixes = [
@@ -216,10 +270,11 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
             LocationFix(latitude: 48.8589, longitude: 2.2946), LocationFix(latitude: 48.8700, longitude: 2.2945),
         ]
         var monitor = RegionMonitor()
-        #expect(monitor.process(fixes, regions: [office]) == [
-            RegionCrossing(regionIdentifier: "office", kind: .entry, fixIndex: 1),
-            RegionCrossing(regionIdentifier: "office", kind: .exit, fixIndex: 3),
-        ])
+        #expect(
+            monitor.process(fixes, regions: [office]) == [
+                RegionCrossing(regionIdentifier: "office", kind: .entry, fixIndex: 1),
+                RegionCrossing(regionIdentifier: "office", kind: .exit, fixIndex: 3),
+            ])
         #expect(abs(GreatCircle.distance(0, 0, 0, 1) - 111_195) < 10)
     }
 }
@@ -229,8 +284,10 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
     @Test func inviteCategoryContexts() throws {
         let accept = try NotificationAction(identifier: "ACCEPT_IDENTIFIER", title: "Accept")
         let maybe = try NotificationAction(identifier: "MAYBE_IDENTIFIER", title: "Maybe")
-        let decline = try NotificationAction(identifier: "DECLINE_IDENTIFIER", title: "Decline", options: [.destructive])
-        let invite = try NotificationCategory(identifier: "INVITE_CATEGORY", actions: [accept, maybe, decline], minimalActions: [accept, decline])
+        let decline = try NotificationAction(
+            identifier: "DECLINE_IDENTIFIER", title: "Decline", options: [.destructive])
+        let invite = try NotificationCategory(
+            identifier: "INVITE_CATEGORY", actions: [accept, maybe, decline], minimalActions: [accept, decline])
         #expect(invite.actions(for: .default).map(\.title) == ["Accept", "Maybe", "Decline"])
         #expect(invite.actions(for: .minimal).map(\.title) == ["Accept", "Decline"])
         let noMinimal = try NotificationCategory(identifier: "INVITE_CATEGORY", actions: [accept, maybe, decline])
@@ -243,15 +300,21 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         let reply = try NotificationAction(identifier: "REPLY", title: "Reply", options: [.foreground])
         #expect(reply.effectiveOptions.contains(.authenticationRequired))
         #expect(throws: NotificationError.self) { try NotificationAction(identifier: "", title: "x") }
-        #expect(throws: NotificationError.self) { try NotificationAction(identifier: StandardAction.defaultIdentifier, title: "x") }
+        #expect(throws: NotificationError.self) {
+            try NotificationAction(identifier: StandardAction.defaultIdentifier, title: "x")
+        }
         #expect(throws: NotificationError.self) { try NotificationCategory(identifier: "C", actions: [reply, reply]) }
     }
 
     @Test func settingsAfterDecisions() {
         let granted = NotificationSettings.after(decision: true, options: [.alert, .sound])
-        #expect(granted.authorizationStatus == .authorized && granted.badgeSetting == .disabled && granted.soundSetting == .enabled)
+        #expect(
+            granted.authorizationStatus == .authorized && granted.badgeSetting == .disabled
+                && granted.soundSetting == .enabled)
         let provisional = NotificationSettings.after(decision: true, options: [.alert, .provisional])
-        #expect(provisional.authorizationStatus == .provisional && provisional.alertSetting == .disabled && provisional.notificationCenterSetting == .enabled)
+        #expect(
+            provisional.authorizationStatus == .provisional && provisional.alertSetting == .disabled
+                && provisional.notificationCenterSetting == .enabled)
         #expect(NotificationSettings.after(decision: false, options: [.alert]).authorizationStatus == .denied)
         #expect(NotificationError(.badgeInputInvalid, "x").code.rawValue == 1600)
         #expect(NotificationError.Code.notificationInvalidNoContent.description == "notificationInvalidNoContent")

@@ -13,7 +13,12 @@ import Testing
         let zone = TimeZone(identifier: "Europe/London")!
         var e = try engine(app: app, zone: "Europe/London", now: now)
         for id in ["old-1", "old-2"] {
-            _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: id, content: content("old"), trigger: .timeInterval(try TimeIntervalTrigger(interval: 600)))), now: now)
+            _ = try e.handle(
+                .add(
+                    app: app,
+                    request: NotificationRequest(
+                        identifier: id, content: content("old"),
+                        trigger: .timeInterval(try TimeIntervalTrigger(interval: 600)))), now: now)
         }
         _ = try e.handle(.removePending(app: app, identifiers: nil), now: now)  // cancelAllLocalNotifications
         #expect(e.apps[app]!.pending.isEmpty)
@@ -23,7 +28,9 @@ import Testing
         c.actionLocKey = "Show me"
         c.userInfo = ["kRemindMeNotificationDataKey": .string("Buy milk")]
         let trigger = try LegacySchedule(fireDate: pickerDate, timeZone: zone).trigger(now: now)
-        _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: "reminder", content: c, trigger: trigger)), now: now)
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "reminder", content: c, trigger: trigger)), now: now
+        )
         #expect(e.nextWake == pickerDate)
 
         let fired = e.advance(to: pickerDate)
@@ -32,7 +39,9 @@ import Testing
         #expect(p.notification.request.content.actionLocKey == "Show me")
         #expect(p.badge == 1 && p.sound == .default && fired.contains(.setBadge(app: app, badge: 1)))
         // The user taps "Show me": the app is launched with the notification, userInfo intact.
-        let response = try e.handle(.respond(app: app, identifier: "reminder", actionIdentifier: StandardAction.defaultIdentifier, text: nil), now: pickerDate)
+        let response = try e.handle(
+            .respond(app: app, identifier: "reminder", actionIdentifier: StandardAction.defaultIdentifier, text: nil),
+            now: pickerDate)
         guard case .launchApp(_, .foreground, let options?) = response[1] else { Issue.record("\(response)"); return }
         #expect(options.request.content.userInfo["kRemindMeNotificationDataKey"] == .string("Buy milk"))
         _ = try e.handle(.setBadge(app: app, badge: 0), now: pickerDate)  // applicationIconBadgeNumber = 0
@@ -52,12 +61,17 @@ import Testing
             let trigger = try LegacySchedule(fireDate: fire, timeZone: zone).trigger(now: now)
             var c = NotificationContent(body: "Have you tracked your mood yet?", sound: .default)
             c.actionLocKey = "Track it!"
-            _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: "mood-\(fire.timeIntervalSince1970)", content: c, trigger: trigger)), now: now)
+            _ = try e.handle(
+                .add(
+                    app: app,
+                    request: NotificationRequest(
+                        identifier: "mood-\(fire.timeIntervalSince1970)", content: c, trigger: trigger)), now: now)
         }
         for _ in 0..<2 {  // the screen loads twice: the second pass must add nothing
             for day in 0..<3 {
                 for hour in [9, 14, 20] {
-                    let d = CalendarComponents.of(now.addingTimeInterval(Double(day) * 86400), in: zone, units: ["year", "month", "day"])
+                    let d = CalendarComponents.of(
+                        now.addingTimeInterval(Double(day) * 86400), in: zone, units: ["year", "month", "day"])
                     let dc = DateComponents(timeZone: zone, year: d.year, month: d.month, day: d.day, hour: hour)
                     try create(Calendar(identifier: .gregorian).date(from: dc)!)
                 }
@@ -74,7 +88,9 @@ import Testing
         let policy = CountingPolicy(allow: false)
         var denied = DeviceEngine(policy: policy)
         _ = try denied.handle(.installApp(InstalledApp(bundleID: app)), now: now)
-        for _ in 0..<3 { _ = try denied.handle(.requestAuthorization(app: app, options: [.alert, .sound, .badge]), now: now) }
+        for _ in 0..<3 {
+            _ = try denied.handle(.requestAuthorization(app: app, options: [.alert, .sound, .badge]), now: now)
+        }
         #expect(policy.timesAsked == 1 && denied.apps[app]!.settings.authorizationStatus == .denied)
     }
 
@@ -84,10 +100,15 @@ import Testing
         let now = at("2025-02-03T22:00:00+01:00")
         var e = try engine(app: app, zone: "Europe/Paris", now: now)
         let c = NotificationContent(title: "Wake up!", body: "Rise and shine! It's morning time!")
-        let trigger = NotificationTrigger.calendar(try CalendarTrigger(components: .init(hour: 7, minute: 0), repeats: false))
-        _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: "MorningAlarm", content: c, trigger: trigger)), now: now)
+        let trigger = NotificationTrigger.calendar(
+            try CalendarTrigger(components: .init(hour: 7, minute: 0), repeats: false))
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "MorningAlarm", content: c, trigger: trigger)),
+            now: now)
         #expect(e.nextWake == at("2025-02-04T07:00:00+01:00"))
-        #expect(e.advance(to: at("2025-02-04T07:00:00+01:00")).presentations.first?.notification.request.content.title == "Wake up!")
+        #expect(
+            e.advance(to: at("2025-02-04T07:00:00+01:00")).presentations.first?.notification.request.content.title
+                == "Wake up!")
         #expect(e.apps[app]!.pending.isEmpty && e.nextWake == nil)
     }
 
@@ -96,9 +117,15 @@ import Testing
         let app = "com.example.friends"
         let now = at("2025-01-01T00:00:00Z")
         var e = try engine(app: app, now: now)
-        let region = try CircularRegion(identifier: "LOC_IDENTIFIER", latitude: 37.3349, longitude: -122.0090, radius: 150)
+        let region = try CircularRegion(
+            identifier: "LOC_IDENTIFIER", latitude: 37.3349, longitude: -122.0090, radius: 150)
         let trigger = try LegacySchedule(region: region, regionTriggersOnce: true).trigger(now: now)
-        _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: "arrive", content: NotificationContent(body: "You have arrived!"), trigger: trigger)), now: now)
+        _ = try e.handle(
+            .add(
+                app: app,
+                request: NotificationRequest(
+                    identifier: "arrive", content: NotificationContent(body: "You have arrived!"), trigger: trigger)),
+            now: now)
         let outside = LocationFix(latitude: 37.3400, longitude: -122.0090)
         let inside = LocationFix(latitude: 37.3350, longitude: -122.0091)
         // Location services off: nothing.

@@ -16,9 +16,21 @@ import Testing
         let t0 = at("2025-01-01T00:00:00Z")
         var e = try engine(app: app, now: t0)
         _ = try e.handle(.installApp(InstalledApp(bundleID: "com.other")), now: t0)
-        _ = try e.handle(.setCategories(app: app, categories: [try NotificationCategory(identifier: "C", actions: [try NotificationAction(identifier: "OK", title: "OK")])]), now: t0)
-        _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: "later", content: content("later"), trigger: .timeInterval(try TimeIntervalTrigger(interval: 3600)))), now: t0)
-        _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: "now", content: content("now", badge: 4))), now: t0)
+        _ = try e.handle(
+            .setCategories(
+                app: app,
+                categories: [
+                    try NotificationCategory(
+                        identifier: "C", actions: [try NotificationAction(identifier: "OK", title: "OK")])
+                ]), now: t0)
+        _ = try e.handle(
+            .add(
+                app: app,
+                request: NotificationRequest(
+                    identifier: "later", content: content("later"),
+                    trigger: .timeInterval(try TimeIntervalTrigger(interval: 3600)))), now: t0)
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "now", content: content("now", badge: 4))), now: t0)
         let store = try SQLiteDeviceStore(path: path)
         try await e.persist(to: store)
         #expect(try await store.journalMode() == "wal")
@@ -48,7 +60,8 @@ import Testing
         var scheduler = Scheduler()
         var oracle: [Scheduler.Key: Double] = [:]
         for step in 0..<20_000 {
-            let key = Scheduler.Key(app: "app\(Int.random(in: 0..<50, using: &rng))", id: "\(Int.random(in: 0..<40, using: &rng))")
+            let key = Scheduler.Key(
+                app: "app\(Int.random(in: 0..<50, using: &rng))", id: "\(Int.random(in: 0..<40, using: &rng))")
             switch Int.random(in: 0..<10, using: &rng) {
             case 0..<6:
                 let t = Double(Int.random(in: 0..<1_000_000, using: &rng))
@@ -140,7 +153,8 @@ import Testing
     @Test func readsHeaders() throws {
         let w = try #require(SoundResolver.inspect(Self.wav(seconds: 2), fileSize: Self.wav(seconds: 2).count))
         #expect(w.container == "wav" && w.encoding == "lpcm" && abs(w.duration - 2) < 0.01 && w.isPlayable)
-        let ulaw = try #require(SoundResolver.inspect(Self.wav(seconds: 1, format: 7), fileSize: Self.wav(seconds: 1, format: 7).count))
+        let ulaw = try #require(
+            SoundResolver.inspect(Self.wav(seconds: 1, format: 7), fileSize: Self.wav(seconds: 1, format: 7).count))
         #expect(ulaw.encoding == "ulaw")
         let a = try #require(SoundResolver.inspect(Self.aiff(frames: 44100 * 3), fileSize: 100))
         #expect(a.container == "aiff" && a.encoding == "lpcm" && abs(a.duration - 3) < 0.01)
@@ -150,7 +164,8 @@ import Testing
         #expect(!mp3in.isPlayable)
         let c = try #require(SoundResolver.inspect(Self.caf(seconds: 5), fileSize: Self.caf(seconds: 5).count))
         #expect(c.container == "caf" && c.encoding == "ima4" && abs(c.duration - 5) < 0.01)
-        #expect(!(SoundResolver.inspect(Self.caf(seconds: 31), fileSize: Self.caf(seconds: 31).count)?.isPlayable ?? true))
+        #expect(
+            !(SoundResolver.inspect(Self.caf(seconds: 31), fileSize: Self.caf(seconds: 31).count)?.isPlayable ?? true))
         #expect(SoundResolver.inspect(Data("ID3\u{3}not audio at all".utf8), fileSize: 20) == nil)
     }
 
@@ -159,7 +174,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: root) }
         let library = root.appendingPathComponent("Library")
         let bundle = root.appendingPathComponent("App.app")
-        try FileManager.default.createDirectory(at: library.appendingPathComponent("Sounds"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: library.appendingPathComponent("Sounds"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
         try Self.wav(seconds: 1).write(to: library.appendingPathComponent("Sounds/chime.wav"))
         try Self.wav(seconds: 2).write(to: bundle.appendingPathComponent("chime.wav"))

@@ -45,17 +45,28 @@ func runHerald(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
     }
 
     @Test func oneShotAndIntervals() throws {
-        let once = try runHerald(["trigger", "next", "--calendar", "hour=9", "--no-repeats", "--count", "5", "--after", "2025-01-01T00:00:00Z"])
+        let once = try runHerald([
+            "trigger", "next", "--calendar", "hour=9", "--no-repeats", "--count", "5", "--after",
+            "2025-01-01T00:00:00Z",
+        ])
         #expect(once.stdout == "2025-01-01T09:00:00Z\n")
-        let every = try runHerald(["trigger", "next", "--interval", "90", "--count", "2", "--after", "2025-01-01T00:00:00Z"])
+        let every = try runHerald([
+            "trigger", "next", "--interval", "90", "--count", "2", "--after", "2025-01-01T00:00:00Z",
+        ])
         #expect(every.stdout == "2025-01-01T00:01:30Z\n2025-01-01T00:03:00Z\n")
     }
 
     @Test(arguments: [
         (["trigger", "next", "--calendar", "hour=25"], "calendar.hour: must be 0…23, not 25"),
         (["trigger", "next", "--calendar", "hr=2"], "unknown component 'hr'"),
-        (["trigger", "next", "--calendar", "hour=2", "--time-zone", "Mars/Base"], "--time-zone: unknown time zone 'Mars/Base'"),
-        (["trigger", "next", "--calendar", "hour=2", "--after", "yesterday"], "--after: 'yesterday' is not an ISO 8601 date"),
+        (
+            ["trigger", "next", "--calendar", "hour=2", "--time-zone", "Mars/Base"],
+            "--time-zone: unknown time zone 'Mars/Base'"
+        ),
+        (
+            ["trigger", "next", "--calendar", "hour=2", "--after", "yesterday"],
+            "--after: 'yesterday' is not an ISO 8601 date"
+        ),
         (["trigger", "next", "--interval", "30", "--repeats"], "must be at least 60 seconds when repeating"),
         (["trigger", "next"], "give exactly one of --calendar or --interval"),
     ])

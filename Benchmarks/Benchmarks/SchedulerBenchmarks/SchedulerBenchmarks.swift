@@ -32,7 +32,9 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("scheduler add, 1M pending (per 1000 adds)", configuration: configuration) { benchmark in
         var s = copyOfBase()
         benchmark.startMeasurement()
-        for i in benchmark.scaledIterations { s.schedule(newKeys[i], at: Date(timeIntervalSince1970: 1.75e9 + Double(i))) }
+        for i in benchmark.scaledIterations {
+            s.schedule(newKeys[i], at: Date(timeIntervalSince1970: 1.75e9 + Double(i)))
+        }
         benchmark.stopMeasurement()
         blackHole(s.count)
     }
@@ -44,7 +46,8 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.stopMeasurement()
     }
 
-    Benchmark("scheduler next wake + take due, 1M pending (per 1000 takes)", configuration: configuration) { benchmark in
+    Benchmark("scheduler next wake + take due, 1M pending (per 1000 takes)", configuration: configuration) {
+        benchmark in
         var s = copyOfBase()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {

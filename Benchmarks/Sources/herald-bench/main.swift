@@ -28,13 +28,18 @@ let herald = measure(rounds) {
 }
 let foundation = measure(rounds) {
     for c in cases
-    where FoundationCalendarReference.nextDate(after: c.after, matching: c.components, calendar: calendars[c.zoneIdentifier]!) != nil
+    where FoundationCalendarReference.nextDate(
+        after: c.after, matching: c.components, calendar: calendars[c.zoneIdentifier]!) != nil
     {
         sink &+= 1
     }
 }
-print(String(format: "  Herald      %8.3f s  (%.2f µs per case)", seconds(herald), seconds(herald) / Double(count) * 1e6))
-print(String(format: "  Foundation  %8.3f s  (%.2f µs per case)", seconds(foundation), seconds(foundation) / Double(count) * 1e6))
+print(
+    String(format: "  Herald      %8.3f s  (%.2f µs per case)", seconds(herald), seconds(herald) / Double(count) * 1e6))
+print(
+    String(
+        format: "  Foundation  %8.3f s  (%.2f µs per case)", seconds(foundation),
+        seconds(foundation) / Double(count) * 1e6))
 print(String(format: "  ratio: Herald is %.1f× faster", seconds(foundation) / seconds(herald)))
 
 let comparison = FoundationCalendarReference.compare(cases)
@@ -44,7 +49,9 @@ for (why, n) in comparison.explained.sorted(by: { $0.key.rawValue < $1.key.rawVa
 }
 print("  unexplained: \(comparison.unexplained.count)")
 for (c, h, f) in comparison.unexplained.prefix(20) {
-    print("    \(c.components) \(c.zoneIdentifier) after \(c.after): herald \(String(describing: h)) foundation \(String(describing: f))")
+    print(
+        "    \(c.components) \(c.zoneIdentifier) after \(c.after): herald \(String(describing: h)) foundation \(String(describing: f))"
+    )
 }
 
 print("\nscheduler: 1,000,000 pending across 10,000 apps")
@@ -57,10 +64,14 @@ for i in 0..<1_000_000 {
         at: Date(timeIntervalSince1970: Double.random(in: 1.7e9..<1.8e9, using: &rng)))
 }
 let build = ContinuousClock.now - buildStart
-print(String(format: "  build 1M: %.3f s (%.2f µs per add while growing)", seconds(build), seconds(build) / 1_000_000 * 1e6))
+print(
+    String(
+        format: "  build 1M: %.3f s (%.2f µs per add while growing)", seconds(build), seconds(build) / 1_000_000 * 1e6))
 let ops = 100_000
 let newKeys = (0..<ops).map { Scheduler.Key(app: "com.example.app\($0 % 10_000)", id: "new-\($0)") }
-let add = measure(1) { for (i, k) in newKeys.enumerated() { scheduler.schedule(k, at: Date(timeIntervalSince1970: 1.75e9 + Double(i))) } }
+let add = measure(1) {
+    for (i, k) in newKeys.enumerated() { scheduler.schedule(k, at: Date(timeIntervalSince1970: 1.75e9 + Double(i))) }
+}
 let remove = measure(1) { for k in newKeys { scheduler.remove(k) } }
 let take = measure(1) {
     for _ in 0..<ops {
