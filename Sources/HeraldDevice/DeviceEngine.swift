@@ -75,7 +75,8 @@ public struct DeviceEngine: Sendable {
     let policy: any UserDecisionPolicy
     var regions = RegionMonitor()
     var awaitingWillPresent: [Scheduler.Key: DeliveredNotification] = [:]
-    var awaitingExtension: [Scheduler.Key: (notification: DeliveredNotification, deadline: Date)] = [:]
+    /// Deadlines of the service extensions at work (the notifications themselves are in the app records).
+    var extensionDeadlines = Scheduler()
 
     /// Creates an engine, optionally with records loaded from a store.
     public init(configuration: Configuration = .init(), policy: any UserDecisionPolicy, records: [AppRecord] = []) {
@@ -89,13 +90,15 @@ public struct DeviceEngine: Sendable {
                     scheduler.schedule(.init(app: record.app.bundleID, id: id), at: date)
                 }
             }
+            for (id, waiting) in record.awaitingExtension {
+                extensionDeadlines.schedule(.init(app: record.app.bundleID, id: id), at: waiting.deadline)
+            }
         }
     }
 
     /// The earliest time the engine must be called again (`advance`), if any.
     public var nextWake: Date? {
-        let extensionDeadline = awaitingExtension.values.map(\.deadline).min()
-        switch (scheduler.nextWake, extensionDeadline) {
+        switch (scheduler.nextWake, extensionDeadlines.nextWake) {
         case (let a?, let b?): return min(a, b)
         case (let a, let b): return a ?? b
         }
@@ -116,7 +119,7 @@ public struct DeviceEngine: Sendable {
     public mutating func handle(_ event: DeviceEvent, now: Date) throws(NotificationError) -> [DeviceAction] {
         switch event {
         case .start:
-            return fireDue(now: now, starting: true)
+            return expireExtensions(now: now) + fireDue(now: now, starting: true)
         case .installApp(let app):
             if apps[app.bundleID] == nil {
                 apps[app.bundleID] = AppRecord(app: app)
@@ -128,6 +131,7 @@ public struct DeviceEngine: Sendable {
         case .removeApp(let id):
             guard let record = apps.removeValue(forKey: id) else { throw unknownApp(id) }
             for key in record.pending.keys { scheduler.remove(.init(app: id, id: key)) }
+            for key in record.awaitingExtension.keys { extensionDeadlines.remove(.init(app: id, id: key)) }
             changedApps.remove(id)
             removedApps.insert(id)
             return []
@@ -181,13 +185,15 @@ public struct DeviceEngine: Sendable {
             }
             return present(app, notification, allowed: options, foreground: true)
         case .serviceExtensionFinished(let app, let identifier, let content):
-            guard var waiting = awaitingExtension.removeValue(forKey: .init(app: app, id: identifier))?.notification
-            else {
+            guard var record = apps[app], var waiting = record.awaitingExtension.removeValue(forKey: identifier) else {
                 throw .invalid(
                     "serviceExtension", "no notification \(identifier) of \(app) is waiting for its extension")
             }
-            if let content { waiting.request.content = content }
-            return deliver(app, waiting)
+            apps[app] = record
+            changedApps.insert(app)
+            extensionDeadlines.remove(.init(app: app, id: identifier))
+            if let content { waiting.notification.request.content = content }
+            return deliver(app, waiting.notification)
         case .remoteNotification(let app, let payload, let apnsID, let collapseID):
             return try remote(app, payload, apnsID: apnsID, collapseID: collapseID, now: now)
         case .updateSettings(let app, let settings):
@@ -203,12 +209,18 @@ public struct DeviceEngine: Sendable {
 
     /// Fires everything due at `now` and shows originals whose service extension ran out of time.
     public mutating func advance(to now: Date) -> [DeviceAction] {
+        expireExtensions(now: now) + fireDue(now: now, starting: false)
+    }
+
+    /// Shows the original content of notifications whose service extension did not finish in time.
+    mutating func expireExtensions(now: Date) -> [DeviceAction] {
         var actions: [DeviceAction] = []
-        for (key, waiting) in awaitingExtension where waiting.deadline <= now {
-            awaitingExtension[key] = nil
+        for (key, _) in extensionDeadlines.takeDue(now: now) {
+            guard let waiting = apps[key.app]?.awaitingExtension.removeValue(forKey: key.id) else { continue }
+            changedApps.insert(key.app)
             actions += deliver(key.app, waiting.notification)
         }
-        return actions + fireDue(now: now, starting: false)
+        return actions
     }
 
     // MARK: - Authorization
@@ -401,7 +413,10 @@ public struct DeviceEngine: Sendable {
         }
         if payload.aps.mutableContent && payload.aps.alert != nil {
             let deadline = now.addingTimeInterval(configuration.serviceExtensionBudget)
-            awaitingExtension[.init(app: app, id: request.identifier)] = (notification, deadline)
+            apps[app]?.awaitingExtension[request.identifier] = AwaitingExtension(
+                notification: notification, deadline: deadline)
+            changedApps.insert(app)
+            extensionDeadlines.schedule(.init(app: app, id: request.identifier), at: deadline)
             return actions + [.runServiceExtension(app: app, notification: notification, deadline: deadline)]
         }
         return actions + deliver(app, notification)

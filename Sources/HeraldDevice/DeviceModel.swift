@@ -65,6 +65,12 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
     public var identifier: String { request.identifier }
 }
 
+/// A remote notification handed to the app's service extension, with the time it has.
+public struct AwaitingExtension: Sendable, Hashable, Codable {
+    public var notification: DeliveredNotification
+    public var deadline: Date
+}
+
 /// A request the 64-pending limit pushed out: reported, and kept here so nothing disappears silently.
 public struct DroppedRequest: Sendable, Hashable, Codable {
     public var request: NotificationRequest
@@ -86,6 +92,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var badge: Int = 0
     /// The user's location authorization for this app; location triggers never fire without it.
     public var locationAuthorized: Bool = false
+    /// Remote notifications waiting for the app's service extension (`mutable-content`), by identifier:
+    /// kept with the record so that a restart still shows them (the original, once the deadline passed).
+    public var awaitingExtension: [String: AwaitingExtension] = [:]
     /// Runtime only: reset to not running when the engine starts.
     public var runState: AppRunState = .notRunning
 

@@ -54,6 +54,29 @@ import Testing
     }
 }
 
+@Suite struct CrashSafetyTests {
+    /// A push waiting for its service extension when the daemon dies is still shown after the restart.
+    @Test func notificationWaitingForItsExtensionSurvivesARestart() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let app = "com.example.app"
+        let t0 = at("2025-01-01T00:00:00Z")
+        var e = try engine(app: app, now: t0)
+        let payload = try Payload(json: #"{"aps":{"alert":"original","mutable-content":1}}"#)
+        _ = try e.handle(.remoteNotification(app: app, payload: payload, apnsID: "m1", collapseID: nil), now: t0)
+        let store = try SQLiteDeviceStore(path: path)
+        try await e.persist(to: store)
+        // kill -9 here; a new process loads the records.
+        var restarted = DeviceEngine(policy: FixedDecision(allow: true), records: try await store.loadAll())
+        #expect(restarted.nextWake == t0.addingTimeInterval(30))
+        let shown = try restarted.handle(.start, now: t0.addingTimeInterval(120))
+        #expect(shown.presentations.map(\.notification.request.content.body) == ["original"])
+        #expect(restarted.apps[app]!.awaitingExtension.isEmpty && restarted.apps[app]!.delivered.count == 1)
+        #expect(restarted.nextWake == nil)
+    }
+}
+
 @Suite struct SchedulerTests {
     @Test func matchesASortedOracleUnderRandomOperations() {
         var rng = SeededGenerator(seed: 99)
