@@ -320,3 +320,55 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         #expect(NotificationError.Code.notificationInvalidNoContent.description == "notificationInvalidNoContent")
     }
 }
+
+@Suite struct CalendarMatcherInvariantTests {
+    /// Independently of Foundation: every answer is after the start and matches its components, except the
+    /// two documented adjustments (the first of the next month for a missing day; the end of a DST gap).
+    @Test func answersAreLaterAndMatch() {
+        var checked = 0
+        for c in FoundationCalendarReference.randomCases(count: 20_000, seed: 11) {
+            let zone = ZoneRules.named(c.zoneIdentifier)!
+            guard let next = CalendarMatcher(c.components).nextDate(after: c.after, in: zone) else { continue }
+            checked += 1
+            #expect(next > c.after)
+            let instant = Int64(next.timeIntervalSince1970)
+            let f = Civil.fields(zone.local(instant))
+            let k = c.components
+            let atGapEnd = zone.instants.contains(instant)
+            let previousMonthDays = f.month == 1 ? 31 : Civil.daysInMonth(f.year, f.month - 1)
+            let fallback =
+                f.day == 1 && f.hour == 0 && (k.day.map { $0 > previousMonthDays } ?? false)
+                || (atGapEnd && f.day == 1)
+            if let v = k.year { #expect(f.year == v) }
+            if let v = k.weekday { #expect(f.weekday == v, "\(k) \(c.zoneIdentifier) \(next)") }
+            if let v = k.weekdayOrdinal { #expect((f.day - 1) / 7 + 1 == v, "\(k) \(c.zoneIdentifier) \(next)") }
+            if fallback { continue }
+            if let v = k.month { #expect(f.month == v, "\(k) \(c.zoneIdentifier) \(next)") }
+            if let v = k.day { #expect(f.day == v, "\(k) \(c.zoneIdentifier) \(next)") }
+            if atGapEnd { continue }
+            if let v = k.hour { #expect(f.hour == v, "\(k) \(c.zoneIdentifier) \(next)") }
+            if let v = k.minute { #expect(f.minute == v, "\(k) \(c.zoneIdentifier) \(next)") }
+            if let v = k.second { #expect(f.second == v, "\(k) \(c.zoneIdentifier) \(next)") }
+        }
+        #expect(checked > 15_000)
+    }
+
+    @Test func extremeInputsNeverCrash() {
+        let zone = ZoneRules.named("America/New_York")!
+        let starts = [
+            Date.distantPast, Date.distantFuture, Date(timeIntervalSince1970: -1e11), Date(timeIntervalSince1970: 1e11),
+            Date(timeIntervalSince1970: .nan), Date(timeIntervalSince1970: 0),
+        ]
+        let components: [CalendarComponents] = [
+            .init(year: 9999, month: 12, day: 31, hour: 23, minute: 59, second: 59), .init(era: 0), .init(era: 1),
+            .init(weekday: 7, weekdayOrdinal: 6), .init(month: 2, day: 31, weekday: 3, weekOfMonth: 6), .init(),
+        ]
+        for start in starts {
+            for c in components { _ = CalendarMatcher(c).nextDate(after: start, in: zone) }
+        }
+        #expect(
+            CalendarMatcher(.init(weekday: 7, weekdayOrdinal: 6)).nextDate(
+                after: Date(timeIntervalSince1970: 0), in: zone) == nil)
+        #expect(CalendarMatcher(.init(year: 1999)).nextDate(after: Date(timeIntervalSince1970: 1e9), in: zone) == nil)
+    }
+}
