@@ -152,11 +152,7 @@ public struct NotificationContent: Sendable, Hashable, Codable {
         relevanceScore = aps.relevanceScore ?? 0
         contentAvailable = aps.contentAvailable
         mutableContent = aps.mutableContent
-        if let root = try? JSONValue.parse(payload.data), case .object(let members) = root {
-            userInfo = members
-        } else {
-            userInfo = payload.custom
-        }
+        userInfo = payload.dictionary
     }
 
     /// Whether there is anything to show or play: a title, subtitle, body (or their keys), a badge or a sound.

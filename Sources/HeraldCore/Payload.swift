@@ -132,9 +132,18 @@ public struct Payload: Sendable, Hashable {
     /// Apple's keys, typed.
     public var aps: APS
     /// Whether the payload had an `aps` dictionary at all.
-    public var hasAPS: Bool
+    public var hasAPS: Bool { apsObject != nil }
+    /// The `aps` dictionary as sent, unknown keys included.
+    public var apsObject: [String: JSONValue]?
     /// The provider's own keys (everything beside `aps`).
     public var custom: [String: JSONValue]
+
+    /// The whole payload as JSON values: what an app receives as `userInfo`.
+    public var dictionary: [String: JSONValue] {
+        var all = custom
+        if let apsObject { all["aps"] = .object(apsObject) }
+        return all
+    }
 
     /// Parses and type-checks a payload. Throws ``PayloadError`` naming the key and the rule.
     public init(data: Data) throws(PayloadError) {
@@ -156,10 +165,10 @@ public struct Payload: Sendable, Hashable {
                 throw PayloadError(key: "aps", rule: "must be an object, not \(apsValue.typeName)")
             }
             self.aps = try Self.parseAPS(apsMembers)
-            self.hasAPS = true
+            self.apsObject = apsMembers
         } else {
             self.aps = APS()
-            self.hasAPS = false
+            self.apsObject = nil
         }
         self.custom = members
     }

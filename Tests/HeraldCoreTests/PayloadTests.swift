@@ -125,6 +125,8 @@ import Testing
         #expect(content.bodyLocKey == "GAME_INVITE" && content.bodyLocArgs == ["Jenna"])
         #expect(content.badge == 1 && content.sound == .default && content.categoryIdentifier == "INVITE")
         #expect(content.threadIdentifier == "t1" && content.userInfo["gameID"] == .string("12"))
+        #expect(content.userInfo["aps"]?.objectValue?["category"] == .string("INVITE"))
+        #expect(try Payload(json: #"{"acme":1}"#).dictionary == ["acme": .int(1)])
     }
 }
 
