@@ -162,3 +162,19 @@ public enum SoundResolver {
         return nil
     }
 }
+
+extension DeviceEngine {
+    /// The sound a presentation actually plays: a named sound resolved in the app's `Library/Sounds`, then
+    /// its bundle directory (the default sound when missing or unusable); `nil` when it is silent.
+    public func resolvedSound(for presentation: Presentation) -> ResolvedSound? {
+        guard let sound = presentation.sound else { return nil }
+        let app = apps[presentation.app]?.app
+        switch sound {
+        case .default, .critical(name: nil, _):
+            return .default
+        case .named(let name), .critical(name: let name?, _):
+            return SoundResolver.resolve(
+                name, libraryDirectory: app?.libraryDirectory, bundleDirectory: app?.bundleDirectory)
+        }
+    }
+}

@@ -214,5 +214,23 @@ import Testing
         #expect(resolve("song.mp3") == .default)
         #expect(resolve("missing.caf") == .default)
         #expect(resolve("../../etc/passwd") == .default)
+
+        // Through the engine: a push naming a sound plays the app's file, or the default.
+        let t0 = at("2025-01-01T00:00:00Z")
+        var e = try engine(app: "com.example.app", now: t0)
+        _ = try e.handle(
+            .installApp(
+                InstalledApp(bundleID: "com.example.app", bundleDirectory: bundle.path, libraryDirectory: library.path)),
+            now: t0)
+        for (name, expected) in [
+            ("chime.wav", ResolvedSound.file(path: library.path + "/Sounds/chime.wav", duration: 1)),
+            ("long.wav", .default),
+        ] {
+            let payload = try Payload(json: #"{"aps":{"alert":"x","sound":"\#(name)"}}"#)
+            let actions = try e.handle(
+                .remoteNotification(app: "com.example.app", payload: payload, apnsID: name, collapseID: nil), now: t0)
+            let presentation = try #require(actions.presentations.first)
+            #expect(e.resolvedSound(for: presentation) == expected)
+        }
     }
 }
