@@ -30,6 +30,9 @@ public enum DeviceEvent: Sendable {
     case setCategories(app: String, categories: [NotificationCategory])
     case add(app: String, request: NotificationRequest)
     case removePending(app: String, identifiers: [String]?)
+    /// Legacy `cancelLocalNotification:` / `cancelAllLocalNotifications`: removes the pending requests and
+    /// also dismisses their notifications if shown.
+    case cancelLegacy(app: String, identifiers: [String]?)
     case removeDelivered(app: String, identifiers: [String]?)
     case setBadge(app: String, badge: Int)
     case willPresentAnswered(app: String, identifier: String, options: PresentationOptions)
@@ -165,6 +168,9 @@ public struct DeviceEngine: Sendable {
             apps[app] = record
             changedApps.insert(app)
             return []
+        case .cancelLegacy(let app, let identifiers):
+            _ = try handle(.removePending(app: app, identifiers: identifiers), now: now)
+            return try handle(.removeDelivered(app: app, identifiers: identifiers), now: now)
         case .removeDelivered(let app, let identifiers):
             var removed: [String] = []
             try modify(app) { record in

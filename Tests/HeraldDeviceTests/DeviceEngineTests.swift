@@ -29,10 +29,11 @@ import Testing
         #expect(policy.timesAsked == 0)
         #expect(result == [.authorizationResult(app: "a", granted: true, settings: e.apps["a"]!.settings)])
         // Provisional goes to the list only: no banner, sound or badge.
-        _ = try e.handle(
+        let actions = try e.handle(
             .add(app: "a", request: NotificationRequest(identifier: "n", content: content("hi", badge: 2))), now: now)
-        let shown = try #require(e.apps["a"]?.delivered.first)
-        #expect(shown.identifier == "n")
+        let shown = try #require(actions.presentations.first)
+        #expect(shown.inList && shown.alertStyle == .none && shown.sound == nil && shown.badge == nil)
+        #expect(e.apps["a"]?.delivered.first?.identifier == "n" && e.apps["a"]?.badge == 0)
         // A later full request does ask the user.
         _ = try e.handle(.requestAuthorization(app: "a", options: [.alert]), now: now)
         #expect(policy.timesAsked == 1)

@@ -20,8 +20,12 @@ import Testing
                         identifier: id, content: content("old"),
                         trigger: .timeInterval(try TimeIntervalTrigger(interval: 600)))), now: now)
         }
-        _ = try e.handle(.removePending(app: app, identifiers: nil), now: now)  // cancelAllLocalNotifications
-        #expect(e.apps[app]!.pending.isEmpty)
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "shown", content: content("on screen"))), now: now)
+        // cancelAllLocalNotifications: nothing pending, and the alert on screen is dismissed too.
+        let cancelled = try e.handle(.cancelLegacy(app: app, identifiers: nil), now: now)
+        #expect(e.apps[app]!.pending.isEmpty && e.apps[app]!.delivered.isEmpty)
+        #expect(cancelled == [.removeFromScreen(app: app, identifiers: ["shown"])])
 
         let pickerDate = at("2025-05-01T18:30:00+01:00")
         var c = NotificationContent(body: "Did you forget something?", badge: 1, sound: .default)
