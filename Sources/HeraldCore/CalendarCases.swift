@@ -101,11 +101,10 @@ extension FoundationCalendarReference {
     /// Runs every case through both and classifies each difference.
     public static func compare(_ cases: [CalendarCase]) -> Comparison {
         var result = Comparison()
-        var calendars: [String: Calendar] = [:]
+        let calendars = comparisonCalendars()
         for c in cases {
             let tz = TimeZone(identifier: c.zoneIdentifier)!
             let calendar = calendars[c.zoneIdentifier] ?? calendar(tz)
-            calendars[c.zoneIdentifier] = calendar
             let rules = ZoneRules.of(tz)
             let herald = CalendarMatcher(c.components).nextDate(after: c.after, in: rules)
             let foundation = nextDate(after: c.after, matching: c.components, calendar: calendar)

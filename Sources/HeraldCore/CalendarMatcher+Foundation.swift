@@ -10,6 +10,14 @@ public enum FoundationCalendarReference {
         return calendar
     }
 
+    /// A Gregorian calendar for each zone of ``comparisonZones``, keyed by Foundation's identifier for the
+    /// zone (`UTC` is `GMT` there), built once for a comparison run.
+    public static func comparisonCalendars() -> [String: Calendar] {
+        Dictionary(
+            comparisonZones.compactMap(TimeZone.init(identifier:)).map { ($0.identifier, calendar($0)) },
+            uniquingKeysWith: { a, _ in a })
+    }
+
     /// `Calendar.nextDate(after:matching:matchingPolicy: .nextTime, repeatedTimePolicy: .first)`.
     public static func nextDate(after date: Date, matching components: CalendarComponents, calendar: Calendar) -> Date?
     {

@@ -143,10 +143,8 @@ public struct DeviceEngine: Sendable {
             return []
         case .timeZoneChanged(let zone):
             configuration.timeZone = zone
-            return reschedule(now: now) { trigger in
-                if case .calendar(let c) = trigger, c.timeZone == .floating { return true }
-                return false
-            }
+            rescheduleFloatingTriggers(now: now)
+            return []
         case .locationFix(let fix):
             return locationFix(fix, now: now)
         case .requestAuthorization(let app, let options):
@@ -247,11 +245,7 @@ public struct DeviceEngine: Sendable {
             apps[app] = record
             changedApps.insert(app)
         }
-        let settings = record.settings
-        let granted =
-            settings.authorizationStatus == .authorized || settings.authorizationStatus == .provisional
-            || settings.authorizationStatus == .ephemeral
-        return [.authorizationResult(app: app, granted: granted, settings: settings)]
+        return [.authorizationResult(app: app, granted: record.settings.isAllowed, settings: record.settings)]
     }
 
     // MARK: - Scheduling
@@ -314,11 +308,13 @@ public struct DeviceEngine: Sendable {
         return [.pendingDropped(app: app, identifiers: dropped.map(\.request.identifier))]
     }
 
-    mutating func reschedule(now: Date, where include: (NotificationTrigger) -> Bool) -> [DeviceAction] {
+    /// Recomputes the next fire date of every calendar trigger in floating time after the device's zone changed.
+    mutating func rescheduleFloatingTriggers(now: Date) {
         for (app, record) in apps {
             var changed = record
             for (id, pending) in record.pending {
-                guard let trigger = pending.request.trigger, include(trigger) else { continue }
+                guard let trigger = pending.request.trigger, case .calendar(let c) = trigger, c.timeZone == .floating
+                else { continue }
                 let next = trigger.nextFireDate(
                     after: now, anchor: pending.addedAt, deviceTimeZone: configuration.timeZone)
                 changed.pending[id]?.nextFireDate = next
@@ -333,7 +329,6 @@ public struct DeviceEngine: Sendable {
                 changedApps.insert(app)
             }
         }
-        return []
     }
 
     // MARK: - Firing
@@ -502,7 +497,7 @@ public struct DeviceEngine: Sendable {
         }
         let notification = record.delivered[index]
         let category = record.categories[notification.request.content.categoryIdentifier]
-        var mode: LaunchMode
+        let mode: LaunchMode
         var userText: String?
         var tell = true
         switch actionIdentifier {

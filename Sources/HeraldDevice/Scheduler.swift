@@ -32,11 +32,6 @@ public struct Scheduler: Sendable {
     /// When the earliest entry fires, or `nil` when nothing is scheduled.
     public var nextWake: Date? { heap.first.map { Date(timeIntervalSince1970: $0.time) } }
 
-    /// The fire date of a key, if scheduled.
-    public func fireDate(of key: Key) -> Date? {
-        position[key].map { Date(timeIntervalSince1970: heap[$0].time) }
-    }
-
     /// Schedules `key` at `date`, replacing an earlier schedule of the same key.
     public mutating func schedule(_ key: Key, at date: Date) {
         let time = date.timeIntervalSince1970

@@ -9,10 +9,7 @@ let cases = FoundationCalendarReference.randomCases(count: 10_000, seed: 42)
 let prepared: [(CalendarMatcher, ZoneRules, Date)] = cases.map {
     (CalendarMatcher($0.components), ZoneRules.named($0.zoneIdentifier)!, $0.after)
 }
-let calendars: [String: Calendar] = Dictionary(
-    uniqueKeysWithValues: FoundationCalendarReference.comparisonZones.map {
-        (TimeZone(identifier: $0)!.identifier, FoundationCalendarReference.calendar(TimeZone(identifier: $0)!))
-    })
+let calendars = FoundationCalendarReference.comparisonCalendars()
 
 let benchmarks: @Sendable () -> Void = {
     let configuration = Benchmark.Configuration(
