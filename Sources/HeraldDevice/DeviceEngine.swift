@@ -124,6 +124,7 @@ public struct DeviceEngine: Sendable {
         case .start:
             return expireExtensions(now: now) + fireDue(now: now, starting: true)
         case .installApp(let app):
+            removedApps.remove(app.bundleID)  // reinstalled before the removal was saved: keep the new record
             if apps[app.bundleID] == nil {
                 apps[app.bundleID] = AppRecord(app: app)
             } else {
@@ -135,6 +136,8 @@ public struct DeviceEngine: Sendable {
             guard let record = apps.removeValue(forKey: id) else { throw unknownApp(id) }
             for key in record.pending.keys { scheduler.remove(.init(app: id, id: key)) }
             for key in record.awaitingExtension.keys { extensionDeadlines.remove(.init(app: id, id: key)) }
+            for key in record.pending.keys { regions.forget(regionKey(id, key)) }
+            awaitingWillPresent = awaitingWillPresent.filter { $0.key.app != id }
             changedApps.remove(id)
             removedApps.insert(id)
             return []
@@ -317,11 +320,19 @@ public struct DeviceEngine: Sendable {
                 else { continue }
                 let next = trigger.nextFireDate(
                     after: now, anchor: pending.addedAt, deviceTimeZone: configuration.timeZone)
-                changed.pending[id]?.nextFireDate = next
+                let key = Scheduler.Key(app: app, id: id)
                 if let next {
-                    scheduler.schedule(.init(app: app, id: id), at: next)
+                    changed.pending[id]?.nextFireDate = next
+                    scheduler.schedule(key, at: next)
+                } else if c.repeats {
+                    // No date left in the new zone (a bounded repetition): it is over.
+                    changed.pending[id] = nil
+                    scheduler.remove(key)
                 } else {
-                    scheduler.remove(.init(app: app, id: id))
+                    // The one-shot's wall time has already passed in the new zone: like a legacy fire date in
+                    // the past, it is delivered now rather than kept pending forever.
+                    changed.pending[id]?.nextFireDate = now
+                    scheduler.schedule(key, at: now)
                 }
             }
             if changed != record {

@@ -179,6 +179,23 @@ import Testing
         #expect(e.nextWake == at("2025-01-02T00:00:00Z"), "09:00 in Tokyo")
     }
 
+    @Test func aFloatingOneShotWhoseTimeHasPassedInTheNewZoneIsDeliveredNotStranded() throws {
+        // 09:00 on 1 January 2025, floating; added in Los Angeles at 08:00 (16:00 UTC).
+        let now = at("2025-01-01T16:00:00Z")
+        var e = try engine(zone: "America/Los_Angeles", now: now)
+        let trigger = NotificationTrigger.calendar(
+            try CalendarTrigger(components: .init(year: 2025, month: 1, day: 1, hour: 9), repeats: false))
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "nine", content: content("9"), trigger: trigger)),
+            now: now)
+        #expect(e.nextWake == at("2025-01-01T17:00:00Z"))
+        // The device flies to New York, where it is already 11:00: 09:00 has passed there.
+        _ = try e.handle(.timeZoneChanged(TimeZone(identifier: "America/New_York")!), now: now)
+        #expect(e.nextWake == now)
+        #expect(e.advance(to: now).presentations.map(\.notification.identifier) == ["nine"])
+        #expect(e.apps[app]!.pending.isEmpty && e.nextWake == nil)
+    }
+
     @Test func deliveredAgainMovesToTopAndBadgeAndRemoval() throws {
         var e = try engine()
         for id in ["a", "b", "a"] {

@@ -37,6 +37,28 @@ import Testing
         _ = try e.handle(.removeApp("com.other"), now: t0)
         try await e.persist(to: store)
         #expect(e.changedApps.isEmpty && e.removedApps.isEmpty)
+        // Removed and reinstalled before a save: the new install is written, not deleted.
+        _ = try e.handle(.removeApp(app), now: t0)
+        _ = try e.handle(.installApp(InstalledApp(bundleID: app)), now: t0)
+        try await e.persist(to: store)
+        #expect(try await store.loadAll().map(\.app.bundleID) == [app])
+        e = try engine(app: app, now: t0)
+        _ = try e.handle(
+            .setCategories(
+                app: app,
+                categories: [
+                    try NotificationCategory(
+                        identifier: "C", actions: [try NotificationAction(identifier: "OK", title: "OK")])
+                ]), now: t0)
+        _ = try e.handle(
+            .add(
+                app: app,
+                request: NotificationRequest(
+                    identifier: "later", content: content("later"),
+                    trigger: .timeInterval(try TimeIntervalTrigger(interval: 3600)))), now: t0)
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "now", content: content("now", badge: 4))), now: t0)
+        try await e.persist(to: store)
 
         // A new process: reopen, reload, and the pending request fires once, late.
         let reopened = try SQLiteDeviceStore(path: path)
