@@ -46,8 +46,8 @@ public enum FoundationCalendarReference {
         /// month) and satisfies the weekday constraints; Foundation passes over it in some years or accepts it
         /// in others (it checks the weekday for 30-day months but not for February).
         case foundationInconsistentFallback
-        /// Herald's earlier date satisfies every component and the period rule, and Foundation returns a later
-        /// date or none: Foundation anchors a month's period on its 1st (so the first Saturday of July is missed
+        /// Herald's earlier date satisfies every component and no earlier time of its period does (checked by a
+        /// walk independent of the matcher), and Foundation returns a later date or none: Foundation anchors a month's period on its 1st (so the first Saturday of July is missed
         /// when the search starts on 1 July), misses some weekOfMonth + weekdayOrdinal days, gives up near DST
         /// transitions at midnight (America/St_Johns before 2011), or stops searching.
         case foundationSkipsValidMatch
@@ -91,25 +91,62 @@ public enum FoundationCalendarReference {
         guard let h = herald, foundation.map({ $0 > h }) ?? true else { return nil }
         let fields = Civil.fields(zone.local(Int64(h.timeIntervalSince1970)))
         if isFallback(fields, components), weeklyMatches(fields, matcher) { return .foundationInconsistentFallback }
-        if matches(fields, matcher) && isEarliestInPeriod(h, matcher, zone) { return .foundationSkipsValidMatch }
+        if matches(fields, matcher) && noEarlierMatch(before: h, after: after, matcher, zone) {
+            return .foundationSkipsValidMatch
+        }
         return nil
     }
 
-    /// Whether no earlier instant of the same period (of the highest unit) matches: the check that Herald's
-    /// date is a result under the period rule and not merely a matching instant.
-    private static func isEarliestInPeriod(_ date: Date, _ m: CalendarMatcher, _ zone: ZoneRules) -> Bool {
+    /// Checks, without the matcher, that no wall time between the start of Herald's period (the period of the
+    /// highest set unit, or the search start when that is later; with the year highest, the search start) and
+    /// Herald's date matches every component. Walks aligned wall times at the step of the lowest set unit;
+    /// gives up (no explanation) beyond three million steps.
+    private static func noEarlierMatch(
+        before date: Date, after start: Date, _ m: CalendarMatcher, _ zone: ZoneRules
+    ) -> Bool {
+        let c = m.components
         let wall = zone.local(Int64(date.timeIntervalSince1970))
-        guard let (first, _) = m.nextWallTime(from: wall - 366 * Civil.secondsPerDay) else { return false }
-        var cursor = first
-        // Walk the results of the year before; the last one before `wall` must be in an earlier period,
-        // which the matcher's own period rule guarantees if `wall` is among the walked results.
-        for _ in 0..<100_000 {
-            if cursor == wall { return true }
-            if cursor > wall { return false }
-            guard let (next, _) = m.nextWallTime(from: cursor + 1) else { return false }
-            cursor = next
+        let f = Civil.fields(wall)
+        let dayStart = Civil.seconds(f.year, f.month, f.day)
+        let periodStart: Int64
+        if c.era != nil || c.year != nil {
+            periodStart = .min
+        } else if c.month != nil {
+            periodStart = Civil.seconds(f.year, f.month, 1)
+        } else if c.day != nil {
+            periodStart = dayStart
+        } else if c.hour != nil {
+            periodStart = wall - Int64(f.minute * 60 + f.second)
+        } else if c.minute != nil {
+            periodStart = wall - Int64(f.second)
+        } else if c.second != nil {
+            return true  // a one-second period holds one instant
+        } else if c.weekday != nil {
+            periodStart = dayStart
+        } else if c.weekdayOrdinal != nil {
+            periodStart = Civil.seconds(f.year, f.month, (f.day - 1) / 7 * 7 + 1)
+        } else {
+            let dayNumber = Civil.days(f.year, f.month, f.day)
+            let weekStart = (dayNumber - Int64(Civil.weekday(dayNumber) - 1)) * Civil.secondsPerDay
+            periodStart = max(Civil.seconds(f.year, f.month, 1), weekStart)
         }
-        return false
+        let step: Int64 = c.second != nil ? 1 : c.minute != nil ? 60 : c.hour != nil ? 3600 : Civil.secondsPerDay
+        let startSeconds = start.timeIntervalSince1970
+        var t = max(periodStart, zone.local(Int64(startSeconds.rounded(.down))) + 1)
+        let remainder = t - Civil.floorDiv(t, step) * step
+        if remainder != 0 { t += step - remainder }
+        guard (wall - t) / step <= 3_000_000 else { return false }
+        while t < wall {
+            if matches(Civil.fields(t), m) {
+                switch zone.resolve(local: t) {
+                case .unique(let i): if Double(i) > startSeconds { return false }
+                case .overlap(let a, let b): if Double(a) > startSeconds || Double(b) > startSeconds { return false }
+                case .gap: break
+                }
+            }
+            t += step
+        }
+        return true
     }
 
     private static func weeklyMatches(_ f: Civil.Fields, _ m: CalendarMatcher) -> Bool {

@@ -150,6 +150,23 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
                     calendar: FoundationCalendarReference.calendar(TimeZone(identifier: "America/New_York")!)))
     }
 
+    @Test func aMatchingDateThatIsNotFirstInItsPeriodIsNotExplained() {
+        // day=15,minute=30: the period is the 15th, whose first match is 00:30. Claiming 01:30 against a later
+        // Foundation answer must stay unexplained; claiming 00:30 is a valid match Foundation skipped.
+        let components = CalendarComponents(day: 15, minute: 30)
+        let zone = ZoneRules.named("UTC")!
+        let after = date("2025-01-14T12:00:00Z")
+        let foundation = date("2025-02-15T00:30:00Z")
+        #expect(
+            FoundationCalendarReference.explain(
+                herald: date("2025-01-15T01:30:00Z"), foundation: foundation, after: after, components: components,
+                zone: zone) == nil)
+        #expect(
+            FoundationCalendarReference.explain(
+                herald: date("2025-01-15T00:30:00Z"), foundation: foundation, after: after, components: components,
+                zone: zone) == .foundationSkipsValidMatch)
+    }
+
     @Test func secondWeekdayOrdinalDoesNotInventFirstOfMonth() {
         // Foundation answers 1 March 00:00 (a Saturday) for "second Monday at 10:00" after 10 February.
         #expect(
