@@ -204,6 +204,15 @@ import Testing
         }
         #expect(e.apps[app]!.delivered.map(\.identifier) == ["a", "b"])
         #expect(e.apps[app]!.badge == 3)
+        // A notification's badge 0 clears the app's badge; no badge leaves it unchanged.
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "c", content: content("c", badge: 0))), now: t0)
+        #expect(e.apps[app]!.badge == 0)
+        _ = try e.handle(
+            .add(app: app, request: NotificationRequest(identifier: "d", content: content("d", badge: 7))), now: t0)
+        _ = try e.handle(.add(app: app, request: NotificationRequest(identifier: "e", content: content("e"))), now: t0)
+        #expect(e.apps[app]!.badge == 7)
+        _ = try e.handle(.removeDelivered(app: app, identifiers: ["c", "d", "e"]), now: t0)
         #expect(try e.handle(.setBadge(app: app, badge: 0), now: t0) == [.setBadge(app: app, badge: 0)])
         #expect(throws: NotificationError.self) { try e.handle(.setBadge(app: app, badge: -1), now: t0) }
         #expect(
