@@ -1,6 +1,6 @@
 /// Every reason the APNs provider API can answer with (spec/APNS.md §1), with its HTTP status.
 /// This is the one place Herald defines them.
-public enum APNsReason: String, Sendable, CaseIterable, Codable {
+public enum APNsReason: String, Sendable, CaseIterable, Codable, Error {
     case badCollapseId = "BadCollapseId"
     case badDeviceToken = "BadDeviceToken"
     case badExpirationDate = "BadExpirationDate"

@@ -3,11 +3,11 @@ import Foundation
 import HeraldCore
 
 @main
-struct Herald: ParsableCommand {
+struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Apple's local and remote notification system, open and self-hostable.",
-        subcommands: [TriggerCommand.self])
+        subcommands: [GatewayCommand.self, KeysCommand.self, TriggerCommand.self])
 }
 
 struct TriggerCommand: ParsableCommand {

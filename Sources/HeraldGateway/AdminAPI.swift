@@ -1,0 +1,347 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import HeraldCore
+import Hummingbird
+import NIOCore
+import X509
+
+/// The admin API (loopback, bearer token): teams, keys, apps, app certificates, devices and
+/// their apps, the delivery log, fault rules and `/healthz`. Documented in docs/admin-api.md.
+public struct AdminAPI: Sendable {
+    let directory: GatewayDirectory
+    let faults: FaultInjector
+    let ca: GatewayCA
+    let token: String
+    let now: @Sendable () -> Date
+
+    /// Creates the admin API.
+    public init(
+        directory: GatewayDirectory, faults: FaultInjector, ca: GatewayCA, token: String,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.directory = directory
+        self.faults = faults
+        self.ca = ca
+        self.token = token
+        self.now = now
+    }
+
+    struct TeamBody: Codable { var id: String?; var name: String?; var suspended: Bool? }
+    struct KeyBody: Codable {
+        var teamID: String
+        var keyID: String?
+        var publicKey: String?
+        var topics: [String]?
+        var environment: APNsEnvironment?
+    }
+    struct KeyView: Codable, ResponseEncodable {
+        var keyID: String
+        var teamID: String
+        var topics: [String]?
+        var environment: APNsEnvironment?
+        var revoked: Bool
+        var publicKey: String
+        var privateKey: String?
+        init(_ k: ProviderKey, privateKey: String? = nil) {
+            keyID = k.id
+            teamID = k.teamID
+            topics = k.topics
+            environment = k.environment
+            revoked = k.revoked
+            publicKey = k.signingKey?.pemRepresentation ?? ""
+            self.privateKey = privateKey
+        }
+    }
+    struct AppBody: Codable { var bundleID: String; var teamID: String }
+    struct CertificateBody: Codable { var environments: [APNsEnvironment]?; var topics: [String]?; var days: Int? }
+    struct CertificateView: Codable, ResponseEncodable { var certificate: String; var privateKey: String }
+    struct DeviceBody: Codable { var id: String? }
+    struct DeviceView: Codable, ResponseEncodable {
+        var id: String
+        var generation: Int
+        var createdAt: Date
+        var resetAt: Date?
+        var deletedAt: Date?
+        var apps: [RegistrationView]
+    }
+    struct RegistrationBody: Codable { var bundleID: String; var environment: APNsEnvironment? }
+    struct RegistrationView: Codable, ResponseEncodable {
+        var token: String
+        var deviceID: String
+        var bundleID: String
+        var environment: APNsEnvironment
+        var registeredAt: Date
+        var invalidatedAt: Date?
+        init(_ r: Registration) {
+            token = r.token.hex
+            deviceID = r.deviceID
+            bundleID = r.bundleID
+            environment = r.environment
+            registeredAt = r.registeredAt
+            invalidatedAt = r.invalidatedAt
+        }
+    }
+    struct StoredView: Codable, ResponseEncodable {
+        var apnsID: String
+        var topic: String
+        var pushType: PushType
+        var priority: Int
+        var collapseID: String?
+        var expiresAt: Date
+        var receivedAt: Date
+        var payload: String
+    }
+
+    func device(_ id: String) throws -> DeviceView {
+        guard let d = directory.registry.device(id) else {
+            throw HTTPError(.notFound, message: "device \(id) not found")
+        }
+        return DeviceView(
+            id: d.id, generation: d.generation, createdAt: d.createdAt, resetAt: d.resetAt, deletedAt: d.deletedAt,
+            apps: directory.registry.registrations(device: id).map(RegistrationView.init))
+    }
+
+    /// The router. `/healthz` needs no token; everything else wants `authorization: Bearer <token>`.
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.get("/healthz") { _, _ in #"{"status":"ok"}"# }
+        let api = router.group().add(middleware: BearerTokenMiddleware(token: token))
+        let directory = self.directory
+        let faults = self.faults
+        let ca = self.ca
+        let now = self.now
+
+        // Teams
+        api.get("/teams") { _, _ in directory.registry.teams }
+        api.post("/teams") { request, context -> EditedResponse<Team> in
+            let body = try await request.decode(as: TeamBody.self, context: context)
+            guard let id = body.id else { throw HTTPError(.badRequest, message: "id: required") }
+            let team = try await Self.mapped {
+                try await directory.putTeam(id: id, name: body.name ?? "", suspended: body.suspended ?? false)
+            }
+            return EditedResponse(status: .created, response: team)
+        }
+        api.put("/teams/{id}") { request, context -> Team in
+            let id = try context.parameters.require("id")
+            let body = try await request.decode(as: TeamBody.self, context: context)
+            let existing = directory.registry.team(id)
+            return try await Self.mapped {
+                try await directory.putTeam(
+                    id: id, name: body.name ?? existing?.name ?? "",
+                    suspended: body.suspended ?? existing?.suspended ?? false)
+            }
+        }
+        api.delete("/teams/{id}") { _, context -> HTTPResponse.Status in
+            let id = try context.parameters.require("id")
+            try await Self.mapped { try await directory.removeTeam(id) }
+            return .noContent
+        }
+
+        // Keys
+        api.get("/keys") { _, _ in directory.registry.keys.map { KeyView($0) } }
+        api.post("/keys") { request, context -> EditedResponse<KeyView> in
+            let body = try await request.decode(as: KeyBody.self, context: context)
+            if let pem = body.publicKey {
+                let publicKey: P256.Signing.PublicKey
+                do {
+                    publicKey = try P256.Signing.PublicKey(pemRepresentation: pem)
+                } catch {
+                    throw HTTPError(.badRequest, message: "publicKey: not a PEM P-256 public key")
+                }
+                guard let keyID = body.keyID else {
+                    throw HTTPError(.badRequest, message: "keyID: required with publicKey")
+                }
+                let key = try await Self.mapped {
+                    try await directory.putKey(
+                        id: keyID, teamID: body.teamID, publicKey: publicKey, topics: body.topics,
+                        environment: body.environment)
+                }
+                return EditedResponse(status: .created, response: KeyView(key))
+            }
+            let (key, pem) = try await Self.mapped {
+                try await directory.generateKey(
+                    teamID: body.teamID, id: body.keyID, topics: body.topics, environment: body.environment)
+            }
+            return EditedResponse(status: .created, response: KeyView(key, privateKey: pem))
+        }
+        api.post("/keys/{id}/revoke") { _, context -> KeyView in
+            let id = try context.parameters.require("id")
+            try await Self.mapped { try await directory.revokeKey(id) }
+            return KeyView(directory.registry.key(id)!)
+        }
+        api.delete("/keys/{id}") { _, context -> HTTPResponse.Status in
+            let id = try context.parameters.require("id")
+            try await Self.mapped { try await directory.removeKey(id) }
+            return .noContent
+        }
+
+        // Apps and app certificates
+        api.get("/apps") { _, _ in directory.registry.apps }
+        api.post("/apps") { request, context -> EditedResponse<AppRecord> in
+            let body = try await request.decode(as: AppBody.self, context: context)
+            let app = try await Self.mapped { try await directory.putApp(bundleID: body.bundleID, teamID: body.teamID) }
+            return EditedResponse(status: .created, response: app)
+        }
+        api.delete("/apps/{bundleID}") { _, context -> HTTPResponse.Status in
+            let id = try context.parameters.require("bundleID")
+            try await Self.mapped { try await directory.removeApp(id) }
+            return .noContent
+        }
+        api.post("/apps/{bundleID}/certificates") { request, context -> EditedResponse<CertificateView> in
+            let id = try context.parameters.require("bundleID")
+            guard directory.registry.app(id) != nil else { throw HTTPError(.notFound, message: "app \(id) not found") }
+            let body = try await request.decode(as: CertificateBody.self, context: context)
+            let key = P256.Signing.PrivateKey()
+            let environments = Set(body.environments ?? [.development])
+            guard !environments.isEmpty else {
+                throw HTTPError(.badRequest, message: "environments: must not be empty")
+            }
+            let cert = try ca.issueAppCertificate(
+                bundleID: id, environments: environments, topics: body.topics ?? [], key: key,
+                validity: TimeInterval((body.days ?? 365) * 86400), now: now())
+            return EditedResponse(
+                status: .created,
+                response: CertificateView(
+                    certificate: try cert.serializeAsPEM().pemString, privateKey: key.pemRepresentation))
+        }
+
+        // Devices
+        api.get("/devices") { _, _ in
+            directory.registry.devices.map { d in
+                DeviceView(
+                    id: d.id, generation: d.generation, createdAt: d.createdAt, resetAt: d.resetAt,
+                    deletedAt: d.deletedAt,
+                    apps: directory.registry.registrations(device: d.id).map(RegistrationView.init))
+            }
+        }
+        api.post("/devices") { request, context -> EditedResponse<DeviceView> in
+            let body = (try? await request.decode(as: DeviceBody.self, context: context)) ?? DeviceBody()
+            let device = try await Self.mapped { try await directory.registerDevice(id: body.id, now: now()) }
+            return EditedResponse(status: .created, response: try self.device(device.id))
+        }
+        api.get("/devices/{id}") { _, context in try self.device(try context.parameters.require("id")) }
+        api.delete("/devices/{id}") { _, context -> HTTPResponse.Status in
+            let id = try context.parameters.require("id")
+            try await Self.mapped { try await directory.deleteDevice(id, now: now()) }
+            return .noContent
+        }
+        api.post("/devices/{id}/reset") { _, context -> DeviceView in
+            let id = try context.parameters.require("id")
+            try await Self.mapped { _ = try await directory.resetDevice(id, now: now()) }
+            return try self.device(id)
+        }
+        api.post("/devices/{id}/apps") { request, context -> EditedResponse<RegistrationView> in
+            let id = try context.parameters.require("id")
+            let body = try await request.decode(as: RegistrationBody.self, context: context)
+            let r = try await Self.mapped {
+                try await directory.registerApp(
+                    device: id, bundleID: body.bundleID, environment: body.environment ?? .development, now: now())
+            }
+            return EditedResponse(status: .created, response: RegistrationView(r))
+        }
+        api.delete("/devices/{id}/apps/{bundleID}") { request, context -> RegistrationView in
+            let id = try context.parameters.require("id")
+            let bundleID = try context.parameters.require("bundleID")
+            let env =
+                request.uri.queryParameters.get("environment").flatMap(APNsEnvironment.init(rawValue:)) ?? .development
+            let r = try await Self.mapped {
+                try await directory.unregisterApp(device: id, bundleID: bundleID, environment: env, now: now())
+            }
+            return RegistrationView(r)
+        }
+        api.get("/devices/{id}/stored") { _, context -> [StoredView] in
+            let id = try context.parameters.require("id")
+            return try await directory.store.pending(device: id, now: now()).map {
+                StoredView(
+                    apnsID: $0.apnsID, topic: $0.topic, pushType: $0.pushType, priority: $0.priority.rawValue,
+                    collapseID: $0.collapseID, expiresAt: $0.expiresAt, receivedAt: $0.receivedAt,
+                    payload: String(decoding: $0.payload, as: UTF8.self))
+            }
+        }
+
+        // Delivery log
+        api.get("/deliveries/{id}") { _, context -> [DeliveryEvent] in
+            let id = try context.parameters.require("id")
+            let events = try await directory.store.deliveryLog(id: id)
+            guard !events.isEmpty else {
+                throw HTTPError(.notFound, message: "no push with apns-id or apns-unique-id \(id)")
+            }
+            return events
+        }
+
+        // Feedback (read and emptied, like the legacy feedback service)
+        api.post("/feedback/{bundleID}/take") { request, context -> [FeedbackView] in
+            let id = try context.parameters.require("bundleID")
+            let env =
+                request.uri.queryParameters.get("environment").flatMap(APNsEnvironment.init(rawValue:)) ?? .development
+            return try await directory.store.takeFeedback(bundleID: id, environment: env).map(FeedbackView.init)
+        }
+
+        // Faults
+        api.get("/faults") { _, _ in faults.all }
+        api.post("/faults") { request, context -> EditedResponse<FaultRule> in
+            let rule = try await request.decode(as: FaultRule.self, context: context)
+            return EditedResponse(status: .created, response: faults.add(rule))
+        }
+        api.delete("/faults/{id}") { _, context -> HTTPResponse.Status in
+            faults.remove(id: try context.parameters.require("id")) ? .noContent : .notFound
+        }
+        api.delete("/faults") { _, _ -> HTTPResponse.Status in
+            faults.removeAll()
+            return .noContent
+        }
+        return router
+    }
+
+    struct FeedbackView: Codable, ResponseEncodable {
+        var token: String
+        var removedAt: Date
+        init(_ f: FeedbackEntry) {
+            token = f.token.hex
+            removedAt = f.removedAt
+        }
+    }
+
+    /// Turns directory failures into HTTP errors with their message.
+    static func mapped<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let failure as GatewayDirectory.Failure {
+            throw HTTPError(HTTPResponse.Status(code: failure.status), message: failure.description)
+        }
+    }
+}
+
+extension Team: ResponseEncodable {}
+extension AppRecord: ResponseEncodable {}
+extension DeliveryEvent: ResponseEncodable {}
+extension FaultRule: ResponseEncodable {}
+
+/// Requires `authorization: Bearer <admin token>`.
+struct BearerTokenMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        let given = request.headers[.authorization] ?? ""
+        guard given.count > 7, given.prefix(7).lowercased() == "bearer ",
+            Self.constantTimeEquals(String(given.dropFirst(7)), token)
+        else {
+            throw HTTPError(
+                .unauthorized, message: "authorization: Bearer <admin token from the state directory> required")
+        }
+        return try await next(request, context)
+    }
+
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<x.count { diff |= x[i] ^ y[i] }
+        return diff == 0
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import HeraldCore
+import Synchronization
+
+/// A fault-injection rule, set through the admin API, for people testing how their provider
+/// handles APNs errors: pushes whose topic or token matches answer `reason` (any of the 32),
+/// and/or answer only after `delayMilliseconds`.
+public struct FaultRule: Sendable, Codable, Equatable {
+    /// The rule's id (assigned when it is added).
+    public var id: String
+    /// Matches pushes to exactly this `apns-topic`; `nil` matches every topic.
+    public var topic: String?
+    /// Matches tokens whose hex (lowercase) starts with this; `nil` matches every token.
+    public var tokenPrefix: String?
+    /// The reason to answer; `nil` handles the push normally (after the delay).
+    public var reason: APNsReason?
+    /// How long to wait before answering.
+    public var delayMilliseconds: Int?
+    /// How many more pushes the rule applies to; `nil` = until removed.
+    public var remaining: Int?
+
+    /// Creates a rule.
+    public init(
+        id: String = "", topic: String? = nil, tokenPrefix: String? = nil, reason: APNsReason? = nil,
+        delayMilliseconds: Int? = nil, remaining: Int? = nil
+    ) {
+        self.id = id
+        self.topic = topic
+        self.tokenPrefix = tokenPrefix?.lowercased()
+        self.reason = reason
+        self.delayMilliseconds = delayMilliseconds
+        self.remaining = remaining
+    }
+}
+
+/// The active fault rules. Checking costs one atomic load while there are none.
+public final class FaultInjector: Sendable {
+    private let rules = Mutex<[FaultRule]>([])
+    private let count = Atomic<Int>(0)
+    private let nextID = Atomic<Int>(1)
+
+    /// No rules.
+    public init() {}
+
+    /// Adds a rule and returns it with its id.
+    @discardableResult
+    public func add(_ rule: FaultRule) -> FaultRule {
+        var rule = rule
+        if rule.id.isEmpty { rule.id = "fault-\(nextID.wrappingAdd(1, ordering: .relaxed).oldValue)" }
+        let stored = rule
+        rules.withLock { list in
+            list.removeAll { $0.id == stored.id }
+            list.append(stored)
+            count.store(list.count, ordering: .releasing)
+        }
+        return rule
+    }
+
+    /// Removes a rule; `false` if there was none with that id.
+    @discardableResult
+    public func remove(id: String) -> Bool {
+        rules.withLock { list in
+            let before = list.count
+            list.removeAll { $0.id == id }
+            count.store(list.count, ordering: .releasing)
+            return list.count != before
+        }
+    }
+
+    /// Removes every rule.
+    public func removeAll() {
+        rules.withLock { list in
+            list.removeAll()
+            count.store(0, ordering: .releasing)
+        }
+    }
+
+    /// The rules.
+    public var all: [FaultRule] { rules.withLock { $0 } }
+
+    /// The first rule matching a push, counting it against the rule's `remaining`.
+    public func match(topic: String?, tokenHex: Substring) -> FaultRule? {
+        if count.load(ordering: .acquiring) == 0 { return nil }
+        return rules.withLock { list in
+            guard
+                let index = list.firstIndex(where: { rule in
+                    (rule.topic == nil || rule.topic == topic)
+                        && (rule.tokenPrefix.map { tokenHex.lowercased().hasPrefix($0) } ?? true)
+                })
+            else { return nil }
+            let rule = list[index]
+            if let remaining = rule.remaining {
+                if remaining <= 1 {
+                    list.remove(at: index)
+                } else {
+                    list[index].remaining = remaining - 1
+                }
+                count.store(list.count, ordering: .releasing)
+            }
+            return rule
+        }
+    }
+}
+
+/// `TooManyRequests` (429) beyond a configured rate of pushes to one device token: a token
+/// bucket per token. A rate of 0 turns the limit off.
+public final class TokenRateLimiter: Sendable {
+    struct Bucket {
+        var tokens: Double
+        var updated: TimeInterval
+    }
+    /// Pushes per second allowed to one token, sustained.
+    public let rate: Double
+    /// Pushes allowed in a burst.
+    public let burst: Double
+    private let buckets = Mutex<[DeviceToken: Bucket]>([:])
+
+    /// Creates a limiter; `rate <= 0` disables it.
+    public init(ratePerSecond: Double, burst: Double) {
+        self.rate = ratePerSecond
+        self.burst = max(burst, 1)
+    }
+
+    /// Takes one push from the token's bucket; `false` means answer `TooManyRequests`.
+    public func allow(_ token: DeviceToken, now: Date) -> Bool {
+        guard rate > 0 else { return true }
+        let t = now.timeIntervalSince1970
+        return buckets.withLock { all in
+            var bucket = all[token] ?? Bucket(tokens: burst, updated: t)
+            bucket.tokens = min(burst, bucket.tokens + max(0, t - bucket.updated) * rate)
+            bucket.updated = t
+            let allowed = bucket.tokens >= 1
+            if allowed { bucket.tokens -= 1 }
+            all[token] = bucket
+            if all.count > 100_000 {
+                // Forget full buckets: they behave exactly like new ones.
+                all = all.filter { t - $0.value.updated < burst / rate }
+            }
+            return allowed
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import HeraldCore
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// The push service: provider API listeners (TLS and development), the admin API, the
+/// directory, the router and the store, started from one state directory.
+public final class Gateway: Sendable {
+    /// Where and how the gateway listens.
+    public struct Configuration: Sendable {
+        /// The state directory (`--state`).
+        public var stateDirectory: String = ".herald/gateway"
+        /// Address of the TLS provider API.
+        public var host: String = "0.0.0.0"
+        /// Port of the TLS provider API (2197; 0 picks a free port).
+        public var port: Int = 2197
+        /// Port of the cleartext development listener on loopback (2198; 0 picks a free port; `nil` = off).
+        public var developmentPort: Int? = 2198
+        /// Port of the admin API on loopback (8080; 0 picks a free port).
+        public var adminPort: Int = 8080
+        /// Address of the admin API.
+        public var adminHost: String = "127.0.0.1"
+        /// The environment requests address when their authority names none.
+        public var environment: APNsEnvironment = .development
+        /// Names and addresses the TLS certificate is issued for (on first start).
+        public var certificateHosts: [String] = ["localhost", "127.0.0.1", "::1"]
+        /// The provider API's settings (per-token rate).
+        public var provider = ProviderAPI.Configuration()
+        /// How many pushes to keep per (device, topic) while offline.
+        public var offline = OfflinePolicy()
+        /// SQLite durability.
+        public var durability: SQLiteGatewayStore.Durability = .full
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The configuration it runs with.
+    public let configuration: Configuration
+    /// The state directory.
+    public let state: GatewayStateDirectory
+    /// The directory.
+    public let directory: GatewayDirectory
+    /// The provider API's logic.
+    public let api: ProviderAPI
+    /// The router.
+    public let router: PushRouter
+    /// The fault rules.
+    public let faults: FaultInjector
+    /// The CA.
+    public let ca: GatewayCA
+    /// The admin token.
+    public let adminToken: String
+    let logger: Logger
+    let group: MultiThreadedEventLoopGroup
+
+    private init(
+        configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
+        router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
+        group: MultiThreadedEventLoopGroup
+    ) {
+        self.configuration = configuration
+        self.state = state
+        self.directory = directory
+        self.api = api
+        self.router = router
+        self.faults = faults
+        self.ca = ca
+        self.adminToken = adminToken
+        self.logger = logger
+        self.group = group
+    }
+
+    /// Opens the state directory (creating the CA, certificate, admin token and database on first
+    /// start) and loads the directory.
+    public static func open(_ configuration: Configuration, logger: Logger) async throws -> Gateway {
+        let state = try GatewayStateDirectory(path: configuration.stateDirectory)
+        let ca = try state.certificateAuthority()
+        let store = try SQLiteGatewayStore(path: state.databasePath, durability: configuration.durability)
+        let directory = try await GatewayDirectory.open(
+            store: store, issuer: TokenIssuer(secret: try state.tokenSecret()))
+        let faults = FaultInjector()
+        let api = ProviderAPI(registry: directory.registry, faults: faults, configuration: configuration.provider)
+        let router = PushRouter(committer: GroupCommitter(store: store, policy: configuration.offline), logger: logger)
+        return Gateway(
+            configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
+            ca: ca, adminToken: try state.adminToken(), logger: logger,
+            group: MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount))
+    }
+
+    /// Runs until `shutdown` is signalled (SIGINT/SIGTERM through swift-service-lifecycle or the
+    /// returned task's cancellation), then stops gracefully.
+    public func run(onReady: @Sendable ([String: String]) -> Void = { _ in }) async throws {
+        let identity = try state.serverIdentity(ca: ca, hosts: configuration.certificateHosts)
+        let tls = try GatewayStateDirectory.tlsContext(
+            certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
+        let provider = try await ProviderServer.start(
+            host: configuration.host, port: configuration.port, transport: .tls(tls, ca: ca), api: api, router: router,
+            environment: configuration.environment, group: group, logger: logger)
+        var development: ProviderServer?
+        if let port = configuration.developmentPort {
+            development = try await ProviderServer.start(
+                host: "127.0.0.1", port: port, transport: .cleartext, api: api, router: router,
+                environment: configuration.environment, group: group, logger: logger)
+        }
+        let admin = AdminAPI(directory: directory, faults: faults, ca: ca, token: adminToken)
+        let (adminPort, adminReady) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: admin.router(),
+            configuration: .init(
+                address: .hostname(configuration.adminHost, port: configuration.adminPort), serverName: "herald"),
+            onServerRunning: { channel in
+                adminReady.yield(channel.localAddress?.port ?? 0)
+                adminReady.finish()
+            },
+            eventLoopGroupProvider: .shared(group), logger: logger)
+
+        let gateway = self
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                let serviceGroup = ServiceGroup(
+                    configuration: .init(
+                        services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint],
+                        logger: gateway.logger))
+                try await serviceGroup.run()
+            }
+            var bound = 0
+            for await port in adminPort { bound = port }
+            var info: [String: String] = [
+                "providerURL": "https://localhost:\(provider.localAddress?.port ?? 0)",
+                "adminURL": "http://\(configuration.adminHost):\(bound)",
+                "adminToken": adminToken,
+                "caCertificate": state.caCertificatePath,
+                "pid": String(ProcessInfo.processInfo.processIdentifier),
+            ]
+            if let development { info["developmentURL"] = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
+            try state.writeRuntime(info)
+            logger.info("gateway ready", metadata: info.filter { $0.key != "adminToken" }.mapValues { .string($0) })
+            onReady(info)
+            // The service group ends on SIGINT/SIGTERM after stopping the admin API.
+            try await tasks.next()
+            logger.info("stopping: GOAWAY to providers, finishing streams in flight")
+            await provider.shutdown()
+            await development?.shutdown()
+        }
+        try await group.shutdownGracefully()
+    }
+}

@@ -1,0 +1,248 @@
+import Crypto
+import Foundation
+import HeraldCore
+
+/// Changes to the gateway's directory: each goes to the ``GatewayStore`` first and then into the
+/// in-memory ``Registry``, so what the provider API sees is always what is durable.
+public struct GatewayDirectory: Sendable {
+    /// The in-memory registry the provider API reads.
+    public let registry: Registry
+    /// The store.
+    public let store: any GatewayStore
+    /// The token issuer.
+    public let issuer: TokenIssuer
+
+    /// Why a directory change was refused.
+    public struct Failure: Error, Equatable, Sendable, CustomStringConvertible {
+        /// An HTTP status for the admin API.
+        public var status: Int
+        /// What was wrong, naming the field.
+        public var description: String
+
+        static func notFound(_ what: String) -> Failure { Failure(status: 404, description: "\(what) not found") }
+        static func invalid(_ what: String) -> Failure { Failure(status: 400, description: what) }
+    }
+
+    /// Creates a directory and loads the registry from the store.
+    public static func open(store: any GatewayStore, issuer: TokenIssuer) async throws -> GatewayDirectory {
+        let registry = Registry()
+        let snapshot = try await store.loadDirectory()
+        for t in snapshot.teams { registry.put(t) }
+        for k in snapshot.keys { registry.put(k) }
+        for a in snapshot.apps { registry.put(a) }
+        for d in snapshot.devices { registry.put(d) }
+        for r in snapshot.registrations { registry.put(r) }
+        return GatewayDirectory(registry: registry, store: store, issuer: issuer)
+    }
+
+    static func isIdentifier(_ s: String, length: Int? = nil) -> Bool {
+        if let length, s.utf8.count != length { return false }
+        return !s.isEmpty && s.utf8.count <= 64
+            && s.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+            }
+    }
+
+    // MARK: Teams, keys, apps
+
+    /// Adds or renames a team. Team ids are 10 letters or digits, like Apple's.
+    @discardableResult
+    public func putTeam(id: String, name: String = "", suspended: Bool = false) async throws -> Team {
+        guard Self.isIdentifier(id, length: 10) else { throw Failure.invalid("team id must be 10 letters or digits") }
+        let team = Team(id: id, name: name, suspended: suspended)
+        try await store.save(team)
+        registry.put(team)
+        return team
+    }
+
+    /// Removes a team with its keys and apps.
+    public func removeTeam(_ id: String) async throws {
+        guard registry.team(id) != nil else { throw Failure.notFound("team \(id)") }
+        for key in registry.keys where key.teamID == id { try await removeKey(key.id) }
+        for app in registry.apps where app.teamID == id { try await removeApp(app.bundleID) }
+        try await store.deleteTeam(id)
+        registry.removeTeam(id)
+    }
+
+    /// Registers a provider key's public half. Key ids are 10 letters or digits.
+    @discardableResult
+    public func putKey(
+        id: String, teamID: String, publicKey: P256.Signing.PublicKey, topics: [String]? = nil,
+        environment: APNsEnvironment? = nil
+    ) async throws -> ProviderKey {
+        guard Self.isIdentifier(id, length: 10) else { throw Failure.invalid("key id must be 10 letters or digits") }
+        guard registry.team(teamID) != nil else { throw Failure.notFound("team \(teamID)") }
+        if let existing = registry.key(id), existing.teamID != teamID {
+            throw Failure(status: 409, description: "key \(id) belongs to team \(existing.teamID)")
+        }
+        let key = ProviderKey(id: id, teamID: teamID, publicKey: publicKey, topics: topics, environment: environment)
+        try await store.save(key)
+        registry.put(key)
+        return key
+    }
+
+    /// Generates a key pair, registers the public half and returns the private key (a `.p8` file's PEM).
+    public func generateKey(
+        teamID: String, id: String? = nil, topics: [String]? = nil, environment: APNsEnvironment? = nil
+    ) async throws -> (key: ProviderKey, privateKeyPEM: String) {
+        let privateKey = P256.Signing.PrivateKey()
+        let keyID = id ?? Self.randomIdentifier(length: 10)
+        let key = try await putKey(
+            id: keyID, teamID: teamID, publicKey: privateKey.publicKey, topics: topics, environment: environment)
+        return (key, privateKey.pemRepresentation)
+    }
+
+    /// Revokes a key: its tokens answer `InvalidProviderToken` from now on.
+    public func revokeKey(_ id: String) async throws {
+        guard var key = registry.key(id) else { throw Failure.notFound("key \(id)") }
+        key.revoked = true
+        try await store.save(key)
+        registry.put(key)
+    }
+
+    /// Deletes a key.
+    public func removeKey(_ id: String) async throws {
+        guard registry.key(id) != nil else { throw Failure.notFound("key \(id)") }
+        try await store.deleteKey(id)
+        registry.removeKey(id)
+    }
+
+    /// Registers an app (its bundle id) for a team.
+    @discardableResult
+    public func putApp(bundleID: String, teamID: String) async throws -> AppRecord {
+        guard ProviderAPI.isValidTopic(bundleID), bundleID.contains(".") else {
+            throw Failure.invalid("bundle id must be a reverse-DNS name without spaces, like com.example.app")
+        }
+        guard registry.team(teamID) != nil else { throw Failure.notFound("team \(teamID)") }
+        if let existing = registry.app(bundleID), existing.teamID != teamID {
+            throw Failure(status: 409, description: "app \(bundleID) belongs to team \(existing.teamID)")
+        }
+        let app = AppRecord(bundleID: bundleID, teamID: teamID)
+        try await store.save(app)
+        registry.put(app)
+        return app
+    }
+
+    /// Removes an app.
+    public func removeApp(_ bundleID: String) async throws {
+        guard registry.app(bundleID) != nil else { throw Failure.notFound("app \(bundleID)") }
+        try await store.deleteApp(bundleID)
+        registry.removeApp(bundleID)
+    }
+
+    // MARK: Devices and tokens
+
+    /// Registers a device. Devices that connect over the device link bring a public key;
+    /// a device created through the admin API has none and can only be pushed to (its pushes wait
+    /// in the offline store).
+    public func registerDevice(id: String? = nil, publicKey: Data = Data(), now: Date) async throws -> DeviceRecord {
+        let deviceID = id ?? UUID().uuidString.lowercased()
+        guard Self.isDeviceID(deviceID) else {
+            throw Failure.invalid("device id must be 1-64 letters, digits or '-'")
+        }
+        if let existing = registry.device(deviceID) {
+            guard existing.deletedAt == nil else {
+                throw Failure(status: 410, description: "device \(deviceID) was deleted")
+            }
+            guard existing.publicKey == publicKey else {
+                throw Failure(status: 409, description: "device \(deviceID) is registered with another key")
+            }
+            return existing
+        }
+        let device = DeviceRecord(id: deviceID, publicKey: publicKey, createdAt: now)
+        try await store.save(device)
+        registry.put(device)
+        return device
+    }
+
+    static func isDeviceID(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64
+            && s.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
+            }
+    }
+
+    /// Registers an app on a device in an environment and returns its token. Registering again
+    /// returns the same token; an app registered again after its removal gets its token back and
+    /// leaves the feedback list.
+    public func registerApp(device deviceID: String, bundleID: String, environment: APNsEnvironment, now: Date)
+        async throws -> Registration
+    {
+        guard let device = registry.device(deviceID), device.deletedAt == nil else {
+            throw Failure.notFound("device \(deviceID)")
+        }
+        guard ProviderAPI.isValidTopic(bundleID) else { throw Failure.invalid("bundle id must not contain spaces") }
+        let token = issuer.token(
+            device: deviceID, bundleID: bundleID, environment: environment, generation: device.generation)
+        if let existing = registry.registration(token, in: environment), existing.invalidatedAt == nil {
+            return existing
+        }
+        let registration = Registration(
+            token: token, deviceID: deviceID, bundleID: bundleID, environment: environment,
+            generation: device.generation, registeredAt: now)
+        try await store.save([registration], feedback: [])
+        registry.put(registration)
+        return registration
+    }
+
+    /// Removes an app from a device: its token answers 410 `Unregistered` with the removal time and
+    /// goes on the app's feedback list.
+    @discardableResult
+    public func unregisterApp(device deviceID: String, bundleID: String, environment: APNsEnvironment, now: Date)
+        async throws -> Registration
+    {
+        guard
+            let token = registry.currentToken(device: deviceID, bundleID: bundleID, environment: environment),
+            var registration = registry.registration(token, in: environment)
+        else { throw Failure.notFound("app \(bundleID) on device \(deviceID) in \(environment.rawValue)") }
+        registration.invalidatedAt = now
+        registration.invalidation = .appRemoved
+        let feedback = FeedbackEntry(bundleID: bundleID, token: token, environment: environment, removedAt: now)
+        try await store.save([registration], feedback: [feedback])
+        registry.put(registration)
+        return registration
+    }
+
+    /// Resets a device: its generation goes up and every token it had answers 410 `Unregistered`.
+    @discardableResult
+    public func resetDevice(_ deviceID: String, now: Date) async throws -> DeviceRecord {
+        guard var device = registry.device(deviceID) else { throw Failure.notFound("device \(deviceID)") }
+        let invalidated = registry.registrations(device: deviceID).map { r -> Registration in
+            var r = r
+            r.invalidatedAt = now
+            r.invalidation = .deviceReset
+            return r
+        }
+        device.generation += 1
+        device.resetAt = now
+        try await store.save(invalidated, feedback: [])
+        try await store.save(device)
+        for r in invalidated { registry.put(r) }
+        registry.put(device)
+        return device
+    }
+
+    /// Deletes a device: its tokens answer 410 `ExpiredToken` from now on.
+    public func deleteDevice(_ deviceID: String, now: Date) async throws {
+        guard registry.device(deviceID) != nil else { throw Failure.notFound("device \(deviceID)") }
+        let invalidated = registry.registrations(device: deviceID).map { r -> Registration in
+            var r = r
+            r.invalidatedAt = now
+            r.invalidation = .deviceDeleted
+            return r
+        }
+        try await store.save(invalidated, feedback: [])
+        for r in invalidated { registry.put(r) }
+        // The device row stays (with its tokens' history) so the id cannot be taken over.
+        if var device = registry.device(deviceID) {
+            device.deletedAt = now
+            try await store.save(device)
+            registry.put(device)
+        }
+    }
+
+    static func randomIdentifier(length: Int) -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        return String((0..<length).map { _ in alphabet.randomElement()! })
+    }
+}

@@ -1,0 +1,117 @@
+import Crypto
+import Foundation
+import NIOSSL
+import X509
+
+/// The files a gateway keeps in its state directory: the SQLite database, the development CA,
+/// the TLS server certificate, the admin token and the secret tokens are derived from.
+/// Everything is created on first start and reused afterwards.
+public struct GatewayStateDirectory: Sendable {
+    /// The directory.
+    public let url: URL
+
+    /// Uses (and creates) `path`.
+    public init(path: String) throws {
+        url = URL(fileURLWithPath: path, isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// `gateway.sqlite`.
+    public var databasePath: String { url.appendingPathComponent("gateway.sqlite").path }
+    /// `ca.pem`: the CA certificate providers and devices trust.
+    public var caCertificatePath: String { url.appendingPathComponent("ca.pem").path }
+    var caKeyPath: String { url.appendingPathComponent("ca-key.pem").path }
+    /// `server.pem`: the TLS server certificate.
+    public var serverCertificatePath: String { url.appendingPathComponent("server.pem").path }
+    var serverKeyPath: String { url.appendingPathComponent("server-key.pem").path }
+    /// `admin-token`: the bearer token of the admin API.
+    public var adminTokenPath: String { url.appendingPathComponent("admin-token").path }
+    var secretPath: String { url.appendingPathComponent("token-secret").path }
+    /// `gateway.json`: the addresses the running gateway listens on (written once it is up).
+    public var runtimePath: String { url.appendingPathComponent("gateway.json").path }
+
+    private func read(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func write(_ text: String, to path: String, secret: Bool) throws {
+        let tmp = path + ".tmp"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: tmp), options: .atomic)
+        if secret { try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tmp) }
+        guard rename(tmp, path) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+    }
+
+    /// The CA, created on first use.
+    public func certificateAuthority() throws -> GatewayCA {
+        if let cert = read(caCertificatePath), let key = read(caKeyPath) {
+            return try GatewayCA(certificatePEM: cert, privateKeyPEM: key)
+        }
+        let ca = try GatewayCA.generate()
+        try write(ca.privateKey.pemRepresentation, to: caKeyPath, secret: true)
+        try write(try ca.certificatePEM, to: caCertificatePath, secret: false)
+        return ca
+    }
+
+    /// The TLS server certificate and key, issued by the CA for `hosts` on first use.
+    public func serverIdentity(ca: GatewayCA, hosts: [String]) throws -> (certificatePEM: String, keyPEM: String) {
+        if let cert = read(serverCertificatePath), let key = read(serverKeyPath) { return (cert, key) }
+        let key = P256.Signing.PrivateKey()
+        let cert = try ca.issueServerCertificate(hosts: hosts, key: key)
+        let pem = try cert.serializeAsPEM().pemString
+        try write(key.pemRepresentation, to: serverKeyPath, secret: true)
+        try write(pem, to: serverCertificatePath, secret: false)
+        return (pem, key.pemRepresentation)
+    }
+
+    /// The admin token, created on first use.
+    public func adminToken() throws -> String {
+        if let token = read(adminTokenPath)?.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty {
+            return token
+        }
+        let token = Self.randomHex(count: 24)
+        try write(token + "\n", to: adminTokenPath, secret: true)
+        return token
+    }
+
+    /// The secret device tokens are derived from, created on first use.
+    public func tokenSecret() throws -> [UInt8] {
+        if let hex = read(secretPath)?.trimmingCharacters(in: .whitespacesAndNewlines),
+            let token = DeviceToken(hex: hex), token.bytes.count >= 32
+        {
+            return token.bytes
+        }
+        let secret = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        try write(DeviceToken(bytes: secret).hex + "\n", to: secretPath, secret: true)
+        return secret
+    }
+
+    /// Writes `gateway.json`.
+    public func writeRuntime(_ info: [String: String]) throws {
+        let data = try JSONSerialization.data(
+            withJSONObject: info, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        try write(String(decoding: data, as: UTF8.self) + "\n", to: runtimePath, secret: false)
+    }
+
+    static func randomHex(count: Int) -> String {
+        DeviceToken(bytes: (0..<count).map { _ in UInt8.random(in: 0...255) }).hex
+    }
+
+    /// A TLS context serving the gateway's certificate, asking for (not requiring) client
+    /// certificates from the CA, with ALPN h2 and http/1.1.
+    public static func tlsContext(certificatePEM: String, keyPEM: String, ca: GatewayCA) throws -> NIOSSLContext {
+        let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map {
+            NIOSSLCertificateSource.certificate($0)
+        }
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain,
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)))
+        configuration.applicationProtocols = ["h2", "http/1.1"]
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.certificateVerification = .optionalVerification
+        configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(try ca.certificatePEM.utf8)))
+        return try NIOSSLContext(configuration: configuration)
+    }
+}

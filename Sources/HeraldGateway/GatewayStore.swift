@@ -1,0 +1,201 @@
+import Foundation
+import HeraldCore
+
+/// A notification kept for a device that is offline (or not yet acknowledged).
+public struct StoredPush: Sendable, Codable, Equatable {
+    /// `apns-id`.
+    public var apnsID: String
+    /// `apns-unique-id`, development only.
+    public var uniqueID: String?
+    /// The device it is for.
+    public var deviceID: String
+    /// The token it was sent to.
+    public var token: DeviceToken
+    /// The environment of that token.
+    public var environment: APNsEnvironment
+    /// `apns-topic` as sent.
+    public var topic: String
+    /// The push type.
+    public var pushType: PushType
+    /// The priority.
+    public var priority: PushPriority
+    /// `apns-collapse-id`.
+    public var collapseID: String?
+    /// When the gateway gives up on it (`apns-expiration`, capped at 30 days).
+    public var expiresAt: Date
+    /// When the gateway accepted it.
+    public var receivedAt: Date
+    /// The payload bytes, unchanged.
+    public var payload: Data
+    /// `content-available: 1`.
+    public var contentAvailable: Bool
+
+    /// Creates a stored push.
+    public init(
+        apnsID: String, uniqueID: String?, deviceID: String, token: DeviceToken, environment: APNsEnvironment,
+        topic: String, pushType: PushType, priority: PushPriority, collapseID: String?, expiresAt: Date,
+        receivedAt: Date, payload: Data, contentAvailable: Bool
+    ) {
+        self.apnsID = apnsID
+        self.uniqueID = uniqueID
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.collapseID = collapseID
+        self.expiresAt = expiresAt
+        self.receivedAt = receivedAt
+        self.payload = payload
+        self.contentAvailable = contentAvailable
+    }
+}
+
+/// One step in a push's life, for the delivery log (lookup by `apns-id` or `apns-unique-id`).
+public struct DeliveryEvent: Sendable, Codable, Equatable {
+    /// The steps.
+    public enum Kind: String, Sendable, Codable {
+        /// The provider API answered 200.
+        case accepted
+        /// Written to the offline store.
+        case stored
+        /// Sent down the device link.
+        case delivered
+        /// The device acknowledged it.
+        case acknowledged
+        /// Replaced in the offline store by a newer push (same topic or collapse id).
+        case replaced
+        /// Dropped: expired, expiration 0 while offline, or the token became invalid.
+        case discarded
+    }
+    /// `apns-id`.
+    public var apnsID: String
+    /// `apns-unique-id`.
+    public var uniqueID: String?
+    /// The step.
+    public var kind: Kind
+    /// When it happened.
+    public var at: Date
+    /// Extra detail (the device, why it was discarded, …).
+    public var detail: String?
+
+    /// Creates an event.
+    public init(apnsID: String, uniqueID: String?, kind: Kind, at: Date, detail: String? = nil) {
+        self.apnsID = apnsID
+        self.uniqueID = uniqueID
+        self.kind = kind
+        self.at = at
+        self.detail = detail
+    }
+}
+
+/// A token on a topic's feedback list: its app was removed from the device at `removedAt`.
+public struct FeedbackEntry: Sendable, Codable, Equatable {
+    /// The app's bundle id.
+    public var bundleID: String
+    /// The token.
+    public var token: DeviceToken
+    /// The environment of the token.
+    public var environment: APNsEnvironment
+    /// When the app was removed.
+    public var removedAt: Date
+
+    /// Creates an entry.
+    public init(bundleID: String, token: DeviceToken, environment: APNsEnvironment, removedAt: Date) {
+        self.bundleID = bundleID
+        self.token = token
+        self.environment = environment
+        self.removedAt = removedAt
+    }
+}
+
+/// Everything the registry holds, as loaded from a store.
+public struct DirectorySnapshot: Sendable {
+    /// Teams.
+    public var teams: [Team] = []
+    /// Provider keys.
+    public var keys: [ProviderKey] = []
+    /// Apps.
+    public var apps: [AppRecord] = []
+    /// Devices.
+    public var devices: [DeviceRecord] = []
+    /// Registrations, current and invalidated.
+    public var registrations: [Registration] = []
+
+    /// An empty snapshot.
+    public init() {}
+}
+
+/// How many notifications to keep per (device, topic) while the device is offline.
+public struct OfflinePolicy: Sendable, Equatable {
+    /// APNs keeps one (the newest). More is a Herald extension.
+    public var depth: Int = 1
+    /// The longest anything is kept, whatever `apns-expiration` says (30 days).
+    public var maximumAge: TimeInterval = 30 * 24 * 3600
+    /// How long a push without `apns-expiration` is kept.
+    public var defaultAge: TimeInterval = 30 * 24 * 3600
+
+    /// APNs's policy.
+    public init(depth: Int = 1) { self.depth = max(1, depth) }
+}
+
+/// One durable write: pushes to store and events to log, committed together.
+public struct StoreBatch: Sendable {
+    /// Pushes to add to the offline store under the policy.
+    public var pushes: [StoredPush] = []
+    /// Events to append to the delivery log.
+    public var events: [DeliveryEvent] = []
+    /// `apns-id`s to remove from the offline store (acknowledged or discarded), per device.
+    public var removals: [(deviceID: String, apnsID: String)] = []
+
+    /// An empty batch.
+    public init() {}
+
+    /// Whether there is nothing to write.
+    public var isEmpty: Bool { pushes.isEmpty && events.isEmpty && removals.isEmpty }
+
+    /// Appends another batch.
+    public mutating func append(_ other: StoreBatch) {
+        pushes += other.pushes
+        events += other.events
+        removals += other.removals
+    }
+}
+
+/// The gateway's persistence (DESIGN.md: every role keeps its persistence behind a protocol).
+/// Implementations must not assume they are the only process writing: every method is one
+/// transaction, and the offline-queue policy is enforced inside it.
+public protocol GatewayStore: Sendable {
+    /// Everything the registry needs at start.
+    func loadDirectory() async throws -> DirectorySnapshot
+    /// Inserts or replaces a team.
+    func save(_ team: Team) async throws
+    /// Deletes a team.
+    func deleteTeam(_ id: String) async throws
+    /// Inserts or replaces a key.
+    func save(_ key: ProviderKey) async throws
+    /// Deletes a key.
+    func deleteKey(_ id: String) async throws
+    /// Inserts or replaces an app.
+    func save(_ app: AppRecord) async throws
+    /// Deletes an app.
+    func deleteApp(_ bundleID: String) async throws
+    /// Inserts or replaces a device.
+    func save(_ device: DeviceRecord) async throws
+    /// Inserts or replaces registrations (and, for removed apps, feedback entries) in one transaction.
+    func save(_ registrations: [Registration], feedback: [FeedbackEntry]) async throws
+    /// Writes a batch in one transaction, applying `policy` to the offline queues it touches.
+    /// Returns the `apns-id`s the policy pushed out (replaced), so they can be logged.
+    func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String]
+    /// The unexpired pushes waiting for a device, oldest first.
+    func pending(device: String, now: Date) async throws -> [StoredPush]
+    /// Deletes expired pushes; returns them.
+    func purgeExpired(now: Date) async throws -> [StoredPush]
+    /// The delivery log of one push, by `apns-id` or `apns-unique-id`, in order.
+    func deliveryLog(id: String) async throws -> [DeliveryEvent]
+    /// Reads and empties a topic's feedback list for one environment.
+    func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
+    /// How many pushes are stored.
+    func storedCount() async throws -> Int
+}

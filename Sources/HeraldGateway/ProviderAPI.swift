@@ -1,0 +1,245 @@
+import Foundation
+import Synchronization
+import HeraldCore
+import NIOCore
+
+/// The HTTP/2 provider API's request logic (spec/APNS.md §1–2), free of any transport: a request,
+/// the connection's authentication state and the time go in; an answer or an accepted push comes
+/// out. The HTTP/2, h2c and HTTP/1.1 transports all call ``handle(_:connection:now:)``.
+///
+/// Validation order (documented in docs/provider-api.md): apns-id → duplicate headers → method →
+/// path → topic present → collapse id → priority → push type → expiration → fault rules →
+/// shutdown → authentication → body → topic → device token → background priority → per-token
+/// rate.
+public struct ProviderAPI: Sendable {
+    /// Settings of the provider API.
+    public struct Configuration: Sendable {
+        /// Pushes per second allowed to one token before `TooManyRequests`; 0 = no limit.
+        public var tokenRate: Double = 0
+        /// The burst allowed to one token.
+        public var tokenBurst: Double = 100
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What the transport should do with a request.
+    public enum Decision: Sendable {
+        /// Answer now (or after `delay`, for an injected fault).
+        case respond(ProviderResponse, delay: TimeAmount?)
+        /// Route the push; answer 200 once the router has delivered or stored it.
+        case accept(AcceptedPush, delay: TimeAmount?)
+    }
+
+    /// The directory of teams, keys, apps and tokens.
+    public let registry: Registry
+    /// The fault rules.
+    public let faults: FaultInjector
+    /// The per-token rate limit.
+    public let limiter: TokenRateLimiter
+    private let shuttingDown: ShutdownFlag
+
+    /// Creates the provider API over a registry.
+    public init(
+        registry: Registry, faults: FaultInjector = FaultInjector(), configuration: Configuration = Configuration()
+    ) {
+        self.registry = registry
+        self.faults = faults
+        self.limiter = TokenRateLimiter(ratePerSecond: configuration.tokenRate, burst: configuration.tokenBurst)
+        self.shuttingDown = ShutdownFlag()
+    }
+
+    /// From now on every request answers 503 `Shutdown` (graceful stop).
+    public func beginShutdown() { shuttingDown.set() }
+
+    /// Whether ``beginShutdown()`` was called.
+    public var isShuttingDown: Bool { shuttingDown.isSet }
+
+    /// The environment a request addresses: named by the authority's host
+    /// (`api.sandbox.…`, `api.development.…`, `sandbox.…`, `development.…` → development;
+    /// `api.push.apple.com`, `production.…` → production), else the listener's default.
+    public static func environment(authority: String?, default fallback: APNsEnvironment) -> APNsEnvironment {
+        guard let authority, !authority.isEmpty else { return fallback }
+        let host = authority.lowercased()
+        for prefix in ["api.sandbox.", "api.development.", "sandbox.", "development."] where host.hasPrefix(prefix) {
+            return .development
+        }
+        if host.hasPrefix("api.push.apple.com") || host.hasPrefix("production.") { return .production }
+        return fallback
+    }
+
+    /// Decides a request.
+    public func handle(_ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date) -> Decision {
+        // apns-id: echoed, or generated.
+        let apnsID: String
+        if let given = request.apnsID {
+            guard Self.isCanonicalUUID(given) else {
+                return .respond(.error(.badMessageId, apnsID: UUID().uuidString.lowercased()), delay: nil)
+            }
+            apnsID = given
+        } else {
+            apnsID = UUID().uuidString.lowercased()
+        }
+        func fail(_ reason: APNsReason, timestamp: Int64? = nil) -> Decision {
+            .respond(.error(reason, apnsID: apnsID, timestamp: timestamp), delay: nil)
+        }
+
+        if request.duplicateHeader != nil { return fail(.duplicateHeaders) }
+        guard request.method == "POST" else { return fail(.methodNotAllowed) }
+
+        // Path: /3/device/<hex token>
+        let prefix = "/3/device/"
+        var path = Substring(request.path)
+        if let q = path.firstIndex(of: "?") { path = path[..<q] }
+        guard path.hasPrefix(prefix) else {
+            return fail(path == "/3/device" ? .missingDeviceToken : .badPath)
+        }
+        let tokenText = path.dropFirst(prefix.count)
+        guard !tokenText.isEmpty else { return fail(.missingDeviceToken) }
+        guard !tokenText.contains("/") else { return fail(.badPath) }
+        guard let token = DeviceToken(hex: tokenText) else { return fail(.badDeviceToken) }
+
+        // Topic present (a single-topic certificate supplies its own).
+        let environment = Self.environment(authority: request.authority, default: connection.defaultEnvironment)
+        guard let topic = request.topic ?? connection.certificate?.impliedTopic else { return fail(.missingTopic) }
+
+        if let collapseID = request.collapseID, collapseID.utf8.count > 64 { return fail(.badCollapseId) }
+
+        var priority: PushPriority?
+        if let text = request.priority {
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)), let parsed = PushPriority(rawValue: value)
+            else { return fail(.badPriority) }
+            priority = parsed
+        }
+
+        var pushType: PushType?
+        if let text = request.pushType {
+            guard let parsed = PushType(rawValue: text.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                return fail(.invalidPushType)
+            }
+            pushType = parsed
+        }
+
+        var expiration: Int64?
+        if let text = request.expiration {
+            guard let value = Int64(text.trimmingCharacters(in: .whitespaces)), value >= 0 else {
+                return fail(.badExpirationDate)
+            }
+            expiration = value
+        }
+
+        // Injected faults.
+        var delay: TimeAmount?
+        if let rule = faults.match(topic: topic, tokenHex: tokenText) {
+            if let ms = rule.delayMilliseconds, ms > 0 { delay = .milliseconds(Int64(ms)) }
+            if let reason = rule.reason {
+                let stamp = reason.status == 410 ? Int64(now.timeIntervalSince1970 * 1000) : nil
+                return .respond(.error(reason, apnsID: apnsID, timestamp: stamp), delay: delay)
+            }
+        }
+        func failLater(_ reason: APNsReason, timestamp: Int64? = nil) -> Decision {
+            .respond(.error(reason, apnsID: apnsID, timestamp: timestamp), delay: delay)
+        }
+
+        if shuttingDown.isSet { return failLater(.shutdown) }
+
+        // Authentication.
+        var keyTopics: [String]?
+        let teamID: String
+        if let grant = connection.certificate {
+            if grant.problem != nil { return failLater(.badCertificate) }
+            guard grant.environments.contains(environment) else { return failLater(.badCertificateEnvironment) }
+            guard grant.covers(topic) else { return failLater(.topicDisallowed) }
+            guard let app = registry.app(grant.bundleID) else { return failLater(.badCertificate) }
+            teamID = app.teamID
+        } else {
+            switch connection.authenticate(
+                authorization: request.authorization, environment: environment, registry: registry, now: now)
+            {
+            case .failure(let reason): return failLater(reason)
+            case .success(let key):
+                keyTopics = key.topics
+                teamID = key.teamID
+            }
+        }
+        if registry.team(teamID)?.suspended == true { return failLater(.forbidden) }
+
+        // Body.
+        let size = request.body.readableBytes
+        if size == 0 { return failLater(.payloadEmpty) }
+        let limit = (pushType ?? .alert).maximumPayloadSize
+        if size > limit { return failLater(.payloadTooLarge) }
+        let summary: PayloadSummary
+        do {
+            summary = try PayloadSummary.scan(request.body)
+        } catch {
+            return failLater(.payloadEmpty)
+        }
+        let type = pushType ?? (summary.hasUserVisibleContent ? .alert : .background)
+
+        // Topic: syntax, the push type's suffix, and whose app it is.
+        guard Self.isValidTopic(topic) else { return failLater(.badTopic) }
+        let bundleID: String
+        if let suffix = type.topicSuffix, !suffix.isEmpty {
+            guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else { return failLater(.badTopic) }
+            bundleID = String(topic.dropLast(suffix.count))
+        } else {
+            bundleID = topic
+        }
+        guard let app = registry.app(bundleID), app.teamID == teamID else { return failLater(.topicDisallowed) }
+        if let keyTopics, !keyTopics.contains(bundleID) { return failLater(.topicDisallowed) }
+
+        // Device token.
+        guard let registration = registry.registration(token, in: environment) else {
+            return failLater(.badDeviceToken)
+        }
+        if let invalidatedAt = registration.invalidatedAt {
+            let reason = registration.invalidation?.reason ?? .unregistered
+            return failLater(reason, timestamp: Int64((invalidatedAt.timeIntervalSince1970 * 1000).rounded(.down)))
+        }
+        guard registration.bundleID == bundleID else { return failLater(.deviceTokenNotForTopic) }
+
+        // Background pushes go at priority 5.
+        if type == .background, priority == .immediate { return failLater(.badPriority) }
+        let effectivePriority = priority ?? (type == .background ? .normal : .immediate)
+
+        guard limiter.allow(token, now: now) else { return failLater(.tooManyRequests) }
+
+        let push = AcceptedPush(
+            apnsID: apnsID,
+            uniqueID: environment == .development ? UUID().uuidString.lowercased() : nil,
+            registration: registration, topic: topic, pushType: type, priority: effectivePriority,
+            expiration: expiration, collapseID: request.collapseID, payload: request.body,
+            contentAvailable: summary.contentAvailable, receivedAt: now)
+        return .accept(push, delay: delay)
+    }
+
+    /// `8-4-4-4-12` hex digits, either case.
+    static func isCanonicalUUID(_ text: String) -> Bool {
+        let u = text.utf8
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else { return false }
+            } else {
+                let isHex = (c >= 0x30 && c <= 0x39) || (c | 0x20 >= 0x61 && c | 0x20 <= 0x66)
+                guard isHex else { return false }
+            }
+        }
+        return true
+    }
+
+    /// A topic is 1…255 bytes of printable ASCII without spaces.
+    static func isValidTopic(_ topic: String) -> Bool {
+        let u = topic.utf8
+        guard !u.isEmpty, u.count <= 255 else { return false }
+        return u.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+    }
+}
+
+/// A flag set once, read on every request.
+final class ShutdownFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func set() { flag.store(true, ordering: .releasing) }
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import HeraldCore
+
+/// What a TLS client certificate from the gateway's CA grants (spec/APNS.md §2): one app's
+/// topics in the environments the certificate names.
+public struct CertificateGrant: Sendable, Equatable {
+    /// The `UID` in the subject: the app's bundle id.
+    public var bundleID: String
+    /// The topics the certificate lists (the bundle id and its suffixed topics).
+    public var topics: [String]
+    /// The environments the certificate may be used in.
+    public var environments: Set<APNsEnvironment>
+    /// Set when the certificate cannot be used at all (not issued by the gateway's CA, expired,
+    /// no UID): every request answers 403 `BadCertificate`. The text says why, for the log.
+    public var problem: String?
+
+    /// Creates a grant.
+    public init(bundleID: String, topics: [String], environments: Set<APNsEnvironment>, problem: String? = nil) {
+        self.bundleID = bundleID
+        self.topics = topics
+        self.environments = environments
+        self.problem = problem
+    }
+
+    /// Whether the certificate covers `topic`: the listed topics, or the bundle id and its
+    /// push-type suffixes when the certificate lists none.
+    public func covers(_ topic: String) -> Bool {
+        if topics.isEmpty { return topic == bundleID || topic.hasPrefix(bundleID + ".") }
+        return topics.contains(topic)
+    }
+
+    /// A single-topic certificate supplies its own topic when `apns-topic` is absent.
+    public var impliedTopic: String? {
+        if topics.isEmpty { return bundleID }
+        return topics.count == 1 ? topics[0] : nil
+    }
+}
+
+/// One provider connection's authentication state (spec/APNS.md §2), a value the transport keeps
+/// per connection and the provider API updates on every request.
+///
+/// Token rules: a verified token is cached until the client sends a different one; a different
+/// token within 20 minutes of the one it replaces answers 429 `TooManyProviderTokenUpdates`; the
+/// connection is bound to the team of its first valid token, and a later key of another team
+/// answers `UnrelatedKeyIdInToken`.
+public struct ProviderConnectionState: Sendable {
+    /// The client certificate's grant, when the connection presented one.
+    public var certificate: CertificateGrant?
+    /// The environment requests on this connection address when the authority names none.
+    public var defaultEnvironment: APNsEnvironment
+    /// The team the connection is bound to.
+    public private(set) var boundTeam: String?
+
+    struct Verified {
+        var compact: String
+        var key: ProviderKey
+        var issuedAt: Int64
+        var acceptedAt: Date
+    }
+    var verified: Verified?
+    /// The last token that failed, and why, so a client repeating it is not verified again.
+    var rejected: (compact: String, reason: APNsReason)?
+
+    /// A connection's initial state.
+    public init(defaultEnvironment: APNsEnvironment, certificate: CertificateGrant? = nil) {
+        self.defaultEnvironment = defaultEnvironment
+        self.certificate = certificate
+    }
+
+    /// Tokens older than this answer `ExpiredProviderToken`.
+    public static let tokenLifetime: TimeInterval = 3600
+    /// A connection may switch to a new token at most once in this interval.
+    public static let tokenUpdateInterval: TimeInterval = 20 * 60
+    /// `iat` further in the future than this is refused (`InvalidProviderToken`).
+    public static let clockSkew: TimeInterval = 5 * 60
+
+    /// Authenticates a token-auth request. Returns the key that signed it, or the reason to answer.
+    mutating func authenticate(
+        authorization: String?, environment: APNsEnvironment, registry: Registry, now: Date
+    ) -> Result<ProviderKey, APNsReason> {
+        guard let authorization else { return .failure(.missingProviderToken) }
+        var compact = Substring(authorization)
+        if compact.count > 7, compact.prefix(7).lowercased() == "bearer " {
+            compact = compact.dropFirst(7)
+        }
+        compact = compact.drop { $0 == " " }
+        while compact.last == " " { compact = compact.dropLast() }
+        guard !compact.isEmpty else { return .failure(.missingProviderToken) }
+
+        let key: ProviderKey
+        let issuedAt: Int64
+        if let verified, verified.compact == compact {
+            key = verified.key
+            issuedAt = verified.issuedAt
+        } else {
+            if let rejected, rejected.compact == compact { return .failure(rejected.reason) }
+            switch verify(compact, registry: registry, now: now) {
+            case .failure(let reason):
+                rejected = (String(compact), reason)
+                return .failure(reason)
+            case .success(let (newKey, token)):
+                if let boundTeam, boundTeam != newKey.teamID {
+                    return .failure(.unrelatedKeyIdInToken)
+                }
+                if let verified, now.timeIntervalSince(verified.acceptedAt) < Self.tokenUpdateInterval {
+                    return .failure(.tooManyProviderTokenUpdates)
+                }
+                verified = Verified(compact: String(compact), key: newKey, issuedAt: token.issuedAt, acceptedAt: now)
+                rejected = nil
+                key = newKey
+                issuedAt = token.issuedAt
+            }
+        }
+        if now.timeIntervalSince1970 - Double(issuedAt) > Self.tokenLifetime {
+            return .failure(.expiredProviderToken)
+        }
+        // The key may have been revoked or changed since it was cached.
+        guard let current = registry.key(key.id), !current.revoked, current.teamID == key.teamID else {
+            verified = nil
+            return .failure(.invalidProviderToken)
+        }
+        if let scope = current.environment, scope != environment {
+            return .failure(.badEnvironmentKeyIdInToken)
+        }
+        if boundTeam == nil { boundTeam = current.teamID }
+        return .success(current)
+    }
+
+    private func verify(_ compact: Substring, registry: Registry, now: Date) -> Result<
+        (ProviderKey, ProviderToken), APNsReason
+    > {
+        guard let token = try? ProviderToken(compact: compact) else { return .failure(.invalidProviderToken) }
+        guard let (key, publicKey) = registry.verifier(token.keyID) else {
+            // No fallback key: an unknown kid is invalid, whatever else the connection has used.
+            return .failure(.invalidProviderToken)
+        }
+        guard !key.revoked, key.teamID == token.teamID else { return .failure(.invalidProviderToken) }
+        guard token.isSigned(by: publicKey) else { return .failure(.invalidProviderToken) }
+        if Double(token.issuedAt) > now.timeIntervalSince1970 + Self.clockSkew {
+            return .failure(.invalidProviderToken)
+        }
+        if now.timeIntervalSince1970 - Double(token.issuedAt) > Self.tokenLifetime {
+            return .failure(.expiredProviderToken)
+        }
+        return .success((key, token))
+    }
+}

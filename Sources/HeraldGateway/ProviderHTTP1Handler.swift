@@ -1,0 +1,116 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOHTTP1
+
+/// The provider API over HTTP/1.1 (development listener, and TLS clients that do not offer h2).
+/// NIO's pipelining helper keeps answers in request order.
+final class ProviderHTTP1Handler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let api: ProviderAPI
+    let router: PushRouter
+    let now: @Sendable () -> Date
+    var connection: ProviderConnectionState
+    var request: ProviderRequest?
+    var keepAlive = true
+    var tooLarge = false
+    var busy = false
+    var draining = false
+    var context: ChannelHandlerContext?
+
+    init(api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date)
+    {
+        self.api = api
+        self.router = router
+        self.connection = connection
+        self.now = now
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            var r = ProviderRequest(method: head.method.rawValue, path: head.uri)
+            for (name, value) in head.headers { r.addHeader(name: name, value: value) }
+            request = r
+            keepAlive = head.isKeepAlive
+            tooLarge = false
+        case .body(var bytes):
+            guard var r = request else { return }
+            if r.body.readableBytes + bytes.readableBytes > ProviderHTTP2Handler.bodyCap {
+                tooLarge = true
+            } else {
+                r.body.writeBuffer(&bytes)
+            }
+            request = r
+        case .end:
+            guard let r = request else { return }
+            request = nil
+            busy = true
+            if tooLarge {
+                write(.error(.payloadTooLarge, apnsID: r.apnsID ?? UUID().uuidString.lowercased()), context: context)
+                return
+            }
+            switch api.handle(r, connection: &connection, now: now()) {
+            case .respond(let response, let delay):
+                if let delay {
+                    context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+                        if let context = self.context { self.write(response, context: context) }
+                    }
+                } else {
+                    write(response, context: context)
+                }
+            case .accept(let push, let delay):
+                let loop = context.eventLoop
+                let bound = NIOLoopBound(self, eventLoop: loop)
+                let route: @Sendable () -> Void = { [router] in
+                    router.route(push) { response in
+                        loop.execute {
+                            let handler = bound.value
+                            if let context = handler.context { handler.write(response, context: context) }
+                        }
+                    }
+                }
+                if let delay { loop.scheduleTask(in: delay) { route() } } else { route() }
+            }
+        }
+    }
+
+    private func write(_ response: ProviderResponse, context: ChannelHandlerContext) {
+        busy = false
+        var headers = HTTPHeaders()
+        headers.add(name: "apns-id", value: response.apnsID)
+        if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }
+        let body = response.body
+        if body != nil { headers.add(name: "content-type", value: "application/json") }
+        headers.add(name: "content-length", value: String(body?.utf8.count ?? 0))
+        let close = !keepAlive || draining
+        if close { headers.add(name: "connection", value: "close") }
+        let head = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if let body {
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        }
+        let promise = close ? context.eventLoop.makePromise(of: Void.self) : nil
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
+        if let promise {
+            let channel = context.channel
+            promise.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ProviderShutdownEvent {
+            draining = true
+            if !busy && request == nil { context.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// Tells a provider connection to stop gracefully: GOAWAY with `{"reason":"Shutdown"}`, finish
+/// the streams in flight, then close.
+public struct ProviderShutdownEvent: Sendable {
+    /// The event.
+    public init() {}
+}
+
+/// The provider API over HTTP/2, driven at the frame level: one handler per connection reads
+/// HEADERS and DATA frames, calls ``ProviderAPI/handle(_:connection:now:)`` when a stream's request
+/// is complete, and writes the answer on that stream. No child channel and no Task per stream.
+final class ProviderHTTP2Handler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    struct Stream {
+        var request: ProviderRequest
+        var bodyLimitExceeded = false
+        var answered = false
+    }
+
+    let api: ProviderAPI
+    let router: PushRouter
+    let now: @Sendable () -> Date
+    var connection: ProviderConnectionState
+    var streams: [HTTP2StreamID: Stream] = [:]
+    /// Streams whose answer has not been written yet (decided but waiting on the router or a delay).
+    var inFlight = 0
+    var highestStreamID = HTTP2StreamID(0)
+    var unacknowledgedBytes = 0
+    var needsFlush = false
+    var draining = false
+    var context: ChannelHandlerContext?
+
+    /// Bodies beyond this are answered 413 without reading further.
+    static let bodyCap = 5120
+    static let connectionWindowRefill = 32 * 1024
+
+    init(api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date)
+    {
+        self.api = api
+        self.router = router
+        self.connection = connection
+        self.now = now
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            if var stream = streams[frame.streamID] {
+                // Trailers: nothing in them matters to APNs.
+                if headers.endStream { complete(frame.streamID, &stream, context: context) }
+                return
+            }
+            if frame.streamID > highestStreamID { highestStreamID = frame.streamID }
+            var request = ProviderRequest(method: "", path: "")
+            for (name, value, _) in headers.headers {
+                switch name {
+                case ":method": request.method = value
+                case ":path": request.path = value
+                case ":authority": request.authority = value
+                default: request.addHeader(name: name, value: value)
+                }
+            }
+            var stream = Stream(request: request)
+            if headers.endStream {
+                complete(frame.streamID, &stream, context: context)
+            } else {
+                streams[frame.streamID] = stream
+            }
+        case .data(let payload):
+            var length = 0
+            if case .byteBuffer(var bytes) = payload.data {
+                length = bytes.readableBytes
+                if var stream = streams[frame.streamID] {
+                    if stream.request.body.readableBytes + bytes.readableBytes > Self.bodyCap {
+                        stream.bodyLimitExceeded = true
+                    } else if stream.request.body.readableBytes == 0 {
+                        stream.request.body = bytes
+                    } else {
+                        stream.request.body.writeBuffer(&bytes)
+                    }
+                    if stream.bodyLimitExceeded && !stream.answered {
+                        // Answer now: the client may be blocked on flow control and never finish.
+                        stream.answered = true
+                        let response = ProviderResponse.error(
+                            .payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased())
+                        write(response, on: frame.streamID, context: context)
+                        context.write(
+                            wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.noError))),
+                            promise: nil)
+                    }
+                    if payload.endStream {
+                        complete(frame.streamID, &stream, context: context)
+                    } else {
+                        streams[frame.streamID] = stream
+                    }
+                }
+            }
+            length += payload.paddingBytes.map { $0 + 1 } ?? 0
+            unacknowledgedBytes += length
+            if unacknowledgedBytes >= Self.connectionWindowRefill {
+                context.write(
+                    wrapOutboundOut(
+                        HTTP2Frame(
+                            streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                    promise: nil)
+                unacknowledgedBytes = 0
+                needsFlush = true
+            }
+        case .rstStream:
+            streams[frame.streamID] = nil
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    private func complete(_ id: HTTP2StreamID, _ stream: inout Stream, context: ChannelHandlerContext) {
+        streams[id] = nil
+        if stream.answered { return }
+        if stream.bodyLimitExceeded {
+            write(
+                .error(.payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased()), on: id,
+                context: context)
+            return
+        }
+        let decision = api.handle(stream.request, connection: &connection, now: now())
+        switch decision {
+        case .respond(let response, let delay):
+            if let delay {
+                inFlight += 1
+                context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+                    self.inFlight -= 1
+                    if let context = self.context {
+                        self.write(response, on: id, context: context)
+                        context.flush()
+                    }
+                    self.closeIfDrained()
+                }
+            } else {
+                write(response, on: id, context: context)
+            }
+        case .accept(let push, let delay):
+            inFlight += 1
+            let loop = context.eventLoop
+            let bound = NIOLoopBound(self, eventLoop: loop)
+            let route: @Sendable () -> Void = { [router] in
+                router.route(push) { response in
+                    loop.execute {
+                        let handler = bound.value
+                        handler.inFlight -= 1
+                        if let context = handler.context {
+                            handler.write(response, on: id, context: context)
+                            context.flush()
+                        }
+                        handler.closeIfDrained()
+                    }
+                }
+            }
+            if let delay {
+                loop.scheduleTask(in: delay) { route() }
+            } else {
+                route()
+            }
+        }
+    }
+
+    private func write(_ response: ProviderResponse, on id: HTTP2StreamID, context: ChannelHandlerContext) {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(5)
+        headers.add(name: ":status", value: Self.statusText(response.status))
+        headers.add(name: "apns-id", value: response.apnsID)
+        if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }
+        guard let body = response.body else {
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
+                promise: nil)
+            needsFlush = true
+            return
+        }
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(body.utf8.count))
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
+        let buffer = context.channel.allocator.buffer(string: body)
+        context.write(
+            wrapOutboundOut(
+                HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
+            promise: nil)
+        needsFlush = true
+    }
+
+    static func statusText(_ status: Int) -> String {
+        switch status {
+        case 200: "200"
+        case 400: "400"
+        case 403: "403"
+        case 410: "410"
+        default: String(status)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ProviderShutdownEvent {
+            beginDrain(context: context)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func beginDrain(context: ChannelHandlerContext) {
+        guard !draining else { return }
+        draining = true
+        let reason = context.channel.allocator.buffer(string: #"{"reason":"Shutdown"}"#)
+        context.writeAndFlush(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .goAway(lastStreamID: highestStreamID, errorCode: .noError, opaqueData: reason))),
+            promise: nil)
+        closeIfDrained()
+    }
+
+    private func closeIfDrained() {
+        guard draining, inFlight == 0, streams.isEmpty, let context else { return }
+        context.close(promise: nil)
+    }
+}

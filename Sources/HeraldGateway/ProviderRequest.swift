@@ -1,0 +1,123 @@
+import Foundation
+import HeraldCore
+import NIOCore
+
+/// One provider request as the transport read it: method, path, authority, the headers APNs
+/// defines, and the body. The transport adds headers one by one; a repeated header is remembered
+/// so the request answers `DuplicateHeaders`.
+public struct ProviderRequest: Sendable {
+    /// `:method`.
+    public var method: String
+    /// `:path`.
+    public var path: String
+    /// `:authority`, or the `host` header when a client sends that instead.
+    public var authority: String?
+    /// `authorization`.
+    public var authorization: String?
+    /// `apns-id`.
+    public var apnsID: String?
+    /// `apns-topic`.
+    public var topic: String?
+    /// `apns-push-type`.
+    public var pushType: String?
+    /// `apns-priority`.
+    public var priority: String?
+    /// `apns-expiration`.
+    public var expiration: String?
+    /// `apns-collapse-id`.
+    public var collapseID: String?
+    /// The first header that appeared twice, if any.
+    public var duplicateHeader: String?
+    /// The body bytes.
+    public var body: ByteBuffer
+
+    /// Creates a request; add headers with ``addHeader(name:value:)``.
+    public init(method: String, path: String, authority: String? = nil, body: ByteBuffer = ByteBuffer()) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.body = body
+    }
+
+    /// Records one header. Names compare case-insensitively; unknown headers are ignored.
+    public mutating func addHeader(name: String, value: String) {
+        func set(_ field: inout String?, _ canonical: String) {
+            if field != nil {
+                if duplicateHeader == nil { duplicateHeader = canonical }
+            } else {
+                field = value
+            }
+        }
+        switch name.utf8.count {
+        case 4 where name.lowercased() == "host":
+            if authority == nil { authority = value }
+        case 7 where name.lowercased() == "apns-id": set(&apnsID, "apns-id")
+        case 10 where name.lowercased() == "apns-topic": set(&topic, "apns-topic")
+        case 13 where name.lowercased() == "authorization": set(&authorization, "authorization")
+        case 13 where name.lowercased() == "apns-priority": set(&priority, "apns-priority")
+        case 14 where name.lowercased() == "apns-push-type": set(&pushType, "apns-push-type")
+        case 15 where name.lowercased() == "apns-expiration": set(&expiration, "apns-expiration")
+        case 16 where name.lowercased() == "apns-collapse-id": set(&collapseID, "apns-collapse-id")
+        default: break
+        }
+    }
+}
+
+/// What the provider API answers.
+public struct ProviderResponse: Sendable, Equatable {
+    /// The HTTP status.
+    public var status: Int
+    /// `apns-id`: echoed or generated.
+    public var apnsID: String
+    /// `apns-unique-id`: development environment, successful pushes only.
+    public var uniqueID: String?
+    /// The reason, for errors.
+    public var reason: APNsReason?
+    /// For 410: milliseconds since 1970 at which the token stopped being valid for the topic.
+    public var timestamp: Int64?
+
+    /// A 200.
+    public static func ok(apnsID: String, uniqueID: String?) -> ProviderResponse {
+        ProviderResponse(status: 200, apnsID: apnsID, uniqueID: uniqueID, reason: nil, timestamp: nil)
+    }
+
+    /// An error answer.
+    public static func error(_ reason: APNsReason, apnsID: String, timestamp: Int64? = nil) -> ProviderResponse {
+        ProviderResponse(
+            status: reason.status, apnsID: apnsID, uniqueID: nil, reason: reason,
+            timestamp: reason.status == 410 ? timestamp : nil)
+    }
+
+    /// The JSON body: empty for 200, `{"reason":"…"}` (plus `"timestamp"` for 410) otherwise.
+    public var body: String? {
+        guard let reason else { return nil }
+        if let timestamp { return #"{"reason":"\#(reason.rawValue)","timestamp":\#(timestamp)}"# }
+        return #"{"reason":"\#(reason.rawValue)"}"#
+    }
+}
+
+/// A push the provider API accepted: what the router delivers or stores.
+public struct AcceptedPush: Sendable {
+    /// `apns-id`.
+    public var apnsID: String
+    /// `apns-unique-id` (development only).
+    public var uniqueID: String?
+    /// The target registration.
+    public var registration: Registration
+    /// The `apns-topic` as sent (with its push-type suffix).
+    public var topic: String
+    /// The push type (given or inferred).
+    public var pushType: PushType
+    /// The priority (given or the default for the push type).
+    public var priority: PushPriority
+    /// `apns-expiration` in seconds since 1970: `0` = deliver now or never, `nil` = the default policy.
+    public var expiration: Int64?
+    /// `apns-collapse-id`.
+    public var collapseID: String?
+    /// The payload, byte for byte as the provider sent it.
+    public var payload: ByteBuffer
+    /// Whether the payload carries `content-available: 1` (a background wake-up).
+    public var contentAvailable: Bool
+    /// When the gateway accepted it.
+    public var receivedAt: Date
+}

@@ -1,0 +1,109 @@
+import Crypto
+import Foundation
+import HeraldCore
+
+/// A provider authentication token (JWT, ES256) as APNs reads it (spec/APNS.md §2).
+///
+/// Parsing is lenient in the ways real clients differ: an extra `typ`, `kid` repeated in the
+/// claims, `iat` as a JSON string, padding on the base64url parts. The signature must be the raw
+/// 64-byte r‖s form; a DER signature is accepted too, since some JWT libraries produce it.
+public struct ProviderToken: Sendable, Equatable {
+    /// The `kid` header: the key id.
+    public var keyID: String
+    /// The `iss` claim: the team id.
+    public var teamID: String
+    /// The `iat` claim, in seconds since 1970.
+    public var issuedAt: Int64
+    /// The signed part (`header.claims`), as sent.
+    public var signingInput: Substring
+    /// The signature bytes.
+    public var signature: [UInt8]
+
+    /// Why a token could not be read.
+    public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
+        /// What was wrong.
+        public var description: String
+    }
+
+    /// Parses the compact form `header.claims.signature`.
+    public init(compact: Substring) throws(ParseError) {
+        let parts = compact.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw ParseError(description: "a JWT has three dot-separated parts") }
+        guard let headerData = Base64URL.decode(parts[0]),
+            case .object(let header)? = try? JSONValue.parse(headerData)
+        else { throw ParseError(description: "the JWT header is not base64url JSON") }
+        guard let claimsData = Base64URL.decode(parts[1]),
+            case .object(let claims)? = try? JSONValue.parse(claimsData)
+        else { throw ParseError(description: "the JWT claims are not base64url JSON") }
+        guard let signature = Base64URL.decode(parts[2]), !signature.isEmpty else {
+            throw ParseError(description: "the JWT signature is not base64url")
+        }
+        guard header["alg"]?.stringValue == "ES256" else {
+            throw ParseError(description: "alg must be ES256")
+        }
+        guard let kid = header["kid"]?.stringValue ?? claims["kid"]?.stringValue, !kid.isEmpty else {
+            throw ParseError(description: "kid is missing")
+        }
+        guard let iss = claims["iss"]?.stringValue, !iss.isEmpty else {
+            throw ParseError(description: "iss is missing")
+        }
+        let iat: Int64
+        switch claims["iat"] {
+        case .int(let n)?: iat = n
+        case .double(let d)? where d.isFinite && d.rounded() == d: iat = Int64(d)
+        case .string(let s)? where Int64(s.trimmingCharacters(in: .whitespaces)) != nil:
+            iat = Int64(s.trimmingCharacters(in: .whitespaces))!
+        default:
+            throw ParseError(description: "iat must be a number of seconds")
+        }
+        self.keyID = kid
+        self.teamID = iss
+        self.issuedAt = iat
+        self.signingInput = compact[compact.startIndex..<parts[1].endIndex]
+        self.signature = Array(signature)
+    }
+
+    /// Whether `key` signed this token.
+    public func isSigned(by key: P256.Signing.PublicKey) -> Bool {
+        let input = Data(signingInput.utf8)
+        if signature.count == 64, let sig = try? P256.Signing.ECDSASignature(rawRepresentation: signature) {
+            return key.isValidSignature(sig, for: input)
+        }
+        if let sig = try? P256.Signing.ECDSASignature(derRepresentation: signature) {
+            return key.isValidSignature(sig, for: input)
+        }
+        return false
+    }
+
+    /// Signs a token (for tests, `herald push` and benchmarks).
+    public static func sign(keyID: String, teamID: String, issuedAt: Int64, with key: P256.Signing.PrivateKey) throws
+        -> String
+    {
+        let header = Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
+        let claims = Base64URL.encode(Data(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
+        let input = header + "." + claims
+        let signature = try key.signature(for: Data(input.utf8))
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+}
+
+/// Base64url without padding (RFC 7515), tolerant of padding and of standard base64 characters.
+public enum Base64URL {
+    /// Decodes, returning `nil` for anything that is not base64.
+    public static func decode(_ text: Substring) -> Data? {
+        var s = String(text).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while s.hasSuffix("=") { s.removeLast() }
+        let remainder = s.utf8.count % 4
+        if remainder == 1 { return nil }
+        if remainder > 0 { s += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: s)
+    }
+
+    /// Encodes without padding.
+    public static func encode(_ data: some DataProtocol) -> String {
+        Data(data).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

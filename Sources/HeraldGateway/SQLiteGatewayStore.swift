@@ -1,0 +1,279 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// The embedded gateway store: SQLite through GRDB, in WAL mode, one transaction per call.
+/// With `synchronous = FULL` (the default) a committed batch survives power loss; `NORMAL`
+/// survives a killed process.
+public final class SQLiteGatewayStore: GatewayStore {
+    let writer: any DatabaseWriter
+    private let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = .sortedKeys
+        e.dateEncodingStrategy = .millisecondsSince1970
+        return e
+    }()
+    private let decoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .millisecondsSince1970
+        return d
+    }()
+
+    /// How hard SQLite works to make a commit durable.
+    public enum Durability: String, Sendable, CaseIterable {
+        /// fsync on every commit: survives power loss.
+        case full
+        /// fsync at checkpoints: survives a killed process, not a power cut.
+        case normal
+    }
+
+    /// Opens (creating if needed) the database at `path`; `nil` opens an in-memory database.
+    public init(path: String?, durability: Durability = .full) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let pragma = durability == .full ? "FULL" : "NORMAL"
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(pragma)") }
+        if let path {
+            writer = try DatabasePool(path: path, configuration: configuration)
+        } else {
+            writer = try DatabaseQueue(configuration: configuration)
+        }
+        try Self.migrator.migrate(writer)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("gateway-v1") { db in
+            for (table, key) in [("team", "id"), ("providerKey", "id"), ("app", "bundleID"), ("device", "id")] {
+                try db.create(table: table) { t in
+                    t.primaryKey(key, .text)
+                    t.column("record", .blob).notNull()
+                }
+            }
+            try db.create(table: "registration") { t in
+                t.column("environment", .text).notNull()
+                t.column("token", .text).notNull()
+                t.column("deviceID", .text).notNull().indexed()
+                t.column("record", .blob).notNull()
+                t.primaryKey(["environment", "token"])
+            }
+            try db.create(table: "feedback") { t in
+                t.column("bundleID", .text).notNull()
+                t.column("environment", .text).notNull()
+                t.column("token", .text).notNull()
+                t.column("removedAt", .double).notNull()
+                t.primaryKey(["bundleID", "environment", "token"])
+            }
+            try db.create(table: "stored") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("apnsID", .text).notNull()
+                t.column("deviceID", .text).notNull()
+                t.column("topic", .text).notNull()
+                t.column("collapseID", .text)
+                t.column("expiresAt", .double).notNull()
+                t.column("record", .blob).notNull()
+                t.column("payload", .blob).notNull()
+            }
+            try db.create(index: "stored_device_topic", on: "stored", columns: ["deviceID", "topic", "seq"])
+            try db.create(index: "stored_apnsID", on: "stored", columns: ["deviceID", "apnsID"])
+            try db.create(index: "stored_expiry", on: "stored", columns: ["expiresAt"])
+            try db.create(table: "event") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("apnsID", .text).notNull().indexed()
+                t.column("uniqueID", .text).indexed()
+                t.column("record", .blob).notNull()
+            }
+        }
+        return migrator
+    }
+
+    // MARK: Directory
+
+    public func loadDirectory() async throws -> DirectorySnapshot {
+        let (teams, keys, apps, devices, registrations) = try await writer.read { db in
+            (
+                try Data.fetchAll(db, sql: "SELECT record FROM team"),
+                try Data.fetchAll(db, sql: "SELECT record FROM providerKey"),
+                try Data.fetchAll(db, sql: "SELECT record FROM app"),
+                try Data.fetchAll(db, sql: "SELECT record FROM device"),
+                try Data.fetchAll(db, sql: "SELECT record FROM registration")
+            )
+        }
+        var snapshot = DirectorySnapshot()
+        snapshot.teams = try teams.map { try decoder.decode(Team.self, from: $0) }
+        snapshot.keys = try keys.map { try decoder.decode(ProviderKey.self, from: $0) }
+        snapshot.apps = try apps.map { try decoder.decode(AppRecord.self, from: $0) }
+        snapshot.devices = try devices.map { try decoder.decode(DeviceRecord.self, from: $0) }
+        snapshot.registrations = try registrations.map { try decoder.decode(Registration.self, from: $0) }
+        return snapshot
+    }
+
+    private func upsert(_ table: String, key: String, id: String, record: Data) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO \(table) (\(key), record) VALUES (?, ?) "
+                    + "ON CONFLICT(\(key)) DO UPDATE SET record = excluded.record",
+                arguments: [id, record])
+        }
+    }
+
+    private func delete(_ table: String, key: String, id: String) async throws {
+        try await writer.write { db in try db.execute(sql: "DELETE FROM \(table) WHERE \(key) = ?", arguments: [id]) }
+    }
+
+    public func save(_ team: Team) async throws {
+        try await upsert("team", key: "id", id: team.id, record: encoder.encode(team))
+    }
+    public func deleteTeam(_ id: String) async throws { try await delete("team", key: "id", id: id) }
+    public func save(_ key: ProviderKey) async throws {
+        try await upsert("providerKey", key: "id", id: key.id, record: encoder.encode(key))
+    }
+    public func deleteKey(_ id: String) async throws { try await delete("providerKey", key: "id", id: id) }
+    public func save(_ app: AppRecord) async throws {
+        try await upsert("app", key: "bundleID", id: app.bundleID, record: encoder.encode(app))
+    }
+    public func deleteApp(_ bundleID: String) async throws { try await delete("app", key: "bundleID", id: bundleID) }
+    public func save(_ device: DeviceRecord) async throws {
+        try await upsert("device", key: "id", id: device.id, record: encoder.encode(device))
+    }
+
+    public func save(_ registrations: [Registration], feedback: [FeedbackEntry]) async throws {
+        let rows = try registrations.map { r in (r, try encoder.encode(r)) }
+        try await writer.write { db in
+            for (r, record) in rows {
+                try db.execute(
+                    sql: "INSERT INTO registration (environment, token, deviceID, record) VALUES (?, ?, ?, ?) "
+                        + "ON CONFLICT(environment, token) DO UPDATE SET record = excluded.record",
+                    arguments: [r.environment.rawValue, r.token.hex, r.deviceID, record])
+                if r.invalidatedAt == nil {
+                    // Re-registered: it no longer belongs on the feedback list.
+                    try db.execute(
+                        sql: "DELETE FROM feedback WHERE environment = ? AND token = ?",
+                        arguments: [r.environment.rawValue, r.token.hex])
+                }
+            }
+            for f in feedback {
+                try db.execute(
+                    sql:
+                        "INSERT OR REPLACE INTO feedback (bundleID, environment, token, removedAt) VALUES (?, ?, ?, ?)",
+                    arguments: [f.bundleID, f.environment.rawValue, f.token.hex, f.removedAt.timeIntervalSince1970])
+            }
+        }
+    }
+
+    // MARK: Offline store and delivery log
+
+    public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
+        if batch.isEmpty { return [] }
+        let pushes = try batch.pushes.map { p -> (StoredPush, Data) in
+            var meta = p
+            meta.payload = Data()
+            return (p, try encoder.encode(meta))
+        }
+        let events = try batch.events.map { e in (e, try encoder.encode(e)) }
+        let removals = batch.removals
+        return try await writer.write { db in
+            var replaced: [String] = []
+            for (p, meta) in pushes {
+                if let collapse = p.collapseID {
+                    let ids = try String.fetchAll(
+                        db, sql: "SELECT apnsID FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?",
+                        arguments: [p.deviceID, p.topic, collapse])
+                    replaced += ids
+                    try db.execute(
+                        sql: "DELETE FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?",
+                        arguments: [p.deviceID, p.topic, collapse])
+                }
+                try db.execute(
+                    sql: "INSERT INTO stored (apnsID, deviceID, topic, collapseID, expiresAt, record, payload) "
+                        + "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        p.apnsID, p.deviceID, p.topic, p.collapseID, p.expiresAt.timeIntervalSince1970, meta, p.payload,
+                    ])
+                let overflow = try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT seq, apnsID FROM stored WHERE deviceID = ? AND topic = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
+                    arguments: [p.deviceID, p.topic, policy.depth])
+                for row in overflow {
+                    replaced.append(row["apnsID"])
+                    try db.execute(sql: "DELETE FROM stored WHERE seq = ?", arguments: [row["seq"] as Int64])
+                }
+            }
+            for (deviceID, apnsID) in removals {
+                try db.execute(
+                    sql: "DELETE FROM stored WHERE deviceID = ? AND apnsID = ?", arguments: [deviceID, apnsID])
+            }
+            for (e, record) in events {
+                try db.execute(
+                    sql: "INSERT INTO event (apnsID, uniqueID, record) VALUES (?, ?, ?)",
+                    arguments: [e.apnsID, e.uniqueID, record])
+            }
+            return replaced
+        }
+    }
+
+    private func decodeStored(_ rows: [(record: Data, payload: Data)]) throws -> [StoredPush] {
+        try rows.map { row in
+            var push = try decoder.decode(StoredPush.self, from: row.record)
+            push.payload = row.payload
+            return push
+        }
+    }
+
+    private static func storedColumns(_ rows: [Row]) -> [(record: Data, payload: Data)] {
+        rows.map { (record: $0["record"], payload: $0["payload"]) }
+    }
+
+    public func pending(device: String, now: Date) async throws -> [StoredPush] {
+        let rows = try await writer.read { db in
+            Self.storedColumns(
+                try Row.fetchAll(
+                    db, sql: "SELECT record, payload FROM stored WHERE deviceID = ? AND expiresAt > ? ORDER BY seq",
+                    arguments: [device, now.timeIntervalSince1970]))
+        }
+        return try decodeStored(rows)
+    }
+
+    public func purgeExpired(now: Date) async throws -> [StoredPush] {
+        let rows = try await writer.write { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT record, payload FROM stored WHERE expiresAt <= ?",
+                arguments: [now.timeIntervalSince1970])
+            try db.execute(sql: "DELETE FROM stored WHERE expiresAt <= ?", arguments: [now.timeIntervalSince1970])
+            return Self.storedColumns(rows)
+        }
+        return try decodeStored(rows)
+    }
+
+    public func deliveryLog(id: String) async throws -> [DeliveryEvent] {
+        let rows = try await writer.read { db in
+            try Data.fetchAll(
+                db, sql: "SELECT record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq", arguments: [id, id])
+        }
+        return try rows.map { try decoder.decode(DeliveryEvent.self, from: $0) }
+    }
+
+    public func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+        let rows = try await writer.write { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT token, removedAt FROM feedback WHERE bundleID = ? AND environment = ? ORDER BY removedAt",
+                arguments: [bundleID, environment.rawValue])
+            try db.execute(
+                sql: "DELETE FROM feedback WHERE bundleID = ? AND environment = ?",
+                arguments: [bundleID, environment.rawValue])
+            return rows.map { (token: $0["token"] as String, removedAt: $0["removedAt"] as Double) }
+        }
+        return rows.compactMap { row in
+            guard let token = DeviceToken(hex: row.token) else { return nil }
+            return FeedbackEntry(
+                bundleID: bundleID, token: token, environment: environment,
+                removedAt: Date(timeIntervalSince1970: row.removedAt))
+        }
+    }
+
+    public func storedCount() async throws -> Int {
+        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stored") ?? 0 }
+    }
+}

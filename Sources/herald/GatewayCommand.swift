@@ -1,0 +1,219 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldGateway
+import Logging
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension APNsEnvironment: ExpressibleByArgument {}
+extension SQLiteGatewayStore.Durability: ExpressibleByArgument {}
+
+struct GatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gateway",
+        abstract: "Run the push service: the APNs-compatible provider API, the admin API and the store.",
+        discussion: """
+            On first start the state directory gets a development CA (ca.pem), a TLS certificate, an \
+            admin token (admin-token) and the SQLite database; later starts reuse them. Once listening, \
+            the gateway writes the addresses to gateway.json in the state directory.
+            """)
+
+    @Option(name: .long, help: "State directory.")
+    var state = ".herald/gateway"
+    @Option(name: .long, help: "Address of the TLS provider API.")
+    var host = "0.0.0.0"
+    @Option(name: .long, help: "Port of the TLS provider API (HTTP/2 with ALPN h2 and http/1.1; 0 = any free port).")
+    var port = 2197
+    @Option(
+        name: .long,
+        help: "Port of the loopback development listener (h2c prior knowledge and HTTP/1.1; 0 = any free port).")
+    var devPort = 2198
+    @Flag(name: .long, help: "Do not open the development listener.")
+    var noDev = false
+    @Option(name: .long, help: "Port of the loopback admin API (0 = any free port).")
+    var adminPort = 8080
+    @Option(name: .long, help: "Environment of requests whose host names none (development or production).")
+    var environment: APNsEnvironment = .development
+    @Option(
+        name: .long, help: "Pushes per second allowed to one device token before 429 TooManyRequests (0 = no limit).")
+    var tokenRate: Double = 0
+    @Option(name: .long, help: "Burst allowed to one device token.")
+    var tokenBurst: Double = 100
+    @Option(name: .long, help: "Notifications kept per device and topic while the device is offline (APNs keeps 1).")
+    var offlineDepth = 1
+    @Option(name: .long, help: "SQLite durability: full (survives power loss) or normal (survives a killed process).")
+    var durability: SQLiteGatewayStore.Durability = .full
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard offlineDepth >= 1 else { throw ValidationError("--offline-depth must be at least 1") }
+        guard tokenRate >= 0 else { throw ValidationError("--token-rate must not be negative") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
+        }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "herald.gateway")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        var configuration = Gateway.Configuration()
+        configuration.stateDirectory = state
+        configuration.host = host
+        configuration.port = port
+        configuration.developmentPort = noDev ? nil : devPort
+        configuration.adminPort = adminPort
+        configuration.environment = environment
+        configuration.provider.tokenRate = tokenRate
+        configuration.provider.tokenBurst = tokenBurst
+        configuration.offline = OfflinePolicy(depth: offlineDepth)
+        configuration.durability = durability
+        let gateway = try await Gateway.open(configuration, logger: logger)
+        try await gateway.run { info in
+            var text = "herald gateway ready\n"
+            for key in ["providerURL", "developmentURL", "adminURL", "caCertificate"] {
+                if let value = info[key] { text += "  \(key): \(value)\n" }
+            }
+            text += "  admin token: \(gateway.state.adminTokenPath)\n"
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+}
+
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys", abstract: "Provider signing keys.", subcommands: [KeysNew.self, KeysToken.self])
+}
+
+struct KeysNew: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "new",
+        abstract: "Create a provider key: write its .p8 file and register its public half with a running gateway.",
+        discussion:
+            "The gateway is found through gateway.json in its state directory (or --admin-url and --admin-token).")
+
+    @Option(name: .long, help: "Team id (10 letters or digits). The team is created if it does not exist.")
+    var team: String
+    @Option(name: .long, help: "Key id (10 letters or digits); generated when absent.")
+    var keyId: String?
+    @Option(name: .long, parsing: .upToNextOption, help: "Limit the key to these bundle ids.")
+    var topics: [String] = []
+    @Option(name: .long, help: "Limit the key to one environment (development or production).")
+    var environment: APNsEnvironment?
+    @Option(name: .long, help: "Where to write the private key (default AuthKey_<key id>.p8).")
+    var out: String?
+    @Option(name: .long, help: "The gateway's state directory.")
+    var state = ".herald/gateway"
+    @Option(name: .long, help: "Admin API URL (overrides gateway.json).")
+    var adminURL: String?
+    @Option(name: .long, help: "Admin token (overrides the state directory's admin-token).")
+    var adminToken: String?
+    @Flag(name: .long, help: "Print the result as JSON.")
+    var json = false
+
+    func run() async throws {
+        let admin = try AdminClient(state: state, url: adminURL, token: adminToken)
+        if try await admin.send("GET", "/teams").1.contains(where: { ($0["id"] as? String) == team }) == false {
+            _ = try await admin.send("POST", "/teams", body: ["id": team])
+        }
+        var body: [String: Any] = ["teamID": team]
+        if let keyId { body["keyID"] = keyId }
+        if !topics.isEmpty { body["topics"] = topics }
+        if let environment { body["environment"] = environment.rawValue }
+        let (_, rows) = try await admin.send("POST", "/keys", body: body)
+        guard let key = rows.first, let keyID = key["keyID"] as? String, let pem = key["privateKey"] as? String else {
+            throw ValidationError("the gateway did not return a key")
+        }
+        let path = out ?? "AuthKey_\(keyID).p8"
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
+        else { throw ValidationError("could not write \(path)") }
+        if json {
+            let data = try JSONSerialization.data(
+                withJSONObject: ["keyID": keyID, "teamID": team, "p8": path], options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            print("key \(keyID) for team \(team) registered; private key written to \(path)")
+        }
+    }
+}
+
+struct KeysToken: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Print a provider authentication token (ES256 JWT) signed with a .p8 key, for curl and other clients."
+    )
+
+    @Option(name: .long, help: "The .p8 private key file.")
+    var p8: String
+    @Option(name: .long, help: "Key id (10 letters or digits).")
+    var keyId: String
+    @Option(name: .long, help: "Team id (10 letters or digits).")
+    var team: String
+    @Option(name: .long, help: "Issued-at time in seconds since 1970 (default now).")
+    var issuedAt: Int64?
+
+    func run() throws {
+        guard let data = FileManager.default.contents(atPath: p8) else {
+            throw ValidationError("--p8: cannot read \(p8)")
+        }
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try P256.Signing.PrivateKey(pemRepresentation: String(decoding: data, as: UTF8.self))
+        } catch {
+            throw ValidationError("--p8: \(p8) is not a PEM P-256 private key")
+        }
+        let iat = issuedAt ?? Int64(Date().timeIntervalSince1970)
+        print(try ProviderToken.sign(keyID: keyId, teamID: team, issuedAt: iat, with: key))
+    }
+}
+
+/// A small client for the gateway's admin API.
+struct AdminClient {
+    let url: String
+    let token: String
+
+    init(state: String, url: String?, token: String?) throws {
+        let runtime = URL(fileURLWithPath: state).appendingPathComponent("gateway.json")
+        let info = (try? JSONSerialization.jsonObject(with: Data(contentsOf: runtime))) as? [String: Any] ?? [:]
+        guard let resolvedURL = url ?? info["adminURL"] as? String else {
+            throw ValidationError("no running gateway found: \(runtime.path) is missing; pass --state or --admin-url")
+        }
+        let tokenFile = URL(fileURLWithPath: state).appendingPathComponent("admin-token")
+        guard
+            let resolvedToken = token
+                ?? (try? String(contentsOf: tokenFile, encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        else { throw ValidationError("no admin token: \(tokenFile.path) is missing; pass --admin-token") }
+        self.url = resolvedURL
+        self.token = resolvedToken
+    }
+
+    /// Sends a request; returns the status and the JSON body as a list of objects (one for an object body).
+    func send(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> (Int, [[String: Any]]) {
+        guard let target = URL(string: url + path) else { throw ValidationError("bad admin URL \(url)") }
+        var request = URLRequest(url: target)
+        request.httpMethod = method
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "authorization")
+        if let body {
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.setValue("application/json", forHTTPHeaderField: "content-type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let parsed = data.isEmpty ? nil : try? JSONSerialization.jsonObject(with: data)
+        guard (200..<300).contains(status) else {
+            let message = ((parsed as? [String: Any])?["error"] as? [String: Any])?["message"] as? String
+            throw ValidationError(
+                "\(method) \(path): HTTP \(status) \(message ?? String(decoding: data, as: UTF8.self))")
+        }
+        if let list = parsed as? [[String: Any]] { return (status, list) }
+        if let object = parsed as? [String: Any] { return (status, [object]) }
+        return (status, [])
+    }
+}
