@@ -1,0 +1,194 @@
+import Crypto
+import Foundation
+import HeraldCore
+import NIOCore
+import Testing
+import X509
+
+@testable import HeraldGateway
+
+@Suite struct StoreTests {
+    func push(
+        _ id: String, topic: String = "com.example.demo", collapse: String? = nil, expires: Date, device: String = "d1"
+    )
+        -> StoredPush
+    {
+        StoredPush(
+            apnsID: id, uniqueID: nil, deviceID: device, token: DeviceToken(bytes: [1, 2]), environment: .development,
+            topic: topic, pushType: .alert, priority: .immediate, collapseID: collapse, expiresAt: expires,
+            receivedAt: Date(timeIntervalSince1970: 0), payload: Data(#"{"aps":{}}"#.utf8), contentAvailable: false)
+    }
+
+    @Test func apnsPolicyKeepsNewestPerDeviceAndTopic() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        let later = Date(timeIntervalSince1970: 1000)
+        var batch = StoreBatch()
+        batch.pushes = [
+            push("a", expires: later), push("b", expires: later), push("c", topic: "com.example.other", expires: later),
+        ]
+        let replaced = try await store.commit(batch, policy: OfflinePolicy())
+        #expect(replaced == ["a"])
+        let pending = try await store.pending(device: "d1", now: Date(timeIntervalSince1970: 0))
+        #expect(pending.map(\.apnsID) == ["b", "c"])
+        #expect(pending[0].payload == Data(#"{"aps":{}}"#.utf8))
+    }
+
+    @Test func deeperQueueAndCollapseID() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        let later = Date(timeIntervalSince1970: 1000)
+        var batch = StoreBatch()
+        batch.pushes = [
+            push("a", collapse: "score", expires: later), push("b", expires: later),
+            push("c", collapse: "score", expires: later), push("d", expires: later), push("e", expires: later),
+        ]
+        let replaced = try await store.commit(batch, policy: OfflinePolicy(depth: 3))
+        #expect(Set(replaced) == ["a", "b"])  // a by collapse id, b by depth
+        #expect(try await store.pending(device: "d1", now: .distantPast).map(\.apnsID) == ["c", "d", "e"])
+    }
+
+    @Test func expiredPushesAreNotPendingAndArePurged() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        var batch = StoreBatch()
+        batch.pushes = [
+            push("old", expires: Date(timeIntervalSince1970: 10)),
+            push("new", topic: "t2", expires: Date(timeIntervalSince1970: 100)),
+        ]
+        _ = try await store.commit(batch, policy: OfflinePolicy())
+        #expect(try await store.pending(device: "d1", now: Date(timeIntervalSince1970: 50)).map(\.apnsID) == ["new"])
+        #expect(try await store.purgeExpired(now: Date(timeIntervalSince1970: 50)).map(\.apnsID) == ["old"])
+        #expect(try await store.storedCount() == 1)
+    }
+
+    @Test func deliveryLogByEitherID() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        var batch = StoreBatch()
+        batch.events = [
+            DeliveryEvent(apnsID: "id-1", uniqueID: "u-1", kind: .accepted, at: Date(timeIntervalSince1970: 1)),
+            DeliveryEvent(apnsID: "id-1", uniqueID: "u-1", kind: .stored, at: Date(timeIntervalSince1970: 1)),
+        ]
+        _ = try await store.commit(batch, policy: OfflinePolicy())
+        #expect(try await store.deliveryLog(id: "id-1").map(\.kind) == [.accepted, .stored])
+        #expect(try await store.deliveryLog(id: "u-1").map(\.kind) == [.accepted, .stored])
+        #expect(try await store.deliveryLog(id: "nope").isEmpty)
+    }
+
+    @Test func directorySurvivesReopening() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let issuer = TokenIssuer(secret: Array(repeating: 1, count: 32))
+        let key = P256.Signing.PrivateKey()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        do {
+            let directory = try await GatewayDirectory.open(store: try SQLiteGatewayStore(path: path), issuer: issuer)
+            try await directory.putTeam(id: "TEAM123456")
+            try await directory.putKey(id: "KEY1234567", teamID: "TEAM123456", publicKey: key.publicKey)
+            try await directory.putApp(bundleID: "com.example.demo", teamID: "TEAM123456")
+            _ = try await directory.registerDevice(id: "d1", now: now)
+            _ = try await directory.registerApp(
+                device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+            try await directory.unregisterApp(
+                device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+        }
+        let directory = try await GatewayDirectory.open(store: try SQLiteGatewayStore(path: path), issuer: issuer)
+        #expect(directory.registry.team("TEAM123456") != nil)
+        #expect(directory.registry.verifier("KEY1234567")?.1.rawRepresentation == key.publicKey.rawRepresentation)
+        let token = issuer.token(device: "d1", bundleID: "com.example.demo", environment: .development, generation: 1)
+        #expect(directory.registry.registration(token, in: .development)?.invalidation == .appRemoved)
+        // Feedback: read once, then empty.
+        let feedback = try await directory.store.takeFeedback(bundleID: "com.example.demo", environment: .development)
+        #expect(feedback.map(\.token) == [token])
+        #expect(try await directory.store.takeFeedback(bundleID: "com.example.demo", environment: .development).isEmpty)
+    }
+
+    @Test func tokensAreStableUnforgeableAndPerEnvironment() {
+        let a = TokenIssuer(secret: Array(repeating: 1, count: 32))
+        let b = TokenIssuer(secret: Array(repeating: 2, count: 32))
+        let t = a.token(device: "d", bundleID: "com.x", environment: .development, generation: 1)
+        #expect(t.bytes.count == 32)
+        #expect(t.hex.count == 64)
+        #expect(t == a.token(device: "d", bundleID: "com.x", environment: .development, generation: 1))
+        #expect(t != b.token(device: "d", bundleID: "com.x", environment: .development, generation: 1))
+        #expect(t != a.token(device: "d", bundleID: "com.x", environment: .production, generation: 1))
+        #expect(t != a.token(device: "d", bundleID: "com.x", environment: .development, generation: 2))
+        #expect(t != a.token(device: "d", bundleID: "com.y", environment: .development, generation: 1))
+        #expect(DeviceToken(hex: t.hex.uppercased()) == t)
+    }
+
+    @Test func payloadScanner() throws {
+        let ok = try PayloadSummary.scan(
+            Array(
+                #" {"aps":{"alert":{"title":"x"},"badge":0,"content-available":1},"k":[1,-2.5e3,true,null,"\u00e9\n"]} "#
+                    .utf8))
+        #expect(ok.hasAlert && ok.hasBadge && !ok.hasSound && ok.contentAvailable)
+        let background = try PayloadSummary.scan(Array(#"{"aps":{"content-available":0},"alert":"not aps"}"#.utf8))
+        #expect(!background.hasUserVisibleContent && !background.contentAvailable)
+        let nested = try PayloadSummary.scan(Array(#"{"x":{"aps":{"alert":"no"}}}"#.utf8))
+        #expect(!nested.hasAlert)
+        for bad in [
+            "", "[]", "{", #"{"a":}"#, #"{"a":1,}"#, #"{"a":01}"#, #"{"a":"\x"}"#, "{} {}", #"{"a":tru}"#,
+            "{\"a\":\"\u{1}\"}",
+        ] {
+            #expect(throws: PayloadSummary.ScanError.self, "\(bad)") { try PayloadSummary.scan(Array(bad.utf8)) }
+        }
+        #expect(throws: PayloadSummary.ScanError.self) {
+            try PayloadSummary.scan([0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D])
+        }
+    }
+
+    @Test func scannerAgreesWithFoundationOnRandomInputs() {
+        var rng = SeededRandom(seed: 42)
+        let pieces = [
+            "{", "}", "[", "]", ",", ":", "\"a\"", "\"aps\"", "1", "-0.5", "true", "null", " ", "\"\\n\"", "\"alert\"",
+        ]
+        var agreed = 0
+        for _ in 0..<3000 {
+            var text = "{"
+            for _ in 0..<Int(rng.next() % 12) { text += pieces[Int(rng.next() % UInt64(pieces.count))] }
+            if rng.next() % 2 == 0 { text += "}" }
+            let ours = (try? PayloadSummary.scan(Array(text.utf8))) != nil
+            var foundation = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) is [String: Any]
+            // Foundation accepts a trailing comma; RFC 8259 (and Herald) do not.
+            let compact = text.replacingOccurrences(of: " ", with: "")
+            if compact.contains(",}") || compact.contains(",]") { foundation = false }
+            #expect(ours == foundation, "\(text)")
+            if ours == foundation { agreed += 1 }
+        }
+        #expect(agreed == 3000)
+    }
+
+    @Test func appCertificatesCarryUIDEnvironmentAndTopics() throws {
+        let ca = try GatewayCA.generate()
+        let key = P256.Signing.PrivateKey()
+        let cert = try ca.issueAppCertificate(
+            bundleID: "com.example.demo", environments: [.production],
+            topics: ["com.example.demo", "com.example.demo.voip"],
+            key: key)
+        let grant = ca.grant(for: cert)
+        #expect(grant.problem == nil)
+        #expect(grant.bundleID == "com.example.demo")
+        #expect(grant.environments == [.production])
+        #expect(grant.topics == ["com.example.demo", "com.example.demo.voip"])
+        #expect(grant.covers("com.example.demo.voip") && !grant.covers("com.example.demo.complication"))
+        // A certificate from another CA, or expired, is unusable.
+        let stranger = try GatewayCA.generate(name: "Herald Development CA")
+        #expect(
+            ca.grant(
+                for: try stranger.issueAppCertificate(
+                    bundleID: "com.example.demo", environments: [.development], key: key)
+            ).problem != nil)
+        #expect(ca.grant(for: cert, now: Date().addingTimeInterval(400 * 86400)).problem != nil)
+    }
+}
+
+/// SplitMix64, for reproducible random inputs.
+struct SeededRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

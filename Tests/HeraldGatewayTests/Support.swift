@@ -1,0 +1,78 @@
+import Crypto
+import Foundation
+import HeraldCore
+import NIOCore
+
+@testable import HeraldGateway
+
+/// A gateway directory over an in-memory store with one team, key, app and device.
+struct Fixture {
+    static let team = "TEAM123456"
+    static let keyID = "KEY1234567"
+    static let bundle = "com.example.demo"
+
+    let directory: GatewayDirectory
+    let store: SQLiteGatewayStore
+    let api: ProviderAPI
+    let faults: FaultInjector
+    let privateKey: P256.Signing.PrivateKey
+    let token: DeviceToken
+    var now: Date
+
+    init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), configuration: ProviderAPI.Configuration = .init())
+        async throws
+    {
+        store = try SQLiteGatewayStore(path: nil)
+        directory = try await GatewayDirectory.open(
+            store: store, issuer: TokenIssuer(secret: Array(repeating: 7, count: 32)))
+        privateKey = P256.Signing.PrivateKey()
+        try await directory.putTeam(id: Self.team)
+        try await directory.putKey(id: Self.keyID, teamID: Self.team, publicKey: privateKey.publicKey)
+        try await directory.putApp(bundleID: Self.bundle, teamID: Self.team)
+        _ = try await directory.registerDevice(id: "device-1", now: now)
+        token = try await directory.registerApp(
+            device: "device-1", bundleID: Self.bundle, environment: .development, now: now
+        ).token
+        faults = FaultInjector()
+        api = ProviderAPI(registry: directory.registry, faults: faults, configuration: configuration)
+        self.now = now
+    }
+
+    func jwt(
+        keyID: String = Fixture.keyID, team: String = Fixture.team, issuedAt: Date? = nil,
+        key: P256.Signing.PrivateKey? = nil
+    )
+        -> String
+    {
+        try! ProviderToken.sign(
+            keyID: keyID, teamID: team, issuedAt: Int64((issuedAt ?? now).timeIntervalSince1970),
+            with: key ?? privateKey)
+    }
+
+    func request(
+        token: String? = nil, topic: String? = Fixture.bundle, body: String = #"{"aps":{"alert":"hi"}}"#,
+        headers: [(String, String)] = [], jwt: String? = nil, method: String = "POST", path: String? = nil,
+        authority: String? = nil
+    ) -> ProviderRequest {
+        var r = ProviderRequest(
+            method: method, path: path ?? "/3/device/\(token ?? self.token.hex)", authority: authority,
+            body: ByteBuffer(string: body))
+        r.addHeader(name: "authorization", value: "bearer \(jwt ?? self.jwt())")
+        if let topic { r.addHeader(name: "apns-topic", value: topic) }
+        for (n, v) in headers { r.addHeader(name: n, value: v) }
+        return r
+    }
+
+    /// Runs a request on a fresh connection (or `connection`) and returns the reason (nil for accepted).
+    func reason(_ r: ProviderRequest, connection: inout ProviderConnectionState, at time: Date? = nil) -> APNsReason? {
+        switch api.handle(r, connection: &connection, now: time ?? now) {
+        case .respond(let response, _): return response.reason
+        case .accept: return nil
+        }
+    }
+
+    func reason(_ r: ProviderRequest, at time: Date? = nil) -> APNsReason? {
+        var connection = ProviderConnectionState(defaultEnvironment: .development)
+        return reason(r, connection: &connection, at: time)
+    }
+}
