@@ -19,6 +19,20 @@ public struct FaultRule: Sendable, Codable, Equatable {
     /// How many more pushes the rule applies to; `nil` = until removed.
     public var remaining: Int?
 
+    enum CodingKeys: String, CodingKey { case id, topic, tokenPrefix, reason, delayMilliseconds, remaining }
+
+    /// Decodes a rule; every field is optional (the id is assigned when the rule is added).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try c.decodeIfPresent(String.self, forKey: .id) ?? "",
+            topic: try c.decodeIfPresent(String.self, forKey: .topic),
+            tokenPrefix: try c.decodeIfPresent(String.self, forKey: .tokenPrefix),
+            reason: try c.decodeIfPresent(APNsReason.self, forKey: .reason),
+            delayMilliseconds: try c.decodeIfPresent(Int.self, forKey: .delayMilliseconds),
+            remaining: try c.decodeIfPresent(Int.self, forKey: .remaining))
+    }
+
     /// Creates a rule.
     public init(
         id: String = "", topic: String? = nil, tokenPrefix: String? = nil, reason: APNsReason? = nil,
