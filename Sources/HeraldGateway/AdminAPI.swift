@@ -168,7 +168,10 @@ public struct AdminAPI: Sendable {
         api.post("/keys/{id}/revoke") { _, context -> KeyView in
             let id = try context.parameters.require("id")
             try await Self.mapped { try await directory.revokeKey(id) }
-            return KeyView(directory.registry.key(id)!)
+            guard let key = directory.registry.key(id) else {
+                throw HTTPError(.notFound, message: "key \(id) not found")
+            }
+            return KeyView(key)
         }
         api.delete("/keys/{id}") { _, context -> HTTPResponse.Status in
             let id = try context.parameters.require("id")

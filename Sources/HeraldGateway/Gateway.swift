@@ -97,14 +97,18 @@ public final class Gateway: Sendable {
         let identity = try state.serverIdentity(ca: ca, hosts: configuration.certificateHosts)
         let tls = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
-        let provider = try await ProviderServer.start(
-            host: configuration.host, port: configuration.port, transport: .tls(tls, ca: ca), api: api, router: router,
-            environment: configuration.environment, group: group, logger: logger)
+        let provider = try await Self.listening("provider API", configuration.host, configuration.port) {
+            try await ProviderServer.start(
+                host: configuration.host, port: configuration.port, transport: .tls(tls, ca: ca), api: api,
+                router: router, environment: configuration.environment, group: group, logger: logger)
+        }
         var development: ProviderServer?
         if let port = configuration.developmentPort {
-            development = try await ProviderServer.start(
-                host: "127.0.0.1", port: port, transport: .cleartext, api: api, router: router,
-                environment: configuration.environment, group: group, logger: logger)
+            development = try await Self.listening("development listener", "127.0.0.1", port) {
+                try await ProviderServer.start(
+                    host: "127.0.0.1", port: port, transport: .cleartext, api: api, router: router,
+                    environment: configuration.environment, group: group, logger: logger)
+            }
         }
         let admin = AdminAPI(directory: directory, faults: faults, ca: ca, token: adminToken)
         let (adminPort, adminReady) = AsyncStream.makeStream(of: Int.self)
@@ -121,14 +125,23 @@ public final class Gateway: Sendable {
         let gateway = self
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
+                // If the admin API cannot start, end the port stream so the wait below ends too.
+                defer { adminReady.finish() }
                 let serviceGroup = ServiceGroup(
                     configuration: .init(
                         services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint],
                         logger: gateway.logger))
                 try await serviceGroup.run()
             }
-            var bound = 0
-            for await port in adminPort { bound = port }
+            var adminBound: Int?
+            for await port in adminPort { adminBound = port }
+            guard let bound = adminBound else {
+                var reason = "it stopped before it was listening"
+                do { try await tasks.next() } catch { reason = "\(error)" }
+                throw GatewayStartError(
+                    listener: "admin API", address: "\(configuration.adminHost):\(configuration.adminPort)",
+                    reason: reason)
+            }
             var info: [String: String] = [
                 "providerURL": "https://localhost:\(provider.localAddress?.port ?? 0)",
                 "adminURL": "http://\(configuration.adminHost):\(bound)",
@@ -148,4 +161,26 @@ public final class Gateway: Sendable {
         }
         try await group.shutdownGracefully()
     }
+
+    static func listening<T>(_ listener: String, _ host: String, _ port: Int, _ start: () async throws -> T)
+        async throws -> T
+    {
+        do {
+            return try await start()
+        } catch {
+            throw GatewayStartError(listener: listener, address: "\(host):\(port)", reason: "\(error)")
+        }
+    }
+}
+
+/// A listener could not start (most often: the port is in use).
+public struct GatewayStartError: Error, CustomStringConvertible {
+    /// Which listener.
+    public var listener: String
+    /// The address it tried.
+    public var address: String
+    /// The underlying error.
+    public var reason: String
+    /// One line naming all three.
+    public var description: String { "\(listener) could not listen on \(address): \(reason)" }
 }

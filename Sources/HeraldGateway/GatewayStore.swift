@@ -90,6 +90,35 @@ public struct DeliveryEvent: Sendable, Codable, Equatable {
     }
 }
 
+extension DeliveryEvent {
+    /// The event as JSON (the form the SQLite store keeps), written by hand: this runs for every
+    /// push on the hot path, and a `JSONEncoder` costs more than the rest of the write.
+    var jsonRecord: Data {
+        var out = #"{"apnsID":"# + Self.quoted(apnsID)
+        if let uniqueID { out += #","uniqueID":"# + Self.quoted(uniqueID) }
+        out += #","kind":""# + kind.rawValue + #"","at":"# + String(Int64((at.timeIntervalSince1970 * 1000).rounded()))
+        if let detail { out += #","detail":"# + Self.quoted(detail) }
+        out += "}"
+        return Data(out.utf8)
+    }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
 /// A token on a topic's feedback list: its app was removed from the device at `removedAt`.
 public struct FeedbackEntry: Sendable, Codable, Equatable {
     /// The app's bundle id.
@@ -138,6 +167,38 @@ public struct OfflinePolicy: Sendable, Equatable {
 
     /// APNs's policy.
     public init(depth: Int = 1) { self.depth = max(1, depth) }
+
+    /// Applies the policy within one batch, in order: a push replaces an earlier one of the same
+    /// (device, topic) and collapse id, and beyond `depth` the oldest go. Returns what is left to
+    /// write, in order, and the `apns-id`s pushed out. Writing the survivors one by one under the
+    /// same rules gives the same queues as writing every push one by one.
+    public func coalesce(_ pushes: [StoredPush]) -> (survivors: [StoredPush], replaced: [String]) {
+        if pushes.count < 2 { return (pushes, []) }
+        var queues: [String: [Int]] = [:]
+        var dropped = Set<Int>()
+        var replaced: [String] = []
+        for (i, p) in pushes.enumerated() {
+            let key = p.deviceID + "\u{0}" + p.topic
+            var queue = queues[key, default: []]
+            if let collapse = p.collapseID {
+                queue.removeAll { j in
+                    guard pushes[j].collapseID == collapse else { return false }
+                    dropped.insert(j)
+                    replaced.append(pushes[j].apnsID)
+                    return true
+                }
+            }
+            queue.append(i)
+            while queue.count > depth {
+                let j = queue.removeFirst()
+                dropped.insert(j)
+                replaced.append(pushes[j].apnsID)
+            }
+            queues[key] = queue
+        }
+        let survivors = pushes.indices.filter { !dropped.contains($0) }.map { pushes[$0] }
+        return (survivors, replaced)
+    }
 }
 
 /// One durable write: pushes to store and events to log, committed together.

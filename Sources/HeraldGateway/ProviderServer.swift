@@ -26,7 +26,6 @@ public final class ProviderServer: Sendable {
     let environment: APNsEnvironment
     let now: @Sendable () -> Date
     let logger: Logger
-    let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
     let serverChannel: any Channel
 
     /// The bound address.

@@ -18,12 +18,14 @@ public final class GroupCommitter: Sendable {
 
     let store: any GatewayStore
     let policy: OfflinePolicy
+    let now: @Sendable () -> Date
     private let state = Mutex(State())
 
-    /// Creates a committer over a store.
-    public init(store: any GatewayStore, policy: OfflinePolicy) {
+    /// Creates a committer over a store; `now` stamps the log entries it writes itself.
+    public init(store: any GatewayStore, policy: OfflinePolicy, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.policy = policy
+        self.now = now
     }
 
     /// Queues a batch; `completion` runs once it is durable (with the `apns-id`s the policy replaced).
@@ -67,7 +69,7 @@ public final class GroupCommitter: Sendable {
                 var log = StoreBatch()
                 log.events = replaced.map {
                     DeliveryEvent(
-                        apnsID: $0, uniqueID: nil, kind: .replaced, at: Date(),
+                        apnsID: $0, uniqueID: nil, kind: .replaced, at: now(),
                         detail: "a newer push for the same device and topic (or collapse id) replaced it")
                 }
                 state.withLock { $0.queue.append(Pending(batch: log, completion: nil)) }
@@ -137,7 +139,7 @@ public final class PushRouter: Sendable {
             accepted,
             DeliveryEvent(
                 apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .stored, at: push.receivedAt,
-                detail: "until \(ISO8601DateFormatter().string(from: expiresAt))"),
+                detail: "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds)"),
         ]
         let logger = self.logger
         committer.submit(batch) { result in

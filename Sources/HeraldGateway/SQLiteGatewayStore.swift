@@ -165,15 +165,17 @@ public final class SQLiteGatewayStore: GatewayStore {
 
     public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
         if batch.isEmpty { return [] }
-        let pushes = try batch.pushes.map { p -> (StoredPush, Data) in
+        // Pushes the policy would push out within this very batch are never written.
+        let (survivors, replacedInBatch) = policy.coalesce(batch.pushes)
+        let pushes = try survivors.map { p -> (StoredPush, Data) in
             var meta = p
             meta.payload = Data()
             return (p, try encoder.encode(meta))
         }
-        let events = try batch.events.map { e in (e, try encoder.encode(e)) }
+        let events = batch.events.map { e in (e, e.jsonRecord) }
         let removals = batch.removals
         return try await writer.write { db in
-            var replaced: [String] = []
+            var replaced = replacedInBatch
             for (p, meta) in pushes {
                 if let collapse = p.collapseID {
                     let ids = try String.fetchAll(

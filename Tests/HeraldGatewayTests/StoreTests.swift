@@ -46,6 +46,48 @@ import X509
         #expect(try await store.pending(device: "d1", now: .distantPast).map(\.apnsID) == ["c", "d", "e"])
     }
 
+    @Test func coalescingInABatchMatchesOneByOne() async throws {
+        var rng = SeededRandom(seed: 7)
+        let later = Date(timeIntervalSince1970: 1000)
+        for round in 0..<40 {
+            let depth = Int(rng.next() % 3) + 1
+            let pushes = (0..<Int(rng.next() % 12 + 1)).map { i in
+                push(
+                    "p\(round)-\(i)", topic: ["t1", "t2"][Int(rng.next() % 2)],
+                    collapse: rng.next() % 3 == 0 ? "c\(rng.next() % 2)" : nil, expires: later,
+                    device: ["d1", "d2"][Int(rng.next() % 2)])
+            }
+            let batched = try SQLiteGatewayStore(path: nil)
+            var batch = StoreBatch()
+            batch.pushes = pushes
+            let replacedBatched = try await batched.commit(batch, policy: OfflinePolicy(depth: depth))
+            let single = try SQLiteGatewayStore(path: nil)
+            var replacedSingly: [String] = []
+            for p in pushes {
+                var one = StoreBatch()
+                one.pushes = [p]
+                replacedSingly += try await single.commit(one, policy: OfflinePolicy(depth: depth))
+            }
+            for device in ["d1", "d2"] {
+                let a = try await batched.pending(device: device, now: .distantPast).map(\.apnsID)
+                let b = try await single.pending(device: device, now: .distantPast).map(\.apnsID)
+                #expect(a == b, "round \(round)")
+            }
+            #expect(Set(replacedBatched) == Set(replacedSingly))
+        }
+    }
+
+    @Test func handWrittenEventJSONDecodes() throws {
+        let event = DeliveryEvent(
+            apnsID: "a", uniqueID: "u", kind: .discarded, at: Date(timeIntervalSince1970: 1.5),
+            detail: "quote \" backslash \\ newline \n tab \t bell \u{7} é")
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        #expect(try decoder.decode(DeliveryEvent.self, from: event.jsonRecord) == event)
+        let bare = DeliveryEvent(apnsID: "b", uniqueID: nil, kind: .accepted, at: Date(timeIntervalSince1970: 2))
+        #expect(try decoder.decode(DeliveryEvent.self, from: bare.jsonRecord) == bare)
+    }
+
     @Test func expiredPushesAreNotPendingAndArePurged() async throws {
         let store = try SQLiteGatewayStore(path: nil)
         var batch = StoreBatch()

@@ -344,3 +344,36 @@ struct Provisioned {
         #expect(trace.contains(#"{"reason":"Shutdown"}"#))
     }
 }
+
+@Suite(.serialized) struct GatewayStartupTests {
+    @Test func busyPortsAreNamed() throws {
+        let first = try GatewayProcess()
+        let tlsPort = URL(string: first.tls)!.port!
+        let adminPort = URL(string: first.admin)!.port!
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())").path
+        let provider = try run(
+            try heraldExecutable().path,
+            ["gateway", "--state", state, "--port", "\(tlsPort)", "--dev-port", "0", "--admin-port", "0"])
+        #expect(provider.status != 0)
+        #expect(provider.stderr.contains("provider API could not listen on 0.0.0.0:\(tlsPort)"), "\(provider.stderr)")
+        let admin = try run(
+            try heraldExecutable().path,
+            ["gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "\(adminPort)"])
+        #expect(admin.status != 0)
+        #expect(admin.stderr.contains("admin API could not listen on 127.0.0.1:\(adminPort)"), "\(admin.stderr)")
+        #expect(first.stop() == 0)
+    }
+
+    @Test func restartReusesTheStateDirectory() throws {
+        let first = try GatewayProcess()
+        let token = first.adminToken
+        let ca = try String(contentsOfFile: first.ca, encoding: .utf8)
+        #expect(first.stop() == 0)
+        let second = try GatewayProcess(state: first.state)
+        #expect(second.adminToken == token)
+        #expect(try String(contentsOfFile: second.ca, encoding: .utf8) == ca)
+        #expect(try curl([second.admin + "/healthz"]).body == #"{"status":"ok"}"#)
+        #expect(try curl([second.admin + "/teams"]).status == 401)
+        #expect(second.stop() == 0)
+    }
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Provider API throughput: herald gateway vs nginx (HTTP/2 + TLS, returning 200), same machine,
+# same run, same client: h2load -c 4 -m 100, 200,000 requests, a valid JWT, a 200-byte alert payload.
+#
+#   scripts/bench-provider-api.sh [requests]
+#
+# Needs h2load (Debian: nghttp2-client), nginx and curl; installs them with apt-get if missing.
+# Prints both rates and the ratio; record the result in BENCHMARKS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REQUESTS=${1:-200000}
+
+need=()
+command -v h2load >/dev/null || need+=(nghttp2-client)
+command -v nginx >/dev/null || need+=(nginx)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+swift build -c release --product herald >/dev/null
+HERALD="$(swift build -c release --show-bin-path)/herald"
+
+WORK=$(mktemp -d)
+cleanup() {
+    [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null || true
+    [ -f "$WORK/nginx/nginx.pid" ] && nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" -s stop 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# The gateway, provisioned through its admin API.
+"$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --log-level warning > "$WORK/gw.out" 2>&1 &
+GW_PID=$!
+until grep -q "herald gateway ready" "$WORK/gw.out" 2>/dev/null; do
+    kill -0 "$GW_PID" 2>/dev/null || { cat "$WORK/gw.out"; exit 1; }
+    sleep 0.1
+done
+json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+ADMIN=$(json "$WORK/gw/gateway.json" adminURL)
+PROVIDER=$(json "$WORK/gw/gateway.json" providerURL)
+AUTH="authorization: Bearer $(json "$WORK/gw/gateway.json" adminToken)"
+"$HERALD" keys new --state "$WORK/gw" --team BENCH12345 --key-id BENCHKEY01 --out "$WORK/key.p8" >/dev/null
+curl -sf -X POST "$ADMIN/apps" -H "$AUTH" -d '{"bundleID":"com.example.bench","teamID":"BENCH12345"}' >/dev/null
+curl -sf -X POST "$ADMIN/devices" -H "$AUTH" -d '{"id":"bench-device"}' >/dev/null
+TOKEN=$(curl -sf -X POST "$ADMIN/devices/bench-device/apps" -H "$AUTH" -d '{"bundleID":"com.example.bench"}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+JWT=$("$HERALD" keys token --p8 "$WORK/key.p8" --key-id BENCHKEY01 --team BENCH12345)
+
+# A 200-byte alert payload.
+python3 - "$WORK/payload.json" <<'PY'
+import json, sys
+body = {"aps": {"alert": {"title": "Benchmark", "body": ""}, "sound": "default", "badge": 1}}
+base = len(json.dumps(body, separators=(",", ":")))
+body["aps"]["alert"]["body"] = "x" * (200 - base)
+text = json.dumps(body, separators=(",", ":"))
+assert len(text) == 200, len(text)
+open(sys.argv[1], "w").write(text)
+PY
+
+# nginx: HTTP/2 over TLS with the gateway's own certificate, answering 200 on the same path.
+mkdir -p "$WORK/nginx"
+NGINX_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$WORK/nginx/nginx.conf" <<NGX
+worker_processes 1;
+error_log $WORK/nginx/error.log;
+pid $WORK/nginx/nginx.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path $WORK/nginx;
+    server {
+        listen 127.0.0.1:$NGINX_PORT ssl;
+        http2 on;
+        ssl_certificate $WORK/gw/server.pem;
+        ssl_certificate_key $WORK/gw/server-key.pem;
+        http2_max_concurrent_streams 1000;
+        location /3/device/ { return 200; }
+    }
+}
+NGX
+nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" 2>/dev/null || {
+    # nginx before 1.25 has no 'http2 on;': fall back to 'listen … ssl http2'.
+    sed -i -e "s/listen 127.0.0.1:$NGINX_PORT ssl;/listen 127.0.0.1:$NGINX_PORT ssl http2;/" -e '/http2 on;/d' "$WORK/nginx/nginx.conf"
+    nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx"
+}
+
+run_h2load() {
+    h2load -n "$REQUESTS" -c 4 -m 100 -d "$WORK/payload.json" \
+        -H "authorization: bearer $JWT" -H "apns-topic: com.example.bench" -H "apns-push-type: alert" "$1" > "$WORK/h2load.out"
+    local codes rate
+    codes=$(grep "status codes:" "$WORK/h2load.out")
+    rate=$(grep -o "[0-9.]* req/s" "$WORK/h2load.out" | head -1 | cut -d' ' -f1)
+    echo "$rate|$codes"
+}
+
+H=$(run_h2load "$PROVIDER/3/device/$TOKEN")
+N=$(run_h2load "https://127.0.0.1:$NGINX_PORT/3/device/$TOKEN")
+HR=${H%%|*}; NR=${N%%|*}
+echo "herald gateway: $HR req/s (${H#*|})"
+echo "nginx:          $NR req/s (${N#*|})"
+python3 -c "print(f'ratio herald/nginx: {float($HR)/float($NR)*100:.1f}%')"
+STORED=$(curl -sf "$ADMIN/devices/bench-device/stored" -H "$AUTH" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+echo "stored for the (offline) device afterwards: $STORED (APNs policy: the newest one)"
