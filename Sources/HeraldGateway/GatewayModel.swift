@@ -147,21 +147,3 @@ public struct Registration: Sendable, Codable, Equatable {
         self.invalidation = invalidation
     }
 }
-
-extension DeviceToken: Codable {
-    /// Decodes from hex.
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let hex = try container.decode(String.self)
-        guard let token = DeviceToken(hex: hex) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a hex device token")
-        }
-        self = token
-    }
-
-    /// Encodes as lowercase hex.
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(hex)
-    }
-}

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldCore
 import NIOSSL
 import X509
 
