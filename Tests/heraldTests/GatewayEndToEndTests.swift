@@ -330,10 +330,12 @@ struct Provisioned {
         let out = Pipe()
         client.standardOutput = out
         try client.run()
-        // The rule is used up once the gateway has the request.
-        while true {
-            let faults = try p.gateway.adminCall("GET", "/faults")
-            if faults.body.trimmingCharacters(in: .whitespacesAndNewlines) == "[]" { break }
+        // The rule is used up once the gateway has the request. (Polling a real socket for that
+        // moment, with a deadline; nothing here waits for time to pass.)
+        let deadline = Date().addingTimeInterval(20)
+        while try p.gateway.adminCall("GET", "/faults").body.trimmingCharacters(in: .whitespacesAndNewlines) != "[]" {
+            #expect(Date() < deadline, "the delayed push never reached the gateway")
+            if Date() >= deadline { return }
         }
         #expect(p.gateway.stop() == 0)
         let trace = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -342,6 +344,7 @@ struct Provisioned {
         #expect(trace.contains(":status: 200"), "\(trace)")
         #expect(trace.contains("recv GOAWAY"))
         #expect(trace.contains(#"{"reason":"Shutdown"}"#))
+        #expect(trace.contains("SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1000"))
     }
 }
 

@@ -3,24 +3,7 @@ import Testing
 
 /// Runs the real `herald` executable built beside the tests.
 func runHerald(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-    var directory = Bundle.main.bundleURL
-    while !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("herald").path) {
-        let parent = directory.deletingLastPathComponent()
-        guard parent != directory else { throw CocoaError(.fileNoSuchFile) }
-        directory = parent
-    }
-    let process = Process()
-    process.executableURL = directory.appendingPathComponent("herald")
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    try run(try heraldExecutable().path, arguments)
 }
 
 @Suite struct TriggerCommandTests {
