@@ -180,7 +180,7 @@ public struct GatewayDirectory: Sendable {
         let registration = Registration(
             token: token, deviceID: deviceID, bundleID: bundleID, environment: environment,
             generation: device.generation, registeredAt: now)
-        try await store.save([registration], feedback: [])
+        try await store.save([registration], feedback: [], device: nil)
         registry.put(registration)
         return registration
     }
@@ -198,7 +198,7 @@ public struct GatewayDirectory: Sendable {
         registration.invalidatedAt = now
         registration.invalidation = .appRemoved
         let feedback = FeedbackEntry(bundleID: bundleID, token: token, environment: environment, removedAt: now)
-        try await store.save([registration], feedback: [feedback])
+        try await store.save([registration], feedback: [feedback], device: nil)
         registry.put(registration)
         return registration
     }
@@ -207,38 +207,32 @@ public struct GatewayDirectory: Sendable {
     @discardableResult
     public func resetDevice(_ deviceID: String, now: Date) async throws -> DeviceRecord {
         guard var device = registry.device(deviceID) else { throw Failure.notFound("device \(deviceID)") }
-        let invalidated = registry.registrations(device: deviceID).map { r -> Registration in
-            var r = r
-            r.invalidatedAt = now
-            r.invalidation = .deviceReset
-            return r
-        }
         device.generation += 1
         device.resetAt = now
-        try await store.save(invalidated, feedback: [])
-        try await store.save(device)
-        for r in invalidated { registry.put(r) }
-        registry.put(device)
+        try await invalidateTokens(of: device, as: .deviceReset, now: now)
         return device
     }
 
-    /// Deletes a device: its tokens answer 410 `ExpiredToken` from now on.
+    /// Deletes a device: its tokens answer 410 `ExpiredToken` from now on. The device row stays
+    /// (with its tokens' history) so the id cannot be taken over.
     public func deleteDevice(_ deviceID: String, now: Date) async throws {
-        guard registry.device(deviceID) != nil else { throw Failure.notFound("device \(deviceID)") }
-        let invalidated = registry.registrations(device: deviceID).map { r -> Registration in
+        guard var device = registry.device(deviceID) else { throw Failure.notFound("device \(deviceID)") }
+        device.deletedAt = now
+        try await invalidateTokens(of: device, as: .deviceDeleted, now: now)
+    }
+
+    /// Writes the changed device and its invalidated tokens in one transaction, then updates the registry.
+    private func invalidateTokens(of device: DeviceRecord, as reason: Registration.Invalidation, now: Date) async throws
+    {
+        let invalidated = registry.registrations(device: device.id).map { r -> Registration in
             var r = r
             r.invalidatedAt = now
-            r.invalidation = .deviceDeleted
+            r.invalidation = reason
             return r
         }
-        try await store.save(invalidated, feedback: [])
+        try await store.save(invalidated, feedback: [], device: device)
         for r in invalidated { registry.put(r) }
-        // The device row stays (with its tokens' history) so the id cannot be taken over.
-        if var device = registry.device(deviceID) {
-            device.deletedAt = now
-            try await store.save(device)
-            registry.put(device)
-        }
+        registry.put(device)
     }
 
     static func randomIdentifier(length: Int) -> String {

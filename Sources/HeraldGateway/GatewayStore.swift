@@ -244,8 +244,10 @@ public protocol GatewayStore: Sendable {
     func deleteApp(_ bundleID: String) async throws
     /// Inserts or replaces a device.
     func save(_ device: DeviceRecord) async throws
-    /// Inserts or replaces registrations (and, for removed apps, feedback entries) in one transaction.
-    func save(_ registrations: [Registration], feedback: [FeedbackEntry]) async throws
+    /// Inserts or replaces registrations, feedback entries (for removed apps) and, when given, the
+    /// device record, in one transaction (a reset's new generation and its invalidated tokens
+    /// land together or not at all).
+    func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws
     /// Writes a batch in one transaction, applying `policy` to the offline queues it touches.
     /// Returns the `apns-id`s the policy pushed out (replaced), so they can be logged.
     func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String]

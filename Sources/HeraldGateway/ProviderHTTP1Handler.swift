@@ -55,27 +55,9 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
                 write(.error(.payloadTooLarge, apnsID: r.apnsID ?? UUID().uuidString.lowercased()), context: context)
                 return
             }
-            switch api.handle(r, connection: &connection, now: now()) {
-            case .respond(let response, let delay):
-                if let delay {
-                    context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
-                        if let context = self.context { self.write(response, context: context) }
-                    }
-                } else {
-                    write(response, context: context)
-                }
-            case .accept(let push, let delay):
-                let loop = context.eventLoop
-                let bound = NIOLoopBound(self, eventLoop: loop)
-                let route: @Sendable () -> Void = { [router] in
-                    router.route(push) { response in
-                        loop.execute {
-                            let handler = bound.value
-                            if let context = handler.context { handler.write(response, context: context) }
-                        }
-                    }
-                }
-                if let delay { loop.scheduleTask(in: delay) { route() } } else { route() }
+            let decision = api.handle(r, connection: &connection, now: now())
+            router.carryOut(decision, on: context.eventLoop) { [self] response in
+                if let context = self.context { self.write(response, context: context) }
             }
         }
     }

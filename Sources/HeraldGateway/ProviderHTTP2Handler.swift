@@ -143,43 +143,19 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             return
         }
         let decision = api.handle(stream.request, connection: &connection, now: now())
-        switch decision {
-        case .respond(let response, let delay):
-            if let delay {
-                inFlight += 1
-                context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
-                    self.inFlight -= 1
-                    if let context = self.context {
-                        self.write(response, on: id, context: context)
-                        context.flush()
-                    }
-                    self.closeIfDrained()
-                }
-            } else {
-                write(response, on: id, context: context)
+        if case .respond(let response, nil) = decision {
+            // Written now; flushed with the rest of this read.
+            write(response, on: id, context: context)
+            return
+        }
+        inFlight += 1
+        router.carryOut(decision, on: context.eventLoop) { [self] response in
+            self.inFlight -= 1
+            if let context = self.context {
+                self.write(response, on: id, context: context)
+                context.flush()
             }
-        case .accept(let push, let delay):
-            inFlight += 1
-            let loop = context.eventLoop
-            let bound = NIOLoopBound(self, eventLoop: loop)
-            let route: @Sendable () -> Void = { [router] in
-                router.route(push) { response in
-                    loop.execute {
-                        let handler = bound.value
-                        handler.inFlight -= 1
-                        if let context = handler.context {
-                            handler.write(response, on: id, context: context)
-                            context.flush()
-                        }
-                        handler.closeIfDrained()
-                    }
-                }
-            }
-            if let delay {
-                loop.scheduleTask(in: delay) { route() }
-            } else {
-                route()
-            }
+            self.closeIfDrained()
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Logging
+import NIOCore
 import Synchronization
 
 /// Commits store batches in groups: while one transaction is being written, everything that
@@ -150,6 +151,28 @@ public final class PushRouter: Sendable {
                 logger.error("store write failed", metadata: ["error": "\(error)", "apns-id": "\(push.apnsID)"])
                 respond(.error(.serviceUnavailable, apnsID: push.apnsID))
             }
+        }
+    }
+}
+
+extension PushRouter {
+    /// Carries out a provider API decision for a transport: answers at once, after an injected
+    /// delay, or once the push is delivered or stored. `answer` always runs on `loop` (at once,
+    /// inside this call, for an immediate answer), so a channel handler can write from it.
+    func carryOut(
+        _ decision: ProviderAPI.Decision, on loop: any EventLoop, answer: @escaping (ProviderResponse) -> Void
+    ) {
+        switch decision {
+        case .respond(let response, nil):
+            answer(response)
+        case .respond(let response, let delay?):
+            loop.assumeIsolated().scheduleTask(in: delay) { answer(response) }
+        case .accept(let push, let delay):
+            let bound = NIOLoopBound(answer, eventLoop: loop)
+            let route: @Sendable () -> Void = { [self] in
+                self.route(push) { response in loop.execute { bound.value(response) } }
+            }
+            if let delay { loop.scheduleTask(in: delay) { route() } } else { route() }
         }
     }
 }

@@ -142,9 +142,16 @@ public final class SQLiteGatewayStore: GatewayStore {
         try await upsert("device", key: "id", id: device.id, record: encoder.encode(device))
     }
 
-    public func save(_ registrations: [Registration], feedback: [FeedbackEntry]) async throws {
+    public func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws {
         let rows = try registrations.map { r in (r, try encoder.encode(r)) }
+        let deviceRow = try device.map { ($0.id, try encoder.encode($0)) }
         try await writer.write { db in
+            if let (id, record) = deviceRow {
+                try db.execute(
+                    sql:
+                        "INSERT INTO device (id, record) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+                    arguments: [id, record])
+            }
             for (r, record) in rows {
                 try db.execute(
                     sql: "INSERT INTO registration (environment, token, deviceID, record) VALUES (?, ?, ?, ?) "

@@ -130,12 +130,20 @@ import X509
                 device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
             try await directory.unregisterApp(
                 device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+            _ = try await directory.registerDevice(id: "d2", now: now)
+            _ = try await directory.registerApp(
+                device: "d2", bundleID: "com.example.demo", environment: .development, now: now)
+            try await directory.resetDevice("d2", now: now)
         }
         let directory = try await GatewayDirectory.open(store: try SQLiteGatewayStore(path: path), issuer: issuer)
         #expect(directory.registry.team("TEAM123456") != nil)
         #expect(directory.registry.verifier("KEY1234567")?.1.rawRepresentation == key.publicKey.rawRepresentation)
         let token = issuer.token(device: "d1", bundleID: "com.example.demo", environment: .development, generation: 1)
         #expect(directory.registry.registration(token, in: .development)?.invalidation == .appRemoved)
+        // The reset's new generation and its invalidated token were written together.
+        #expect(directory.registry.device("d2")?.generation == 2)
+        let d2 = issuer.token(device: "d2", bundleID: "com.example.demo", environment: .development, generation: 1)
+        #expect(directory.registry.registration(d2, in: .development)?.invalidation == .deviceReset)
         // Feedback: read once, then empty.
         let feedback = try await directory.store.takeFeedback(bundleID: "com.example.demo", environment: .development)
         #expect(feedback.map(\.token) == [token])

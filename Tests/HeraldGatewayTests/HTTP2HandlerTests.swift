@@ -1,0 +1,103 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOEmbedded
+import NIOHPACK
+import NIOHTTP2
+import Testing
+
+@testable import HeraldGateway
+
+/// Collects the frames the client side of a connection receives.
+final class FrameCollector: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    var frames: [HTTP2Frame] = []
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) { frames.append(unwrapInboundIn(data)) }
+}
+
+/// A client and the gateway's HTTP/2 pipeline joined in memory, without sockets.
+struct HTTP2Pair {
+    let client = EmbeddedChannel()
+    let server = EmbeddedChannel()
+    let collector = FrameCollector()
+
+    init(api: ProviderAPI, router: PushRouter) throws {
+        try configureHTTP2(
+            server.pipeline.syncOperations, api, router, ProviderConnectionState(defaultEnvironment: .development),
+            { Date(timeIntervalSince1970: 1_800_000_000) })
+        try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
+        try client.pipeline.syncOperations.addHandler(collector)
+        try client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2)).wait()
+        try exchange()
+    }
+
+    /// Moves bytes both ways until neither side has anything to send.
+    func exchange() throws {
+        var moved = true
+        while moved {
+            moved = false
+            while let bytes = try client.readOutbound(as: ByteBuffer.self) {
+                try server.writeInbound(bytes)
+                moved = true
+            }
+            while let bytes = try server.readOutbound(as: ByteBuffer.self) {
+                try client.writeInbound(bytes)
+                moved = true
+            }
+        }
+    }
+
+    func send(_ frame: HTTP2Frame) throws {
+        try client.writeOutbound(frame)
+        try exchange()
+    }
+}
+
+@Suite struct HTTP2HandlerTests {
+    @Test func settingsPingAndAnAnswerOnTheStream() async throws {
+        let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        // The server's SETTINGS advertise 1000 concurrent streams.
+        let settings = pair.collector.frames.compactMap { frame -> HTTP2Settings? in
+            if case .settings(.settings(let s)) = frame.payload { return s }
+            return nil
+        }
+        #expect(settings.first?.contains(HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)) == true)
+
+        // PING is answered with the same data.
+        let data = HTTP2PingData(withInteger: 0x4845_5241_4C44)
+        try pair.send(HTTP2Frame(streamID: .rootStream, payload: .ping(data, ack: false)))
+        #expect(
+            pair.collector.frames.contains { frame in
+                if case .ping(let echoed, ack: true) = frame.payload { return echoed == data }
+                return false
+            })
+
+        // A request with a bad token is answered on its stream; the connection stays open.
+        var headers = HPACKHeaders()
+        for (n, v) in [
+            (":method", "POST"), (":path", "/3/device/00"), (":scheme", "https"), (":authority", "localhost"),
+            ("apns-topic", Fixture.bundle), ("authorization", "bearer \(f.jwt())"),
+        ] { headers.add(name: n, value: v) }
+        let stream = HTTP2StreamID(1)
+        try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers))))
+        try pair.send(
+            HTTP2Frame(
+                streamID: stream, payload: .data(.init(data: .byteBuffer(ByteBuffer(string: "{}")), endStream: true))))
+        let answer = pair.collector.frames.compactMap { frame -> HPACKHeaders? in
+            if frame.streamID == stream, case .headers(let h) = frame.payload { return h.headers }
+            return nil
+        }
+        #expect(answer.first?.first(name: ":status") == "400")
+        let body = pair.collector.frames.compactMap { frame -> String? in
+            if frame.streamID == stream, case .data(let d) = frame.payload, case .byteBuffer(let b) = d.data {
+                return String(buffer: b)
+            }
+            return nil
+        }
+        #expect(body == [#"{"reason":"BadDeviceToken"}"#])
+        #expect(pair.server.isActive)
+    }
+}
