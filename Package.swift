@@ -33,6 +33,12 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -73,11 +79,11 @@ let package = Package(
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldGateway", "HeraldCore",
+                "HeraldGateway", "HeraldCore", "HeraldDevice",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "heraldTests", dependencies: ["herald"]),
+        .testTarget(name: "heraldTests", dependencies: ["herald", "HeraldDevice", "HeraldCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -68,3 +68,12 @@ extension DeviceToken: Codable {
         try container.encode(hex)
     }
 }
+
+/// The two APNs environments. Each has its own token space: a development token is unknown in
+/// production (`BadDeviceToken`) and the other way round.
+public enum APNsEnvironment: String, Sendable, Codable, CaseIterable {
+    /// The sandbox (`api.sandbox.push.apple.com`): answers carry `apns-unique-id`.
+    case development
+    /// Production (`api.push.apple.com`).
+    case production
+}

@@ -10,6 +10,7 @@ import X509
 /// their apps, the delivery log, fault rules and `/healthz`. Documented in docs/admin-api.md.
 public struct AdminAPI: Sendable {
     let directory: GatewayDirectory
+    let pushRouter: PushRouter
     let faults: FaultInjector
     let ca: GatewayCA
     let token: String
@@ -17,10 +18,11 @@ public struct AdminAPI: Sendable {
 
     /// Creates the admin API.
     public init(
-        directory: GatewayDirectory, faults: FaultInjector, ca: GatewayCA, token: String,
+        directory: GatewayDirectory, router: PushRouter, faults: FaultInjector, ca: GatewayCA, token: String,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.directory = directory
+        self.pushRouter = router
         self.faults = faults
         self.ca = ca
         self.token = token
@@ -63,6 +65,7 @@ public struct AdminAPI: Sendable {
         var createdAt: Date
         var resetAt: Date?
         var deletedAt: Date?
+        var online: Bool
         var apps: [RegistrationView]
     }
     struct RegistrationBody: Codable { var bundleID: String; var environment: APNsEnvironment? }
@@ -99,6 +102,7 @@ public struct AdminAPI: Sendable {
         }
         return DeviceView(
             id: d.id, generation: d.generation, createdAt: d.createdAt, resetAt: d.resetAt, deletedAt: d.deletedAt,
+            online: pushRouter.links.isOnline(id),
             apps: directory.registry.registrations(device: id).map(RegistrationView.init))
     }
 
@@ -106,6 +110,14 @@ public struct AdminAPI: Sendable {
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.get("/healthz") { _, _ in #"{"status":"ok"}"# }
+        let push = self.pushRouter
+        router.get("/metrics") { _, _ -> Response in
+            let stored = (try? await push.committer.store.storedCount()) ?? 0
+            let bytes = push.metrics.emit(devicesOnline: push.links.onlineCount, storedPushes: stored)
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
         let api = router.group().add(middleware: BearerTokenMiddleware(token: token))
         let directory = self.directory
         let faults = self.faults
@@ -210,14 +222,7 @@ public struct AdminAPI: Sendable {
         }
 
         // Devices
-        api.get("/devices") { _, _ in
-            directory.registry.devices.map { d in
-                DeviceView(
-                    id: d.id, generation: d.generation, createdAt: d.createdAt, resetAt: d.resetAt,
-                    deletedAt: d.deletedAt,
-                    apps: directory.registry.registrations(device: d.id).map(RegistrationView.init))
-            }
-        }
+        api.get("/devices") { _, _ in try directory.registry.devices.map { try self.device($0.id) } }
         api.post("/devices") { request, context -> EditedResponse<DeviceView> in
             let body = (try? await request.decode(as: DeviceBody.self, context: context)) ?? DeviceBody()
             let device = try await Self.mapped { try await directory.registerDevice(id: body.id, now: now()) }
@@ -227,11 +232,13 @@ public struct AdminAPI: Sendable {
         api.delete("/devices/{id}") { _, context -> HTTPResponse.Status in
             let id = try context.parameters.require("id")
             try await Self.mapped { try await directory.deleteDevice(id, now: now()) }
+            push.links.disconnect(id, reason: "an administrator deleted the device")
             return .noContent
         }
         api.post("/devices/{id}/reset") { _, context -> DeviceView in
             let id = try context.parameters.require("id")
-            try await Self.mapped { _ = try await directory.resetDevice(id, now: now()) }
+            let record = try await Self.mapped { try await directory.resetDevice(id, now: now()) }
+            push.links.deviceWasReset(id, generation: record.generation)
             return try self.device(id)
         }
         api.post("/devices/{id}/apps") { request, context -> EditedResponse<RegistrationView> in

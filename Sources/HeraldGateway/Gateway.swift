@@ -23,6 +23,12 @@ public final class Gateway: Sendable {
         public var adminPort: Int = 8080
         /// Address of the admin API.
         public var adminHost: String = "127.0.0.1"
+        /// Address of the device link.
+        public var linkHost: String = "0.0.0.0"
+        /// Port of the device link (5223; 0 picks a free port): TLS, and cleartext from loopback.
+        public var linkPort: Int = 5223
+        /// Acknowledgement timeout, batching window and background budget of the device link.
+        public var link = DeviceLinkServer.Configuration()
         /// The environment requests address when their authority names none.
         public var environment: APNsEnvironment = .development
         /// Names and addresses the TLS certificate is issued for (on first start).
@@ -84,7 +90,9 @@ public final class Gateway: Sendable {
             store: store, issuer: TokenIssuer(secret: try state.tokenSecret()))
         let faults = FaultInjector()
         let api = ProviderAPI(registry: directory.registry, faults: faults, configuration: configuration.provider)
-        let router = PushRouter(committer: GroupCommitter(store: store, policy: configuration.offline), logger: logger)
+        let router = PushRouter(
+            committer: GroupCommitter(store: store, policy: configuration.offline), links: DeviceLinks(),
+            metrics: GatewayMetrics(), logger: logger)
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
             ca: ca, adminToken: try state.adminToken(), logger: logger,
@@ -110,7 +118,14 @@ public final class Gateway: Sendable {
                     environment: configuration.environment, group: group, logger: logger)
             }
         }
-        let admin = AdminAPI(directory: directory, faults: faults, ca: ca, token: adminToken)
+        let linkTLS = try GatewayStateDirectory.tlsContext(
+            certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca, deviceLink: true)
+        let link = try await Self.listening("device link", configuration.linkHost, configuration.linkPort) {
+            try await DeviceLinkServer.start(
+                host: configuration.linkHost, port: configuration.linkPort, tls: linkTLS, directory: directory,
+                router: router, configuration: configuration.link, group: group, logger: logger)
+        }
+        let admin = AdminAPI(directory: directory, router: router, faults: faults, ca: ca, token: adminToken)
         let (adminPort, adminReady) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: admin.router(),
@@ -149,6 +164,9 @@ public final class Gateway: Sendable {
                 "caCertificate": state.caCertificatePath,
                 "pid": String(ProcessInfo.processInfo.processIdentifier),
             ]
+            let linkPort = link.localAddress?.port ?? 0
+            info["linkURL"] = "wss://localhost:\(linkPort)\(DeviceLink.path)"
+            info["linkDevelopmentURL"] = "ws://127.0.0.1:\(linkPort)\(DeviceLink.path)"
             if let development { info["developmentURL"] = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
             try state.writeRuntime(info)
             logger.info("gateway ready", metadata: info.filter { $0.key != "adminToken" }.mapValues { .string($0) })
@@ -158,6 +176,7 @@ public final class Gateway: Sendable {
             logger.info("stopping: GOAWAY to providers, finishing streams in flight")
             await provider.shutdown()
             await development?.shutdown()
+            await link.shutdown()
         }
         try await group.shutdownGracefully()
     }

@@ -133,8 +133,8 @@ public struct GatewayDirectory: Sendable {
     // MARK: Devices and tokens
 
     /// Registers a device. Devices that connect over the device link bring a public key;
-    /// a device created through the admin API has none and can only be pushed to (its pushes wait
-    /// in the offline store).
+    /// a device created through the admin API has none until a device connects as it with a key
+    /// (until then its pushes wait in the offline store).
     public func registerDevice(id: String? = nil, publicKey: Data = Data(), now: Date) async throws -> DeviceRecord {
         let deviceID = id ?? UUID().uuidString.lowercased()
         guard Self.isDeviceID(deviceID) else {
@@ -144,10 +144,16 @@ public struct GatewayDirectory: Sendable {
             guard existing.deletedAt == nil else {
                 throw Failure(status: 410, description: "device \(deviceID) was deleted")
             }
-            guard existing.publicKey == publicKey else {
+            if existing.publicKey == publicKey { return existing }
+            guard existing.publicKey.isEmpty else {
                 throw Failure(status: 409, description: "device \(deviceID) is registered with another key")
             }
-            return existing
+            // A device created through the admin API is claimed by the first key that connects as it.
+            var claimed = existing
+            claimed.publicKey = publicKey
+            try await store.save(claimed)
+            registry.put(claimed)
+            return claimed
         }
         let device = DeviceRecord(id: deviceID, publicKey: publicKey, createdAt: now)
         try await store.save(device)

@@ -2,15 +2,6 @@ import Crypto
 import Foundation
 import HeraldCore
 
-/// The two APNs environments. Each has its own token space: a development token is unknown in
-/// production (`BadDeviceToken`) and the other way round.
-public enum APNsEnvironment: String, Sendable, Codable, CaseIterable {
-    /// The sandbox (`api.sandbox.push.apple.com`): answers carry `apns-unique-id`.
-    case development
-    /// Production (`api.push.apple.com`).
-    case production
-}
-
 /// A provider team (the `iss` of its tokens).
 public struct Team: Sendable, Hashable, Codable {
     /// The 10-character team id.

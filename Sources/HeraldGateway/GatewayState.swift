@@ -100,19 +100,27 @@ public struct GatewayStateDirectory: Sendable {
         DeviceToken(bytes: (0..<count).map { _ in UInt8.random(in: 0...255) }).hex
     }
 
-    /// A TLS context serving the gateway's certificate, asking for (not requiring) client
-    /// certificates from the CA, with ALPN h2 and http/1.1.
-    public static func tlsContext(certificatePEM: String, keyPEM: String, ca: GatewayCA) throws -> NIOSSLContext {
+    /// A TLS context serving the gateway's certificate. For the provider API (the default) it asks
+    /// for (does not require) client certificates from the CA and offers ALPN h2 and http/1.1; for
+    /// the device link (`deviceLink: true`) it offers http/1.1 only, which WebSocket needs.
+    public static func tlsContext(certificatePEM: String, keyPEM: String, ca: GatewayCA, deviceLink: Bool = false)
+        throws -> NIOSSLContext
+    {
         let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map {
             NIOSSLCertificateSource.certificate($0)
         }
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain,
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)))
-        configuration.applicationProtocols = ["h2", "http/1.1"]
         configuration.minimumTLSVersion = .tlsv12
-        configuration.certificateVerification = .optionalVerification
-        configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(try ca.certificatePEM.utf8)))
+        if deviceLink {
+            configuration.applicationProtocols = ["http/1.1"]
+        } else {
+            configuration.applicationProtocols = ["h2", "http/1.1"]
+            configuration.certificateVerification = .optionalVerification
+            configuration.trustRoots = .certificates(
+                try NIOSSLCertificate.fromPEMBytes(Array(try ca.certificatePEM.utf8)))
+        }
         return try NIOSSLContext(configuration: configuration)
     }
 }

@@ -21,6 +21,8 @@ public struct StoredPush: Sendable, Codable, Equatable {
     public var priority: PushPriority
     /// `apns-collapse-id`.
     public var collapseID: String?
+    /// `apns-expiration` as the provider sent it (UNIX seconds), if it did.
+    public var expiration: Int64?
     /// When the gateway gives up on it (`apns-expiration`, capped at 30 days).
     public var expiresAt: Date
     /// When the gateway accepted it.
@@ -33,8 +35,8 @@ public struct StoredPush: Sendable, Codable, Equatable {
     /// Creates a stored push.
     public init(
         apnsID: String, uniqueID: String?, deviceID: String, token: DeviceToken, environment: APNsEnvironment,
-        topic: String, pushType: PushType, priority: PushPriority, collapseID: String?, expiresAt: Date,
-        receivedAt: Date, payload: Data, contentAvailable: Bool
+        topic: String, pushType: PushType, priority: PushPriority, collapseID: String?, expiration: Int64? = nil,
+        expiresAt: Date, receivedAt: Date, payload: Data, contentAvailable: Bool
     ) {
         self.apnsID = apnsID
         self.uniqueID = uniqueID
@@ -45,6 +47,7 @@ public struct StoredPush: Sendable, Codable, Equatable {
         self.pushType = pushType
         self.priority = priority
         self.collapseID = collapseID
+        self.expiration = expiration
         self.expiresAt = expiresAt
         self.receivedAt = receivedAt
         self.payload = payload
@@ -94,28 +97,12 @@ extension DeliveryEvent {
     /// The event as JSON (the form the SQLite store keeps), written by hand: this runs for every
     /// push on the hot path, and a `JSONEncoder` costs more than the rest of the write.
     var jsonRecord: Data {
-        var out = #"{"apnsID":"# + Self.quoted(apnsID)
-        if let uniqueID { out += #","uniqueID":"# + Self.quoted(uniqueID) }
+        var out = #"{"apnsID":"# + JSONLiteral.string(apnsID)
+        if let uniqueID { out += #","uniqueID":"# + JSONLiteral.string(uniqueID) }
         out += #","kind":""# + kind.rawValue + #"","at":"# + String(Int64((at.timeIntervalSince1970 * 1000).rounded()))
-        if let detail { out += #","detail":"# + Self.quoted(detail) }
+        if let detail { out += #","detail":"# + JSONLiteral.string(detail) }
         out += "}"
         return Data(out.utf8)
-    }
-
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }
 

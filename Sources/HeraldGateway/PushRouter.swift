@@ -79,21 +79,32 @@ public final class GroupCommitter: Sendable {
     }
 }
 
-/// Routes accepted pushes under the QoS policy (spec/APNS.md §5): a push for a device that is
-/// not connected is stored, newest per (device, topic) by default, until its expiration;
-/// expiration 0 (or a time already past) is never stored. The 200 goes out only once the push is
-/// durable (or, for a push the policy does not keep, at once).
+/// Routes accepted pushes (spec/APNS.md §5, docs/device-link.md). A push for a connected device
+/// goes down its link, and the provider's 200 waits for the device's acknowledgement. A push the
+/// link cannot deliver at once (the device is offline, does not acknowledge in time, or the QoS
+/// holds it back) is stored under the offline policy, newest per (device, topic) by default,
+/// until its expiration, and the 200 waits for the store's commit. Expiration 0 (or a time
+/// already past) is never stored.
 public final class PushRouter: Sendable {
     /// The store writer.
     public let committer: GroupCommitter
     /// The offline policy.
     public let policy: OfflinePolicy
+    /// The connected devices.
+    public let links: DeviceLinks
+    /// The gateway's counters.
+    public let metrics: GatewayMetrics
     let logger: Logger
 
     /// Creates a router.
-    public init(committer: GroupCommitter, logger: Logger = Logger(label: "herald.router")) {
+    public init(
+        committer: GroupCommitter, links: DeviceLinks = DeviceLinks(), metrics: GatewayMetrics = GatewayMetrics(),
+        logger: Logger = Logger(label: "herald.router")
+    ) {
         self.committer = committer
         self.policy = committer.policy
+        self.links = links
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -110,48 +121,113 @@ public final class PushRouter: Sendable {
 
     /// Routes a push; `respond` receives the provider's answer.
     public func route(_ push: AcceptedPush, respond: @escaping @Sendable (ProviderResponse) -> Void) {
-        let ok = ProviderResponse.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)
-        let accepted = DeliveryEvent(
+        let expiresAt = expiry(of: push)
+        let offer = LinkOffer(push: push.linkPush, expiresAt: expiresAt, background: push.pushType == .background)
+        let offered = links.offer(offer, to: push.registration.deviceID) { [self] outcome in
+            switch outcome {
+            case .acknowledged(let deliveredAt, let acknowledgedAt):
+                // The device has it: the 200 need not wait for the log.
+                var batch = StoreBatch()
+                batch.events = [
+                    accepted(push), event(push, .delivered, deliveredAt),
+                    event(push, .acknowledged, acknowledgedAt),
+                ]
+                committer.submit(batch)
+                metrics.delivered(acknowledged: true)
+                respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
+            case .notAcknowledged(let deliveredAt):
+                if deliveredAt != nil { metrics.delivered(acknowledged: false) }
+                keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond)
+            case .hold:
+                keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+            }
+        }
+        if !offered { keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond) }
+    }
+
+    /// The device acknowledged a push that was in the store: remove it and log both steps.
+    func acknowledgedStored(_ push: LinkPush, device: String, deliveredAt: Date, acknowledgedAt: Date) {
+        var batch = StoreBatch()
+        batch.removals = [(deviceID: device, apnsID: push.apnsID)]
+        batch.events = [
+            DeliveryEvent(
+                apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .delivered, at: deliveredAt,
+                detail: "from the offline store"),
+            DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .acknowledged, at: acknowledgedAt),
+        ]
+        committer.submit(batch)
+        metrics.delivered(acknowledged: true)
+    }
+
+    private func accepted(_ push: AcceptedPush) -> DeliveryEvent {
+        DeliveryEvent(
             apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .accepted, at: push.receivedAt,
             detail: "device \(push.registration.deviceID), topic \(push.topic)")
-        guard let expiresAt = expiry(of: push) else {
-            // One attempt only, and the device is not connected: APNs discards it and still answers 200.
-            var batch = StoreBatch()
-            batch.events = [
-                accepted,
-                DeliveryEvent(
-                    apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .discarded, at: push.receivedAt,
-                    detail: "expiration 0 or past and the device is offline"),
-            ]
+    }
+
+    private func event(_ push: AcceptedPush, _ kind: DeliveryEvent.Kind, _ at: Date, _ detail: String? = nil)
+        -> DeliveryEvent
+    {
+        DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: kind, at: at, detail: detail)
+    }
+
+    /// Stores a push under the offline policy (or, with no expiry, discards it) and answers 200
+    /// once that is durable.
+    private func keep(
+        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?,
+        respond: @escaping @Sendable (ProviderResponse) -> Void
+    ) {
+        let ok = ProviderResponse.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)
+        var batch = StoreBatch()
+        batch.events = [accepted(push)]
+        if let deliveredAt {
+            batch.events.append(event(push, .delivered, deliveredAt, "not acknowledged in time"))
+        }
+        guard let expiresAt else {
+            // One attempt only, and it did not reach the device: APNs discards it and still answers 200.
+            batch.events.append(
+                event(
+                    push, .discarded, push.receivedAt,
+                    deliveredAt == nil
+                        ? "expiration 0 or past and the device is offline"
+                        : "expiration 0 or past and the device did not acknowledge it"))
             committer.submit(batch)
+            metrics.discarded()
             respond(ok)
             return
         }
-        var batch = StoreBatch()
         batch.pushes = [
             StoredPush(
                 apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
                 token: push.registration.token, environment: push.registration.environment, topic: push.topic,
-                pushType: push.pushType, priority: push.priority, collapseID: push.collapseID, expiresAt: expiresAt,
-                receivedAt: push.receivedAt, payload: Data(push.payload.readableBytesView),
-                contentAvailable: push.contentAvailable)
+                pushType: push.pushType, priority: push.priority, collapseID: push.collapseID,
+                expiration: push.expiration, expiresAt: expiresAt, receivedAt: push.receivedAt,
+                payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable)
         ]
-        batch.events = [
-            accepted,
-            DeliveryEvent(
-                apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .stored, at: push.receivedAt,
-                detail: "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds)"),
-        ]
+        batch.events.append(
+            event(push, .stored, push.receivedAt, "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds)"))
         let logger = self.logger
+        let metrics = self.metrics
         committer.submit(batch) { result in
             switch result {
             case .success:
+                metrics.stored()
                 respond(ok)
             case .failure(let error):
                 logger.error("store write failed", metadata: ["error": "\(error)", "apns-id": "\(push.apnsID)"])
                 respond(.error(.serviceUnavailable, apnsID: push.apnsID))
             }
         }
+    }
+}
+
+extension AcceptedPush {
+    /// The push as it goes down the device link.
+    var linkPush: LinkPush {
+        LinkPush(
+            apnsID: apnsID, uniqueID: uniqueID, topic: topic, token: registration.token,
+            environment: registration.environment, pushType: pushType, priority: priority, expiration: expiration,
+            collapseID: collapseID, payload: Data(payload.readableBytesView))
     }
 }
 
@@ -162,6 +238,12 @@ extension PushRouter {
     func carryOut(
         _ decision: ProviderAPI.Decision, on loop: any EventLoop, answer: @escaping (ProviderResponse) -> Void
     ) {
+        let start = NIODeadline.now()
+        let metrics = self.metrics
+        let answer: (ProviderResponse) -> Void = { response in
+            metrics.answered(response, after: .now() - start)
+            answer(response)
+        }
         switch decision {
         case .respond(let response, nil):
             answer(response)

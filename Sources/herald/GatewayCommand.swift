@@ -15,7 +15,8 @@ extension SQLiteGatewayStore.Durability: ExpressibleByArgument {}
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
-        abstract: "Run the push service: the APNs-compatible provider API, the admin API and the store.",
+        abstract:
+            "Run the push service: the APNs-compatible provider API, the device link, the admin API and the store.",
         discussion: """
             On first start the state directory gets a development CA (ca.pem), a TLS certificate, an \
             admin token (admin-token) and the SQLite database; later starts reuse them. Once listening, \
@@ -47,10 +48,27 @@ struct GatewayCommand: AsyncParsableCommand {
     var offlineDepth = 1
     @Option(name: .long, help: "SQLite durability: full (survives power loss) or normal (survives a killed process).")
     var durability: SQLiteGatewayStore.Durability = .full
+    @Option(name: .long, help: "Address of the device link.")
+    var linkHost = "0.0.0.0"
+    @Option(
+        name: .long,
+        help: "Port of the device link (WebSocket at /device/v1: TLS, or cleartext from loopback; 0 = any free port).")
+    var linkPort = 5223
+    @Option(
+        name: .long,
+        help: "Seconds a provider's answer waits for a connected device's acknowledgement before the push is stored.")
+    var ackTimeout: Double = 2
+    @Option(name: .long, help: "Seconds a priority-5 push may wait to go to a device with others (0 = at once).")
+    var batchWindow: Double = 1
+    @Option(name: .long, help: "Background pushes per app per device per hour; more are held back.")
+    var backgroundBudget = 3
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
     func validate() throws {
+        guard ackTimeout > 0 else { throw ValidationError("--ack-timeout must be more than 0 seconds") }
+        guard batchWindow >= 0 else { throw ValidationError("--batch-window must not be negative") }
+        guard backgroundBudget >= 0 else { throw ValidationError("--background-budget must not be negative") }
         guard offlineDepth >= 1 else { throw ValidationError("--offline-depth must be at least 1") }
         guard tokenRate >= 0 else { throw ValidationError("--token-rate must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -72,10 +90,14 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.provider.tokenBurst = tokenBurst
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability
+        configuration.linkHost = linkHost
+        configuration.linkPort = linkPort
+        configuration.link.acknowledgementTimeout = .nanoseconds(Int64(ackTimeout * 1e9))
+        configuration.link.qos = LinkQoS.Configuration(batchWindow: batchWindow, backgroundBudget: backgroundBudget)
         let gateway = try await Gateway.open(configuration, logger: logger)
         try await gateway.run { info in
             var text = "herald gateway ready\n"
-            for key in ["providerURL", "developmentURL", "adminURL", "caCertificate"] {
+            for key in ["providerURL", "developmentURL", "linkURL", "linkDevelopmentURL", "adminURL", "caCertificate"] {
                 if let value = info[key] { text += "  \(key): \(value)\n" }
             }
             text += "  admin token: \(gateway.state.adminTokenPath)\n"

@@ -1,0 +1,302 @@
+import Foundation
+
+/// The device link protocol (`docs/device-link.md`): JSON messages in WebSocket text frames at
+/// `/device/v1`, so a browser can be a device.
+public enum DeviceLink {
+    /// The WebSocket path.
+    public static let path = "/device/v1"
+    /// What a device signs to prove it holds its key: these bytes followed by the server's nonce.
+    public static let signaturePrefix = Array("herald-device-link-v1\n".utf8)
+    /// The bytes a device signs for a nonce.
+    public static func signedBytes(nonce: Data) -> Data { Data(signaturePrefix) + nonce }
+}
+
+/// A notification as it travels down the device link: the headers the provider sent and the
+/// payload bytes exactly as the provider sent them.
+public struct LinkPush: Sendable, Equatable {
+    /// `apns-id`; the device acknowledges by it and drops a second copy by it.
+    public var apnsID: String
+    /// `apns-unique-id` (development only).
+    public var uniqueID: String?
+    /// `apns-topic`.
+    public var topic: String
+    /// The token it was sent to.
+    public var token: DeviceToken
+    /// The token's environment.
+    public var environment: APNsEnvironment
+    /// `apns-push-type`.
+    public var pushType: PushType
+    /// `apns-priority`.
+    public var priority: PushPriority
+    /// `apns-expiration` as UNIX seconds: 0 = one attempt only; `nil` = none given.
+    public var expiration: Int64?
+    /// `apns-collapse-id`.
+    public var collapseID: String?
+    /// The payload, byte for byte.
+    public var payload: Data
+
+    /// Creates a push.
+    public init(
+        apnsID: String, uniqueID: String? = nil, topic: String, token: DeviceToken, environment: APNsEnvironment,
+        pushType: PushType, priority: PushPriority, expiration: Int64?, collapseID: String?, payload: Data
+    ) {
+        self.apnsID = apnsID
+        self.uniqueID = uniqueID
+        self.topic = topic
+        self.token = token
+        self.environment = environment
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.payload = payload
+    }
+}
+
+/// One app registered on a device: its topic, environment and token.
+public struct LinkRegistration: Sendable, Equatable, Codable {
+    /// The app's bundle id (its topic).
+    public var topic: String
+    /// The environment.
+    public var environment: APNsEnvironment
+    /// The token providers push to.
+    public var token: DeviceToken
+
+    /// Creates a registration.
+    public init(topic: String, environment: APNsEnvironment, token: DeviceToken) {
+        self.topic = topic
+        self.environment = environment
+        self.token = token
+    }
+}
+
+/// A device link message, either way.
+public enum LinkMessage: Sendable, Equatable {
+    // Gateway → device
+    /// First message on every connection: the device signs `nonce` to authenticate.
+    case challenge(nonce: Data)
+    /// The device is authenticated: its id, generation and current registrations.
+    case welcome(device: String, generation: Int, registrations: [LinkRegistration])
+    /// Answer to `register`: the app's token.
+    case token(request: Int?, LinkRegistration)
+    /// Answer to `unregister`.
+    case unregistered(request: Int?, topic: String, environment: APNsEnvironment)
+    /// The device was reset (by itself or an administrator): every token it had is void.
+    case reset(request: Int?, generation: Int)
+    /// A notification; the device answers with `ack`.
+    case push(LinkPush)
+    /// A request failed (`request` says which), or the connection is refused (`request` nil).
+    case error(request: Int?, code: String, message: String)
+
+    // Device → gateway
+    /// Authentication: the device id (nil on first contact = let the gateway choose), its public key
+    /// (P-256, X9.63 uncompressed, required the first time) and the signature of the nonce
+    /// (ECDSA P-256 SHA-256, raw r‖s).
+    case hello(device: String?, publicKey: Data?, signature: Data)
+    /// Registers an app for remote notifications.
+    case register(request: Int?, topic: String, environment: APNsEnvironment)
+    /// Removes an app.
+    case unregister(request: Int?, topic: String, environment: APNsEnvironment)
+    /// Asks the gateway to reset this device (new generation, new tokens).
+    case resetDevice(request: Int?)
+    /// Acknowledges notifications by `apns-id`.
+    case ack([String])
+}
+
+/// A device link message that could not be read.
+public struct LinkMessageError: Error, Equatable, CustomStringConvertible {
+    /// What was wrong, naming the field.
+    public var description: String
+    /// Creates an error.
+    public init(_ description: String) { self.description = description }
+}
+
+extension LinkMessage {
+    /// The flat JSON form every message shares; absent fields are left out.
+    struct Envelope: Codable {
+        var type: String
+        var request: Int?
+        var nonce: Data?
+        var device: String?
+        var generation: Int?
+        var registrations: [LinkRegistration]?
+        var topic: String?
+        var environment: APNsEnvironment?
+        var token: DeviceToken?
+        var code: String?
+        var message: String?
+        var publicKey: Data?
+        var signature: Data?
+        var ids: [String]?
+        var apnsID: String?
+        var uniqueID: String?
+        var pushType: PushType?
+        var priority: PushPriority?
+        var expiration: Int64?
+        var collapseID: String?
+        var payload: Data?
+
+        init(type: String) { self.type = type }
+    }
+
+    /// The message as JSON (one WebSocket text frame).
+    public func encoded() -> Data {
+        if case .push(let push) = self { return push.encodedMessage() }
+        var e: Envelope
+        switch self {
+        case .challenge(let nonce):
+            e = Envelope(type: "challenge")
+            e.nonce = nonce
+        case .welcome(let device, let generation, let registrations):
+            e = Envelope(type: "welcome")
+            e.device = device
+            e.generation = generation
+            e.registrations = registrations
+        case .token(let request, let r):
+            e = Envelope(type: "token")
+            e.request = request
+            e.topic = r.topic
+            e.environment = r.environment
+            e.token = r.token
+        case .unregistered(let request, let topic, let environment):
+            e = Envelope(type: "unregistered")
+            e.request = request
+            e.topic = topic
+            e.environment = environment
+        case .reset(let request, let generation):
+            e = Envelope(type: "reset")
+            e.request = request
+            e.generation = generation
+        case .error(let request, let code, let message):
+            e = Envelope(type: "error")
+            e.request = request
+            e.code = code
+            e.message = message
+        case .hello(let device, let publicKey, let signature):
+            e = Envelope(type: "hello")
+            e.device = device
+            e.publicKey = publicKey
+            e.signature = signature
+        case .register(let request, let topic, let environment):
+            e = Envelope(type: "register")
+            e.request = request
+            e.topic = topic
+            e.environment = environment
+        case .unregister(let request, let topic, let environment):
+            e = Envelope(type: "unregister")
+            e.request = request
+            e.topic = topic
+            e.environment = environment
+        case .resetDevice(let request):
+            e = Envelope(type: "resetDevice")
+            e.request = request
+        case .ack(let ids):
+            e = Envelope(type: "ack")
+            e.ids = ids
+        case .push:
+            preconditionFailure("handled above")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // Encoding a struct of strings, numbers and Data cannot fail.
+        return (try? encoder.encode(e)) ?? Data()
+    }
+
+    /// Reads a message; the error names what is missing or malformed.
+    public init(json: Data) throws(LinkMessageError) {
+        let e: Envelope
+        do {
+            e = try JSONDecoder().decode(Envelope.self, from: json)
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw LinkMessageError("missing field \"\(key.stringValue)\"")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw LinkMessageError(
+                "field \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type")
+        } catch let DecodingError.dataCorrupted(context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw LinkMessageError(field.isEmpty ? "not a JSON object" : "field \"\(field)\" is malformed")
+        } catch {
+            throw LinkMessageError("not a JSON object")
+        }
+        func need<T>(_ value: T?, _ name: String) throws(LinkMessageError) -> T {
+            guard let value else { throw LinkMessageError("\(e.type) needs \"\(name)\"") }
+            return value
+        }
+        switch e.type {
+        case "challenge": self = .challenge(nonce: try need(e.nonce, "nonce"))
+        case "welcome":
+            self = .welcome(
+                device: try need(e.device, "device"), generation: try need(e.generation, "generation"),
+                registrations: e.registrations ?? [])
+        case "token":
+            self = .token(
+                request: e.request,
+                LinkRegistration(
+                    topic: try need(e.topic, "topic"), environment: try need(e.environment, "environment"),
+                    token: try need(e.token, "token")))
+        case "unregistered":
+            self = .unregistered(
+                request: e.request, topic: try need(e.topic, "topic"),
+                environment: try need(e.environment, "environment"))
+        case "reset": self = .reset(request: e.request, generation: try need(e.generation, "generation"))
+        case "error":
+            self = .error(request: e.request, code: try need(e.code, "code"), message: e.message ?? "")
+        case "push":
+            self = .push(
+                LinkPush(
+                    apnsID: try need(e.apnsID, "apnsID"), uniqueID: e.uniqueID, topic: try need(e.topic, "topic"),
+                    token: try need(e.token, "token"), environment: try need(e.environment, "environment"),
+                    pushType: try need(e.pushType, "pushType"), priority: try need(e.priority, "priority"),
+                    expiration: e.expiration, collapseID: e.collapseID, payload: try need(e.payload, "payload")))
+        case "hello":
+            self = .hello(device: e.device, publicKey: e.publicKey, signature: try need(e.signature, "signature"))
+        case "register":
+            self = .register(
+                request: e.request, topic: try need(e.topic, "topic"),
+                environment: try need(e.environment, "environment"))
+        case "unregister":
+            self = .unregister(
+                request: e.request, topic: try need(e.topic, "topic"),
+                environment: try need(e.environment, "environment"))
+        case "resetDevice": self = .resetDevice(request: e.request)
+        case "ack": self = .ack(try need(e.ids, "ids"))
+        default: throw LinkMessageError("unknown message type \"\(e.type)\"")
+        }
+    }
+}
+
+extension LinkPush {
+    /// The `push` message, written by hand: the gateway sends one per notification, and this is
+    /// several times faster than `JSONEncoder`.
+    public func encodedMessage() -> Data {
+        var out = #"{"type":"push","apnsID":"# + JSONLiteral.string(apnsID)
+        if let uniqueID { out += #","uniqueID":"# + JSONLiteral.string(uniqueID) }
+        out += #","topic":"# + JSONLiteral.string(topic)
+        out += #","token":""# + token.hex + #"","environment":""# + environment.rawValue
+        out += #"","pushType":""# + pushType.rawValue + #"","priority":"# + String(priority.rawValue)
+        if let expiration { out += #","expiration":"# + String(expiration) }
+        if let collapseID { out += #","collapseID":"# + JSONLiteral.string(collapseID) }
+        out += #","payload":""# + payload.base64EncodedString() + #""}"#
+        return Data(out.utf8)
+    }
+}
+
+/// Writing JSON by hand on hot paths.
+public enum JSONLiteral {
+    /// `s` as a JSON string literal, quotes included.
+    public static func string(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

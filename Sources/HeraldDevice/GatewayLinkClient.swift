@@ -1,0 +1,365 @@
+import Crypto
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// Who a device is to the gateway: its id and the private half of its key. The gateway only ever
+/// sees the public half (docs/device-link.md).
+public struct DeviceIdentity: Sendable {
+    /// The id; `nil` until the gateway has given one on first contact.
+    public var deviceID: String?
+    /// The device's key.
+    public let privateKey: P256.Signing.PrivateKey
+
+    /// A new identity with a fresh key.
+    public init(deviceID: String? = nil, privateKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey()) {
+        self.deviceID = deviceID
+        self.privateKey = privateKey
+    }
+
+    struct File: Codable {
+        var deviceID: String?
+        var privateKey: String
+    }
+
+    /// Reads an identity file written by ``save(to:)``, or creates one (with a fresh key) if there
+    /// is none.
+    public static func loadOrCreate(at path: String, deviceID: String? = nil) throws -> DeviceIdentity {
+        if FileManager.default.fileExists(atPath: path) {
+            let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            return DeviceIdentity(
+                deviceID: file.deviceID, privateKey: try P256.Signing.PrivateKey(pemRepresentation: file.privateKey))
+        }
+        let identity = DeviceIdentity(deviceID: deviceID)
+        try identity.save(to: path)
+        return identity
+    }
+
+    /// Writes the identity (readable by its owner only).
+    public func save(to path: String) throws {
+        let data = try JSONEncoder().encode(File(deviceID: deviceID, privateKey: privateKey.pemRepresentation))
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url, options: .atomic)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    }
+}
+
+/// Something that happened on a device link.
+public enum GatewayLinkEvent: Sendable, Equatable {
+    /// A notification (never one whose `apns-id` was already seen on this client).
+    case push(LinkPush)
+    /// The device was reset: every token it had is void.
+    case reset(generation: Int)
+    /// The link closed; `reason` says why when the gateway said.
+    case closed(reason: String?)
+}
+
+/// The device side of the device link: connects, authenticates with the device's key, registers
+/// apps, receives notifications, acknowledges them and drops duplicates by `apns-id`.
+///
+/// One connection; reconnecting (with backoff) is the daemon's job.
+public final class GatewayLinkClient: Sendable {
+    /// A request the gateway refused.
+    public struct Failure: Error, Equatable, CustomStringConvertible {
+        /// The gateway's code (`BadSignature`, `UnknownDevice`, `NotFound`, …).
+        public var code: String
+        /// Its message.
+        public var message: String
+        /// `code: message`.
+        public var description: String { "\(code): \(message)" }
+    }
+
+    /// The device id the gateway knows this device by.
+    public let deviceID: String
+    /// The device's generation (it goes up on every reset).
+    public let generation: Int
+    /// The apps registered when the link opened.
+    public let registrations: [LinkRegistration]
+    /// What happens on the link, in order.
+    public let events: AsyncStream<GatewayLinkEvent>
+    let channel: any Channel
+    let handler: NIOLoopBound<LinkClientHandler>
+
+    private init(
+        deviceID: String, generation: Int, registrations: [LinkRegistration], events: AsyncStream<GatewayLinkEvent>,
+        channel: any Channel, handler: NIOLoopBound<LinkClientHandler>
+    ) {
+        self.deviceID = deviceID
+        self.generation = generation
+        self.registrations = registrations
+        self.events = events
+        self.channel = channel
+        self.handler = handler
+    }
+
+    /// Connects to `url` (`ws://` on loopback, or `wss://` trusting `caCertificatePEM`, or the
+    /// system's roots when it is nil) and authenticates. With `autoAcknowledge` every notification
+    /// is acknowledged as soon as it is read; otherwise call ``acknowledge(_:)``.
+    public static func connect(
+        url: String, identity: DeviceIdentity, caCertificatePEM: String? = nil, autoAcknowledge: Bool = true,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> GatewayLinkClient {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme, scheme == "ws" || scheme == "wss",
+            let host = parsed.host
+        else {
+            throw Failure(code: "BadURL", message: "the gateway link URL must be ws://host:port/device/v1 or wss://…")
+        }
+        let secure = scheme == "wss"
+        let port = parsed.port ?? 5223
+        let path = parsed.path.isEmpty ? DeviceLink.path : parsed.path
+        let tls: NIOSSLContext? = try secure ? Self.tlsContext(trusting: caCertificatePEM) : nil
+        let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
+        let welcome = group.any().makePromise(of: LinkClientHandler.Welcome.self)
+        let bootstrap = ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if let tls {
+                        try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: host))
+                    }
+                    let upgrader = NIOTypedWebSocketClientUpgrader<Void>(
+                        maxFrameSize: 1 << 20,
+                        upgradePipelineHandler: { channel, _ in
+                            channel.eventLoop.makeCompletedFuture {
+                                let sync = channel.pipeline.syncOperations
+                                try sync.addHandler(
+                                    NIOWebSocketFrameAggregator(
+                                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
+                                        maxAccumulatedFrameSize: 1 << 20))
+                                try sync.addHandler(
+                                    LinkClientHandler(
+                                        identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome,
+                                        events: continuation))
+                            }
+                        })
+                    var headers = HTTPHeaders()
+                    headers.add(name: "host", value: "\(host):\(port)")
+                    headers.add(name: "content-length", value: "0")
+                    let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
+                    let upgraded = try sync.configureUpgradableHTTPClientPipeline(
+                        configuration: .init(
+                            upgradeConfiguration: .init(
+                                upgradeRequestHead: head, upgraders: [upgrader],
+                                notUpgradingCompletionHandler: { channel in
+                                    channel.eventLoop.makeFailedFuture(
+                                        Failure(
+                                            code: "NotUpgraded",
+                                            message: "the server did not accept the WebSocket upgrade"))
+                                })))
+                    upgraded.whenFailure { welcome.fail($0) }
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: port).get()
+        } catch {
+            welcome.fail(error)
+            throw error
+        }
+        channel.closeFuture.whenComplete { _ in
+            welcome.fail(Failure(code: "Closed", message: "the gateway closed the link before welcoming the device"))
+        }
+        let greeting: LinkClientHandler.Welcome
+        do {
+            greeting = try await welcome.futureResult.get()
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+        let handler = try await channel.eventLoop.submit {
+            NIOLoopBound(
+                try channel.pipeline.syncOperations.handler(type: LinkClientHandler.self), eventLoop: channel.eventLoop)
+        }.get()
+        return GatewayLinkClient(
+            deviceID: greeting.device, generation: greeting.generation, registrations: greeting.registrations,
+            events: events, channel: channel, handler: handler)
+    }
+
+    static func tlsContext(trusting caCertificatePEM: String?) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let caCertificatePEM {
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(caCertificatePEM.utf8)))
+        }
+        configuration.applicationProtocols = ["http/1.1"]
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    /// Registers an app for remote notifications in an environment and returns its token.
+    public func register(topic: String, environment: APNsEnvironment = .development) async throws -> DeviceToken {
+        let answer = try await request { .register(request: $0, topic: topic, environment: environment) }
+        guard case .token(_, let registration) = answer else { throw Self.unexpected(answer) }
+        return registration.token
+    }
+
+    /// Removes an app: its token answers 410 `Unregistered` from now on.
+    public func unregister(topic: String, environment: APNsEnvironment = .development) async throws {
+        let answer = try await request { .unregister(request: $0, topic: topic, environment: environment) }
+        guard case .unregistered = answer else { throw Self.unexpected(answer) }
+    }
+
+    /// Resets the device: every token it had is void; returns the new generation.
+    public func reset() async throws -> Int {
+        let answer = try await request { .resetDevice(request: $0) }
+        guard case .reset(_, let generation) = answer else { throw Self.unexpected(answer) }
+        return generation
+    }
+
+    /// Acknowledges notifications (when not acknowledging automatically).
+    public func acknowledge(_ apnsIDs: [String]) {
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.send(.ack(apnsIDs)) }
+    }
+
+    /// Closes the link.
+    public func close() async {
+        try? await channel.close()
+    }
+
+    private func request(_ make: @escaping @Sendable (Int) -> LinkMessage) async throws -> LinkMessage {
+        let promise = channel.eventLoop.makePromise(of: LinkMessage.self)
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.request(make, promise: promise) }
+        let answer = try await promise.futureResult.get()
+        if case .error(_, let code, let message) = answer { throw Failure(code: code, message: message) }
+        return answer
+    }
+
+    static func unexpected(_ message: LinkMessage) -> Failure {
+        Failure(code: "Unexpected", message: "unexpected answer \(String(decoding: message.encoded(), as: UTF8.self))")
+    }
+}
+
+/// The client's handler, on the connection's event loop.
+final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    struct Welcome: Sendable {
+        var device: String
+        var generation: Int
+        var registrations: [LinkRegistration]
+    }
+
+    let identity: DeviceIdentity
+    let autoAcknowledge: Bool
+    let welcome: EventLoopPromise<Welcome>
+    let events: AsyncStream<GatewayLinkEvent>.Continuation
+    var context: ChannelHandlerContext?
+    var nextRequest = 0
+    var pending: [Int: EventLoopPromise<LinkMessage>] = [:]
+    var toAcknowledge: [String] = []
+    /// `apns-id`s already seen, oldest first, at most ``seenLimit``.
+    var seen: Set<String> = []
+    var seenOrder: [String] = []
+    static let seenLimit = 100_000
+    var closeReason: String?
+
+    init(
+        identity: DeviceIdentity, autoAcknowledge: Bool, welcome: EventLoopPromise<Welcome>,
+        events: AsyncStream<GatewayLinkEvent>.Continuation
+    ) {
+        self.identity = identity
+        self.autoAcknowledge = autoAcknowledge
+        self.welcome = welcome
+        self.events = events
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let failure = GatewayLinkClient.Failure(code: "Closed", message: closeReason ?? "the link closed")
+        for (_, promise) in pending { promise.fail(failure) }
+        pending = [:]
+        welcome.fail(failure)
+        events.yield(.closed(reason: closeReason))
+        events.finish()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            guard let message = try? LinkMessage(json: Data(frame.unmaskedData.readableBytesView)) else { return }
+            receive(message)
+        case .ping:
+            write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData), flush: true)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if !toAcknowledge.isEmpty {
+            send(.ack(toAcknowledge))
+            toAcknowledge = []
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func receive(_ message: LinkMessage) {
+        switch message {
+        case .challenge(let nonce):
+            let signature =
+                (try? identity.privateKey.signature(for: DeviceLink.signedBytes(nonce: nonce)))?
+                .rawRepresentation ?? Data()
+            let publicKey = identity.privateKey.publicKey.x963Representation
+            send(.hello(device: identity.deviceID, publicKey: publicKey, signature: signature))
+        case .welcome(let device, let generation, let registrations):
+            welcome.succeed(Welcome(device: device, generation: generation, registrations: registrations))
+        case .push(let push):
+            if autoAcknowledge { toAcknowledge.append(push.apnsID) }
+            guard seen.insert(push.apnsID).inserted else { return }
+            seenOrder.append(push.apnsID)
+            if seenOrder.count > Self.seenLimit {
+                seen.remove(seenOrder.removeFirst())
+            }
+            events.yield(.push(push))
+        case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _):
+            pending.removeValue(forKey: request)?.succeed(message)
+        case .reset(let request, let generation):
+            if let request { pending.removeValue(forKey: request)?.succeed(message) }
+            events.yield(.reset(generation: generation))
+        case .error(nil, let code, let text):
+            closeReason = "\(code): \(text)"
+            welcome.fail(GatewayLinkClient.Failure(code: code, message: text))
+        default:
+            break
+        }
+    }
+
+    func request(_ make: (Int) -> LinkMessage, promise: EventLoopPromise<LinkMessage>) {
+        nextRequest += 1
+        pending[nextRequest] = promise
+        send(make(nextRequest))
+    }
+
+    func send(_ message: LinkMessage) {
+        guard let context else { return }
+        let bytes = message.encoded()
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        write(WebSocketFrame(fin: true, opcode: .text, data: buffer), flush: true)
+    }
+
+    private func write(_ frame: WebSocketFrame, flush: Bool) {
+        guard let context else { return }
+        var frame = frame
+        // A client masks every frame (RFC 6455 §5.3).
+        frame.maskKey = .random()
+        if flush {
+            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        } else {
+            context.write(wrapOutboundOut(frame), promise: nil)
+        }
+    }
+}

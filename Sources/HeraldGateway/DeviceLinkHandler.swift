@@ -1,0 +1,400 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOWebSocket
+
+/// One device's link, on its event loop: the challenge, the device's requests, and the
+/// notifications going down with their acknowledgements (docs/device-link.md).
+final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    enum Phase {
+        case greeting(nonce: Data)
+        case authenticating
+        case online(device: String)
+        case closed
+    }
+
+    /// Where a notification on this link came from, which decides what its acknowledgement does.
+    enum Origin {
+        /// Straight from a provider, who waits for the outcome.
+        case direct(@Sendable (LinkOutcome) -> Void)
+        /// In the offline store: the acknowledgement removes it.
+        case stored
+    }
+
+    struct Entry {
+        var ticket: Int
+        var push: LinkPush
+        var expiresAt: Date?
+        var origin: Origin
+        var deliveredAt: Date?
+        var timer: Scheduled<Void>?
+    }
+
+    let service: DeviceLinkService
+    var phase: Phase
+    var context: ChannelHandlerContext?
+    var qos: LinkQoS
+    var nextTicket = 0
+    /// Waiting in the QoS, by ticket.
+    var queued: [Int: Entry] = [:]
+    /// Written to the device, waiting for its acknowledgement, by `apns-id`.
+    var awaiting: [String: [Entry]] = [:]
+    var wakeTimer: (at: Date, task: Scheduled<Void>)?
+    var flushScheduled = false
+
+    init(service: DeviceLinkService) {
+        self.service = service
+        var nonce = Data(count: 32)
+        nonce.withUnsafeMutableBytes { raw in
+            for i in raw.indices { raw[i] = UInt8.random(in: 0...255) }
+        }
+        self.phase = .greeting(nonce: nonce)
+        self.qos = LinkQoS(configuration: service.configuration.qos)
+    }
+
+    var deviceID: String? {
+        if case .online(let device) = phase { return device }
+        return nil
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        // The upgrade adds this handler to an active channel: greet at once.
+        if case .greeting(let nonce) = phase { send(.challenge(nonce: nonce)) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        closed()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            let bytes = frame.unmaskedData
+            let message: LinkMessage
+            do {
+                message = try LinkMessage(json: Data(bytes.readableBytesView))
+            } catch {
+                send(.error(request: nil, code: "BadMessage", message: error.description))
+                return
+            }
+            handle(message)
+        case .ping:
+            var pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
+            pong.maskKey = nil
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            var data = frame.unmaskedData
+            let code = data.readSlice(length: 2) ?? ByteBuffer()
+            let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: code)
+            context.writeAndFlush(wrapOutboundOut(close)).whenComplete { [channel = context.channel] _ in
+                channel.close(promise: nil)
+            }
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        service.logger.debug("device link error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    // MARK: Messages from the device
+
+    func handle(_ message: LinkMessage) {
+        switch (phase, message) {
+        case (.greeting(let nonce), .hello(let device, let publicKey, let signature)):
+            phase = .authenticating
+            authenticate(device: device, publicKey: publicKey, signature: signature, nonce: nonce)
+        case (.greeting, _), (.authenticating, _):
+            refuse(code: "NotAuthenticated", message: "the first message must be hello, signed over the challenge")
+        case (.online, .ack(let ids)):
+            acknowledge(ids)
+        case (.online(let device), .register), (.online(let device), .unregister),
+            (.online(let device), .resetDevice):
+            guard let context else { return }
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let loop = context.eventLoop
+            let service = self.service
+            Task {
+                let answer = await service.perform(message, device: device)
+                loop.execute { bound.value.send(answer) }
+            }
+        case (.online, _):
+            send(.error(request: message.requestID, code: "BadMessage", message: "a device does not send that message"))
+        case (.closed, _):
+            break
+        }
+    }
+
+    func authenticate(device: String?, publicKey: Data?, signature: Data, nonce: Data) {
+        guard let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        let service = self.service
+        Task {
+            let result = await service.authenticate(
+                device: device, publicKey: publicKey, signature: signature, nonce: nonce)
+            loop.execute { bound.value.authenticated(result) }
+        }
+    }
+
+    func authenticated(_ result: Result<(DeviceRecord, [Registration]), DeviceLinkService.Refusal>) {
+        guard case .authenticating = phase, let context else { return }
+        switch result {
+        case .failure(let refusal):
+            service.logger.notice(
+                "device refused", metadata: ["code": "\(refusal.code)", "reason": "\(refusal.message)"])
+            refuse(code: refusal.code, message: refusal.message)
+        case .success(let (device, registrations)):
+            phase = .online(device: device.id)
+            send(
+                .welcome(
+                    device: device.id, generation: device.generation,
+                    registrations: registrations.map {
+                        LinkRegistration(topic: $0.bundleID, environment: $0.environment, token: $0.token)
+                    }))
+            let handle = DeviceLinks.Handle(
+                loop: context.eventLoop, handler: NIOLoopBound(self, eventLoop: context.eventLoop),
+                key: ObjectIdentifier(self))
+            if let replaced = service.links.attach(device.id, handle) {
+                replaced.loop.execute {
+                    replaced.handler.value.refuse(code: "Replaced", message: "the device connected again")
+                }
+            }
+            service.logger.info("device connected", metadata: ["device": "\(device.id)"])
+            loadBacklog(device: device.id)
+        }
+    }
+
+    /// Sends what the store holds for the device (what it missed, and what it never acknowledged).
+    func loadBacklog(device: String) {
+        guard let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        let service = self.service
+        Task {
+            do {
+                let pending = try await service.router.committer.store.pending(device: device, now: service.now())
+                loop.execute { bound.value.backlog(pending) }
+            } catch {
+                service.logger.error(
+                    "could not read stored notifications", metadata: ["device": "\(device)", "error": "\(error)"])
+            }
+        }
+    }
+
+    func backlog(_ pending: [StoredPush]) {
+        guard deviceID != nil else { return }
+        var tickets: [LinkQoS.Ticket] = []
+        let waiting = Set(queued.values.map(\.push.apnsID))
+        for stored in pending where awaiting[stored.apnsID] == nil && !waiting.contains(stored.apnsID) {
+            let ticket = LinkQoS.Ticket(
+                id: takeTicket(), priority: stored.priority, topic: stored.topic,
+                background: stored.pushType == .background)
+            queued[ticket.id] = Entry(
+                ticket: ticket.id, push: stored.linkPush, expiresAt: stored.expiresAt, origin: .stored)
+            tickets.append(ticket)
+        }
+        if tickets.isEmpty { return }
+        apply(qos.submitBacklog(tickets, now: service.now()))
+    }
+
+    func acknowledge(_ ids: [String]) {
+        guard let device = deviceID else { return }
+        let at = service.now()
+        for id in ids {
+            guard let entries = awaiting.removeValue(forKey: id) else { continue }
+            for entry in entries {
+                entry.timer?.cancel()
+                let deliveredAt = entry.deliveredAt ?? at
+                switch entry.origin {
+                case .direct(let completion):
+                    completion(.acknowledged(deliveredAt: deliveredAt, acknowledgedAt: at))
+                case .stored:
+                    service.router.acknowledgedStored(
+                        entry.push, device: device, deliveredAt: deliveredAt, acknowledgedAt: at)
+                }
+            }
+        }
+    }
+
+    // MARK: Notifications going down
+
+    func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void) {
+        guard deviceID != nil, context != nil else {
+            completion(.notAcknowledged(deliveredAt: nil))
+            return
+        }
+        let id = takeTicket()
+        queued[id] = Entry(ticket: id, push: offer.push, expiresAt: offer.expiresAt, origin: .direct(completion))
+        guard offer.expiresAt != nil else {
+            // Expiration 0: one attempt, now, whatever the priority; it is never stored to wait.
+            write([id])
+            return
+        }
+        let ticket = LinkQoS.Ticket(
+            id: id, priority: offer.push.priority, topic: offer.push.topic, background: offer.background)
+        let output = qos.submit(ticket, now: service.now())
+        if !output.send.contains(id) {
+            // It waits: the router stores it now, and its acknowledgement will remove it.
+            queued[id]?.origin = .stored
+            completion(.hold)
+        }
+        apply(output)
+    }
+
+    func apply(_ output: LinkQoS.Output) {
+        write(output.send)
+        scheduleWake(output.wakeAt)
+    }
+
+    func scheduleWake(_ at: Date?) {
+        guard let context else { return }
+        if let current = wakeTimer, let at, current.at == at { return }
+        wakeTimer?.task.cancel()
+        wakeTimer = nil
+        guard let at else { return }
+        let delay = max(0, at.timeIntervalSince(service.now()))
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let task = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {
+            let handler = bound.value
+            handler.wakeTimer = nil
+            handler.apply(handler.qos.wake(now: handler.service.now()))
+        }
+        wakeTimer = (at, task)
+    }
+
+    /// Writes notifications to the device and starts waiting for their acknowledgements.
+    func write(_ tickets: [Int]) {
+        guard let context, !tickets.isEmpty else { return }
+        let at = service.now()
+        for id in tickets {
+            guard var entry = queued.removeValue(forKey: id) else { continue }
+            if let expiresAt = entry.expiresAt, expiresAt <= at {
+                // Expired while it waited; the store's purge logs it.
+                if case .direct(let completion) = entry.origin { completion(.notAcknowledged(deliveredAt: nil)) }
+                continue
+            }
+            let message = entry.push.encodedMessage()
+            var buffer = context.channel.allocator.buffer(capacity: message.count)
+            buffer.writeBytes(message)
+            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+            entry.deliveredAt = at
+            if case .direct = entry.origin {
+                let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                let apnsID = entry.push.apnsID
+                entry.timer = context.eventLoop.scheduleTask(in: service.configuration.acknowledgementTimeout) {
+                    bound.value.acknowledgementTimedOut(apnsID: apnsID, ticket: id)
+                }
+            }
+            awaiting[entry.push.apnsID, default: []].append(entry)
+        }
+        scheduleFlush()
+    }
+
+    /// The device did not answer in time: the provider's answer cannot wait any longer, so the push
+    /// is stored; a late acknowledgement still removes it.
+    func acknowledgementTimedOut(apnsID: String, ticket: Int) {
+        guard var entries = awaiting[apnsID], let i = entries.firstIndex(where: { $0.ticket == ticket }),
+            case .direct(let completion) = entries[i].origin
+        else { return }
+        entries[i].origin = .stored
+        entries[i].timer = nil
+        awaiting[apnsID] = entries
+        completion(.notAcknowledged(deliveredAt: entries[i].deliveredAt))
+    }
+
+    /// Flushes once per turn of the event loop, however many notifications were written in it.
+    func scheduleFlush() {
+        guard let context, !flushScheduled else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = bound.value
+            handler.flushScheduled = false
+            handler.context?.flush()
+        }
+    }
+
+    func send(_ message: LinkMessage) {
+        guard let context else { return }
+        let bytes = message.encoded()
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+    }
+
+    /// Sends an error and closes the connection (policy violation, 1008).
+    func refuse(code: String, message: String) {
+        guard let context else { return }
+        send(.error(request: nil, code: code, message: message))
+        close(context, code: 1008)
+    }
+
+    /// The gateway is stopping (1001, going away).
+    func goAway() {
+        guard let context else { return }
+        close(context, code: 1001)
+    }
+
+    private func close(_ context: ChannelHandlerContext, code: UInt16) {
+        var data = context.channel.allocator.buffer(capacity: 2)
+        data.writeInteger(code)
+        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { [channel = context.channel] _ in
+            channel.close(promise: nil)
+        }
+        closed()
+    }
+
+    /// The link is gone: providers still waiting learn that their pushes were not acknowledged
+    /// (the router stores them); stored ones stay stored for the next connection.
+    func closed() {
+        if case .closed = phase { return }
+        let device = deviceID
+        phase = .closed
+        wakeTimer?.task.cancel()
+        wakeTimer = nil
+        if let device { service.links.detach(device, key: ObjectIdentifier(self)) }
+        var unfinished: [Entry] = qos.drain().compactMap { queued.removeValue(forKey: $0) }
+        unfinished += queued.values
+        unfinished += awaiting.values.flatMap { $0 }
+        queued = [:]
+        awaiting = [:]
+        for entry in unfinished {
+            entry.timer?.cancel()
+            if case .direct(let completion) = entry.origin {
+                completion(.notAcknowledged(deliveredAt: entry.deliveredAt))
+            }
+        }
+        if let device { service.logger.info("device disconnected", metadata: ["device": "\(device)"]) }
+    }
+
+    private func takeTicket() -> Int {
+        nextTicket += 1
+        return nextTicket
+    }
+}
+
+extension StoredPush {
+    /// The stored push as it goes down the link.
+    var linkPush: LinkPush {
+        LinkPush(
+            apnsID: apnsID, uniqueID: uniqueID, topic: topic, token: token, environment: environment,
+            pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, payload: payload)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import Synchronization
+
+/// How an offered notification ended on the device link.
+public enum LinkOutcome: Sendable, Equatable {
+    /// The device acknowledged it.
+    case acknowledged(deliveredAt: Date, acknowledgedAt: Date)
+    /// The device did not acknowledge it in time, or the link closed first (`deliveredAt` is set
+    /// when it was written to the device). The router stores it under the offline policy.
+    case notAcknowledged(deliveredAt: Date?)
+    /// The QoS holds it (priority 5 or 1, or a background push over budget): the router stores it
+    /// now and the link sends it later; its acknowledgement then removes it from the store.
+    case hold
+}
+
+/// A notification offered to a connected device.
+public struct LinkOffer: Sendable {
+    /// What goes down the link.
+    public var push: LinkPush
+    /// When the gateway stops trying (`nil`: one attempt only, expiration 0).
+    public var expiresAt: Date?
+    /// Counts against the background budget.
+    public var background: Bool
+
+    /// Creates an offer.
+    public init(push: LinkPush, expiresAt: Date?, background: Bool) {
+        self.push = push
+        self.expiresAt = expiresAt
+        self.background = background
+    }
+}
+
+/// The devices connected over the device link, by device id. The router looks a device up here
+/// for every push; the link's own handler (on its event loop) does the rest.
+public final class DeviceLinks: Sendable {
+    struct Handle: Sendable {
+        let loop: any EventLoop
+        let handler: NIOLoopBound<DeviceLinkHandler>
+        let key: ObjectIdentifier
+    }
+
+    private let links = Mutex<[String: Handle]>([:])
+
+    /// No device connected.
+    public init() {}
+
+    /// How many devices are connected.
+    public var onlineCount: Int { links.withLock { $0.count } }
+
+    /// Whether a device is connected.
+    public func isOnline(_ deviceID: String) -> Bool { links.withLock { $0[deviceID] != nil } }
+
+    /// Records a device's connection; returns the connection it replaces.
+    func attach(_ deviceID: String, _ handle: Handle) -> Handle? {
+        links.withLock { links in
+            let old = links[deviceID]
+            links[deviceID] = handle
+            return old
+        }
+    }
+
+    /// Forgets a device's connection, unless another one has replaced it.
+    func detach(_ deviceID: String, key: ObjectIdentifier) {
+        links.withLock { links in
+            if links[deviceID]?.key == key { links[deviceID] = nil }
+        }
+    }
+
+    /// Offers a notification to a device; `false` (and `completion` never called) when the device
+    /// is not connected. `completion` runs on the link's event loop.
+    func offer(
+        _ offer: LinkOffer, to deviceID: String, completion: @escaping @Sendable (LinkOutcome) -> Void
+    ) -> Bool {
+        guard let handle = links.withLock({ $0[deviceID] }) else { return false }
+        handle.loop.execute { handle.handler.value.offer(offer, completion: completion) }
+        return true
+    }
+
+    /// Tells a connected device that it was reset.
+    public func deviceWasReset(_ deviceID: String, generation: Int) {
+        guard let handle = links.withLock({ $0[deviceID] }) else { return }
+        handle.loop.execute { handle.handler.value.send(.reset(request: nil, generation: generation)) }
+    }
+
+    /// Closes a device's connection (it was deleted).
+    public func disconnect(_ deviceID: String, reason: String) {
+        guard let handle = links.withLock({ $0[deviceID] }) else { return }
+        handle.loop.execute { handle.handler.value.refuse(code: "DeviceDeleted", message: reason) }
+    }
+
+    /// Every connection, for shutdown.
+    var all: [Handle] { links.withLock { Array($0.values) } }
+}

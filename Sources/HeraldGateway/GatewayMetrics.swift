@@ -1,0 +1,106 @@
+import HeraldCore
+import NIOCore
+import Prometheus
+import Synchronization
+
+/// The gateway's Prometheus metrics, served at the admin API's `/metrics`
+/// (docs/admin-api.md lists them). Counters for the usual answers are made up front, so the
+/// provider API's hot path only looks one up and increments it.
+public final class GatewayMetrics: Sendable {
+    /// The registry `/metrics` emits.
+    public let registry: PrometheusCollectorRegistry
+    private let requests: [String: Counter]
+    private let otherRequests = Mutex<[String: Counter]>([:])
+    private let latency: DurationHistogram
+    private let acknowledged: Counter
+    private let unacknowledged: Counter
+    private let storedTotal: Counter
+    private let discardedTotal: Counter
+    let devicesOnline: Gauge
+    let storedNow: Gauge
+
+    /// Creates the metrics in a registry of their own.
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        var requests: [String: Counter] = [:]
+        requests[Self.key(200, nil)] = Self.requestCounter(registry, 200, nil)
+        for reason in APNsReason.allCases {
+            requests[Self.key(reason.status, reason)] = Self.requestCounter(registry, reason.status, reason)
+        }
+        self.requests = requests
+        latency = registry.makeDurationHistogram(
+            descriptor: Self.name(
+                "provider_request_duration", "seconds", "Time from a provider request's arrival to its answer"),
+            buckets: [
+                .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+                .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+                .seconds(2.5), .seconds(5),
+            ])
+        acknowledged = registry.makeCounter(descriptor: Self.deliveries, labels: [("result", "acknowledged")])
+        unacknowledged = registry.makeCounter(descriptor: Self.deliveries, labels: [("result", "unacknowledged")])
+        storedTotal = registry.makeCounter(
+            descriptor: Self.name("pushes_stored", "total", "Pushes written to the offline store"))
+        discardedTotal = registry.makeCounter(
+            descriptor: Self.name(
+                "pushes_discarded", "total", "Pushes with expiration 0 (or past) that could not be delivered at once"))
+        devicesOnline = registry.makeGauge(
+            descriptor: Self.name("devices_online", "", "Devices connected over the device link"))
+        storedNow = registry.makeGauge(
+            descriptor: Self.name("stored_pushes", "", "Pushes waiting in the offline store"))
+    }
+
+    static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "herald", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    static var deliveries: MetricNameDescriptor {
+        name(
+            "deliveries", "total", "Notifications written to a device link, by whether the device acknowledged them")
+    }
+
+    static func key(_ status: Int, _ reason: APNsReason?) -> String { "\(status) \(reason?.rawValue ?? "")" }
+
+    static func requestCounter(_ registry: PrometheusCollectorRegistry, _ status: Int, _ reason: APNsReason?)
+        -> Counter
+    {
+        registry.makeCounter(
+            descriptor: name("provider_requests", "total", "Provider API answers by status and reason"),
+            labels: [("status", String(status)), ("reason", reason?.rawValue ?? "")])
+    }
+
+    /// Counts an answer to a provider and how long it took.
+    public func answered(_ response: ProviderResponse, after elapsed: TimeAmount) {
+        let key = Self.key(response.status, response.reason)
+        if let counter = requests[key] {
+            counter.increment()
+        } else {
+            // A fault rule can pair any status with any reason.
+            let counter = otherRequests.withLock { others in
+                if let c = others[key] { return c }
+                let c = Self.requestCounter(registry, response.status, response.reason)
+                others[key] = c
+                return c
+            }
+            counter.increment()
+        }
+        latency.record(Duration.nanoseconds(elapsed.nanoseconds))
+    }
+
+    /// Counts a notification written to a device.
+    public func delivered(acknowledged: Bool) {
+        (acknowledged ? self.acknowledged : unacknowledged).increment()
+    }
+
+    /// Counts a push written to the offline store.
+    public func stored() { storedTotal.increment() }
+
+    /// Counts a push discarded (expiration 0 and not deliverable at once).
+    public func discarded() { discardedTotal.increment() }
+
+    /// The metrics in Prometheus's text format, after setting the gauges read at scrape time.
+    public func emit(devicesOnline: Int, storedPushes: Int) -> [UInt8] {
+        self.devicesOnline.set(to: Double(devicesOnline))
+        storedNow.set(to: Double(storedPushes))
+        return registry.emitToBuffer()
+    }
+}
