@@ -73,6 +73,11 @@ public final class GatewayLinkClient: Sendable {
         public var message: String
         /// `code: message`.
         public var description: String { "\(code): \(message)" }
+        /// Creates a failure.
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
     }
 
     /// The device id the gateway knows this device by.
@@ -143,16 +148,18 @@ public final class GatewayLinkClient: Sendable {
                     headers.add(name: "host", value: "\(host):\(port)")
                     headers.add(name: "content-length", value: "0")
                     let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
-                    let upgraded = try sync.configureUpgradableHTTPClientPipeline(
-                        configuration: .init(
-                            upgradeConfiguration: .init(
-                                upgradeRequestHead: head, upgraders: [upgrader],
-                                notUpgradingCompletionHandler: { channel in
-                                    channel.eventLoop.makeFailedFuture(
-                                        Failure(
-                                            code: "NotUpgraded",
-                                            message: "the server did not accept the WebSocket upgrade"))
-                                })))
+                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(
+                        upgradeConfiguration: .init(
+                            upgradeRequestHead: head, upgraders: [upgrader],
+                            notUpgradingCompletionHandler: { channel in
+                                channel.eventLoop.makeFailedFuture(
+                                    Failure(
+                                        code: "NotUpgraded",
+                                        message: "the server did not accept the WebSocket upgrade"))
+                            }))
+                    // The gateway's challenge may arrive in the same read as the 101: keep those bytes.
+                    pipeline.leftOverBytesStrategy = .forwardBytes
+                    let upgraded = try sync.configureUpgradableHTTPClientPipeline(configuration: pipeline)
                     upgraded.whenFailure { welcome.fail($0) }
                 }
             }

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+@testable import HeraldCore
+
+@Suite struct DeviceLinkMessageTests {
+    static let token = DeviceToken(bytes: Array(0..<32))
+
+    @Test(arguments: [
+        LinkMessage.challenge(nonce: Data([1, 2, 3])),
+        .welcome(
+            device: "d-1", generation: 2,
+            registrations: [LinkRegistration(topic: "com.example.a", environment: .production, token: token)]),
+        .token(request: 4, LinkRegistration(topic: "com.example.a", environment: .development, token: token)),
+        .unregistered(request: 5, topic: "com.example.a", environment: .development),
+        .reset(request: nil, generation: 3),
+        .error(request: 6, code: "NotFound", message: "app com.example.a on device d-1 in development not found"),
+        .hello(device: nil, publicKey: Data([4, 5]), signature: Data([6])),
+        .hello(device: "d-1", publicKey: nil, signature: Data([6])),
+        .register(request: 1, topic: "com.example.a", environment: .production),
+        .unregister(request: nil, topic: "com.example.a", environment: .development),
+        .resetDevice(request: 9),
+        .ack(["a", "b"]),
+        .push(
+            LinkPush(
+                apnsID: "id \"quoted\"\n", uniqueID: "u", topic: "com.example.a", token: token,
+                environment: .development, pushType: .background, priority: .normal, expiration: 0,
+                collapseID: "c\\d", payload: Data(#"{ "aps" : {"content-available":1} }"#.utf8))),
+        .push(
+            LinkPush(
+                apnsID: "x", topic: "t", token: token, environment: .production, pushType: .alert,
+                priority: .immediate, expiration: nil, collapseID: nil, payload: Data([0x7B, 0x7D]))),
+    ])
+    func roundTrips(_ message: LinkMessage) throws {
+        #expect(try LinkMessage(json: message.encoded()) == message)
+    }
+
+    @Test func theHandWrittenPushIsJSONThatFoundationReads() throws {
+        let push = LinkPush(
+            apnsID: "a\u{1}b", topic: "com.example.a", token: Self.token, environment: .development, pushType: .alert,
+            priority: .low, expiration: 1_800_000_000, collapseID: "é", payload: Data("{}".utf8))
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: push.encodedMessage()) as? [String: Any])
+        #expect(object["type"] as? String == "push")
+        #expect(object["apnsID"] as? String == "a\u{1}b")
+        #expect(object["collapseID"] as? String == "é")
+        #expect(object["priority"] as? Int == 1)
+        #expect(object["expiration"] as? Int == 1_800_000_000)
+        #expect(object["payload"] as? String == Data("{}".utf8).base64EncodedString())
+    }
+
+    @Test func errorsNameTheField() {
+        #expect(throws: LinkMessageError("register needs \"topic\"")) {
+            try LinkMessage(json: Data(#"{"type":"register","environment":"development"}"#.utf8))
+        }
+        #expect(throws: LinkMessageError("unknown message type \"nope\"")) {
+            try LinkMessage(json: Data(#"{"type":"nope"}"#.utf8))
+        }
+        #expect(throws: LinkMessageError("missing field \"type\"")) {
+            try LinkMessage(json: Data(#"{"ids":[]}"#.utf8))
+        }
+        #expect(throws: LinkMessageError("not a JSON object")) { try LinkMessage(json: Data("[1".utf8)) }
+        #expect(throws: LinkMessageError("field \"environment\" is malformed")) {
+            try LinkMessage(json: Data(#"{"type":"register","topic":"a","environment":"staging"}"#.utf8))
+        }
+    }
+}
