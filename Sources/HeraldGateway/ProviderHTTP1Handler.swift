@@ -52,7 +52,10 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
             request = nil
             busy = true
             if tooLarge {
-                write(.error(.payloadTooLarge, apnsID: r.apnsID ?? UUID().uuidString.lowercased()), context: context)
+                let response = ProviderResponse.error(
+                    .payloadTooLarge, apnsID: r.apnsID ?? UUID().uuidString.lowercased())
+                router.metrics.answered(response, after: .zero)
+                write(response, context: context)
                 return
             }
             let decision = api.handle(r, connection: &connection, now: now())

@@ -95,6 +95,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                         stream.answered = true
                         let response = ProviderResponse.error(
                             .payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased())
+                        router.metrics.answered(response, after: .zero)
                         write(response, on: frame.streamID, context: context)
                         context.write(
                             wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.noError))),
@@ -137,14 +138,16 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         streams[id] = nil
         if stream.answered { return }
         if stream.bodyLimitExceeded {
-            write(
-                .error(.payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased()), on: id,
-                context: context)
+            let response = ProviderResponse.error(
+                .payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased())
+            router.metrics.answered(response, after: .zero)
+            write(response, on: id, context: context)
             return
         }
         let decision = api.handle(stream.request, connection: &connection, now: now())
         if case .respond(let response, nil) = decision {
-            // Written now; flushed with the rest of this read.
+            // Written now, within the read that completed the request; flushed with the rest of it.
+            router.metrics.answered(response, after: .zero)
             write(response, on: id, context: context)
             return
         }

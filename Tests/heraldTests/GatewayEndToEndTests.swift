@@ -77,7 +77,10 @@ final class GatewayProcess {
         self.state = state ?? FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())")
         process.executableURL = try heraldExecutable()
         process.arguments =
-            ["gateway", "--state", self.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0"] + arguments
+            [
+                "gateway", "--state", self.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
+                "--link-port", "0",
+            ] + arguments
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -356,14 +359,29 @@ struct Provisioned {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())").path
         let provider = try run(
             try heraldExecutable().path,
-            ["gateway", "--state", state, "--port", "\(tlsPort)", "--dev-port", "0", "--admin-port", "0"])
+            [
+                "gateway", "--state", state, "--port", "\(tlsPort)", "--dev-port", "0", "--admin-port", "0",
+                "--link-port", "0",
+            ])
         #expect(provider.status != 0)
         #expect(provider.stderr.contains("provider API could not listen on 0.0.0.0:\(tlsPort)"), "\(provider.stderr)")
         let admin = try run(
             try heraldExecutable().path,
-            ["gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "\(adminPort)"])
+            [
+                "gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "\(adminPort)",
+                "--link-port", "0",
+            ])
         #expect(admin.status != 0)
         #expect(admin.stderr.contains("admin API could not listen on 127.0.0.1:\(adminPort)"), "\(admin.stderr)")
+        let linkPort = URL(string: first.info["linkDevelopmentURL"]!)!.port!
+        let link = try run(
+            try heraldExecutable().path,
+            [
+                "gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "0",
+                "--link-port", "\(linkPort)",
+            ])
+        #expect(link.status != 0)
+        #expect(link.stderr.contains("device link could not listen on 0.0.0.0:\(linkPort)"), "\(link.stderr)")
         #expect(first.stop() == 0)
     }
 

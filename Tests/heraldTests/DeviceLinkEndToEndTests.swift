@@ -1,0 +1,151 @@
+import Foundation
+import HeraldCore
+import HeraldDevice
+import Testing
+
+/// Waits (up to a safety deadline) until `condition` holds, checking every few milliseconds.
+func eventually(_ what: String, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(10)
+    while try !condition() {
+        guard Date() < deadline else { throw CocoaError(.fileReadUnknown, userInfo: ["timed out": what]) }
+        usleep(5000)
+    }
+}
+
+/// Reads a child process's output line by line.
+final class LineReader {
+    let handle: FileHandle
+    var buffer = ""
+    init(_ handle: FileHandle) { self.handle = handle }
+
+    func line() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: "\n") {
+                let line = String(buffer[..<newline])
+                buffer = String(buffer[buffer.index(after: newline)...])
+                return line
+            }
+            let chunk = handle.availableData
+            if chunk.isEmpty { return nil }
+            buffer += String(decoding: chunk, as: UTF8.self)
+        }
+    }
+
+    func json() -> [String: Any]? {
+        line().flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+}
+
+@Suite(.serialized) struct DeviceLinkEndToEndTests {
+    @Test func aDeviceOverTLSGetsACurlPushByteForByteAndTheMetricsCountIt() async throws {
+        let p = try Provisioned()
+        let ca = try String(contentsOfFile: p.gateway.ca, encoding: .utf8)
+        let url = try #require(p.gateway.info["linkURL"])
+        #expect(url.hasPrefix("wss://localhost:"))
+        let client = try await GatewayLinkClient.connect(
+            url: url, identity: DeviceIdentity(deviceID: "phone"), caCertificatePEM: ca)
+        let token = try await client.register(topic: Provisioned.topic)
+        var pushes = client.events.makeAsyncIterator()
+
+        let body = "{\"aps\":{\"alert\":{\"title\":\"Caf\u{e9}\",\"body\":\"\\u00e9 \\\"q\\\"\"}} ,  \"x\":[1,2.50]}"
+        let response = try p.push(
+            p.gateway.tls, token: token.hex, body: body,
+            headers: ["apns-collapse-id: c1", "apns-priority: 10", "apns-id: 0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B"],
+            http: "--http2", extra: ["--cacert", p.gateway.ca])
+        #expect(response.status == 200)
+        #expect(response.headers["apns-id"] == "0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B")
+        guard case .push(let push)? = await pushes.next() else { throw CocoaError(.fileReadUnknown) }
+        #expect(push.payload == Data(body.utf8))
+        #expect(push.apnsID == "0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B")
+        #expect(push.collapseID == "c1")
+        #expect(push.topic == Provisioned.topic)
+
+        // The admin API shows the device online and the log shows the acknowledgement.
+        let device = try p.gateway.adminCall("GET", "/devices/phone")
+        #expect(device.json?["online"] as? Bool == true)
+        try eventually("the delivery log") {
+            let log = try p.gateway.adminCall("GET", "/deliveries/0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B")
+            let kinds = (try JSONSerialization.jsonObject(with: Data(log.body.utf8)) as? [[String: Any]])?
+                .compactMap { $0["kind"] as? String }
+            return kinds == ["accepted", "delivered", "acknowledged"]
+        }
+        let metrics = try curl([p.gateway.admin + "/metrics"])
+        #expect(metrics.status == 200)
+        #expect(metrics.body.contains(#"herald_provider_requests_total{status="200",reason=""} 1"#), "\(metrics.body)")
+        #expect(metrics.body.contains(#"herald_deliveries_total{result="acknowledged"} 1"#))
+        #expect(metrics.body.contains("herald_devices_online 1"))
+        #expect(metrics.body.contains("herald_provider_request_duration_seconds_count 1"))
+
+        // A bad token is counted by its reason.
+        _ = try p.push(token: String(repeating: "ab", count: 32))
+        #expect(
+            try curl([p.gateway.admin + "/metrics"]).body.contains(
+                #"herald_provider_requests_total{status="400",reason="BadDeviceToken"} 1"#))
+
+        // Stopping the gateway closes the link (1001, going away).
+        #expect(p.gateway.stop() == 0)
+        var closed = false
+        while let event = await pushes.next() {
+            if case .closed = event { closed = true }
+        }
+        #expect(closed)
+    }
+
+    @Test func testDeviceCommandRegistersReceivesAndIsTheSameDeviceNextTime() throws {
+        let p = try Provisioned()
+        let identity = p.gateway.state.appendingPathComponent("test-device.json").path
+        func start() throws -> (Process, LineReader) {
+            let process = Process()
+            process.executableURL = try heraldExecutable()
+            process.arguments = [
+                "test-device", "--gateway-state", p.gateway.state.path, "--identity", identity, "--topic",
+                Provisioned.topic, "--json", "--count", "1",
+            ]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return (process, LineReader(out.fileHandleForReading))
+        }
+        let (first, lines) = try start()
+        let ready = try #require(lines.json())
+        #expect(ready["event"] as? String == "ready")
+        let device = try #require(ready["device"] as? String)
+        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+
+        let body = #"{"aps":{"alert":"from curl"}}"#
+        #expect(try p.push(token: token, body: body).status == 200)
+        let push = try #require(lines.json())
+        #expect(push["event"] as? String == "push")
+        #expect(push["payload"] as? String == body)
+        #expect(lines.json()?["received"] as? Int == 1)
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 0)
+
+        // Offline now: the push is stored, and the same device (same identity file) gets it on connect.
+        try eventually("the device to go offline") {
+            try p.gateway.adminCall("GET", "/devices/\(device)").json?["online"] as? Bool == false
+        }
+        #expect(try p.push(token: token, body: #"{"aps":{"alert":"while away"}}"#).status == 200)
+        let (second, again) = try start()
+        #expect(again.json()?["device"] as? String == device)
+        #expect(again.json()?["payload"] as? String == #"{"aps":{"alert":"while away"}}"#)
+        second.waitUntilExit()
+        try eventually("the store to empty") {
+            try p.gateway.adminCall("GET", "/devices/\(device)/stored").body == "[]"
+        }
+        #expect(p.gateway.stop() == 0)
+    }
+
+    @Test func cleartextIsForLoopbackAndPlainHTTPIsTurnedAway() throws {
+        let p = try Provisioned()
+        let url = try #require(p.gateway.info["linkDevelopmentURL"])
+        let http = url.replacingOccurrences(of: "ws://", with: "http://")
+        // The link's path without the upgrade: 426; anything else: 404.
+        let plain = try curl([http])
+        #expect(plain.status == 426)
+        #expect(plain.headers["upgrade"] == "websocket")
+        #expect(try curl([http.replacingOccurrences(of: "/device/v1", with: "/other")]).status == 404)
+        #expect(p.gateway.stop() == 0)
+    }
+}
