@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Provider API throughput: herald gateway vs nginx (HTTP/2 + TLS, returning 200), same machine,
 # same run, same client: h2load -c 4 -m 100, 200,000 requests, a valid JWT, a 200-byte alert payload.
+# The gateway runs with everything on: authentication, validation, routing, link QoS, and delivery to
+# one connected test device (herald test-device over the device link) that acknowledges every push,
+# so each 200 means "delivered and acknowledged".
 #
 #   scripts/bench-provider-api.sh [requests]
 #
@@ -24,6 +27,7 @@ HERALD="$(swift build -c release --show-bin-path)/herald"
 
 WORK=$(mktemp -d)
 cleanup() {
+    [ -n "${DEV_PID:-}" ] && kill "$DEV_PID" 2>/dev/null && wait "$DEV_PID" 2>/dev/null || true
     [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null || true
     [ -f "$WORK/nginx/nginx.pid" ] && nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" -s stop 2>/dev/null || true
     rm -rf "$WORK"
@@ -31,7 +35,8 @@ cleanup() {
 trap cleanup EXIT
 
 # The gateway, provisioned through its admin API.
-"$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --log-level warning > "$WORK/gw.out" 2>&1 &
+"$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --link-port 0 --log-level warning \
+    > "$WORK/gw.out" 2>&1 &
 GW_PID=$!
 until grep -q "herald gateway ready" "$WORK/gw.out" 2>/dev/null; do
     kill -0 "$GW_PID" 2>/dev/null || { cat "$WORK/gw.out"; exit 1; }
@@ -43,9 +48,15 @@ PROVIDER=$(json "$WORK/gw/gateway.json" providerURL)
 AUTH="authorization: Bearer $(json "$WORK/gw/gateway.json" adminToken)"
 "$HERALD" keys new --state "$WORK/gw" --team BENCH12345 --key-id BENCHKEY01 --out "$WORK/key.p8" >/dev/null
 curl -sf -X POST "$ADMIN/apps" -H "$AUTH" -d '{"bundleID":"com.example.bench","teamID":"BENCH12345"}' >/dev/null
-curl -sf -X POST "$ADMIN/devices" -H "$AUTH" -d '{"id":"bench-device"}' >/dev/null
-TOKEN=$(curl -sf -X POST "$ADMIN/devices/bench-device/apps" -H "$AUTH" -d '{"bundleID":"com.example.bench"}' |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+# The device: connected over the device link (loopback), acknowledging everything.
+"$HERALD" test-device --gateway-state "$WORK/gw" --identity "$WORK/device.json" --device-id bench-device \
+    --topic com.example.bench --quiet --json > "$WORK/device.out" 2>&1 &
+DEV_PID=$!
+until grep -q '"ready"' "$WORK/device.out" 2>/dev/null; do
+    kill -0 "$DEV_PID" 2>/dev/null || { cat "$WORK/device.out"; exit 1; }
+    sleep 0.1
+done
+TOKEN=$(head -1 "$WORK/device.out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"]["com.example.bench"])')
 JWT=$("$HERALD" keys token --p8 "$WORK/key.p8" --key-id BENCHKEY01 --team BENCH12345)
 
 # A 200-byte alert payload.
@@ -102,5 +113,7 @@ HR=${H%%|*}; NR=${N%%|*}
 echo "herald gateway: $HR req/s (${H#*|})"
 echo "nginx:          $NR req/s (${N#*|})"
 python3 -c "print(f'ratio herald/nginx: {float($HR)/float($NR)*100:.1f}%')"
-STORED=$(curl -sf "$ADMIN/devices/bench-device/stored" -H "$AUTH" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-echo "stored for the (offline) device afterwards: $STORED (APNs policy: the newest one)"
+METRICS=$(curl -sf "$ADMIN/metrics")
+ACKED=$(echo "$METRICS" | grep '^herald_deliveries_total{result="acknowledged"}' | awk '{print $2}')
+STORED=$(echo "$METRICS" | grep '^herald_pushes_stored_total' | awk '{print $2}')
+echo "delivered to the device and acknowledged: $ACKED; stored instead (no acknowledgement in time): $STORED"
