@@ -83,7 +83,17 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "heraldTests", dependencies: ["herald", "HeraldDevice", "HeraldCore"]),
+        .testTarget(
+            name: "heraldTests",
+            dependencies: [
+                "herald", "HeraldDevice", "HeraldCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -198,10 +198,17 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func backlog(_ pending: [StoredPush]) {
-        guard deviceID != nil else { return }
+        guard let device = deviceID else { return }
         var tickets: [LinkQoS.Ticket] = []
         let waiting = Set(queued.values.map(\.push.apnsID))
+        let registry = service.directory.registry
+        var void: [StoredPush] = []
         for stored in pending where awaiting[stored.apnsID] == nil && !waiting.contains(stored.apnsID) {
+            guard registry.registration(stored.token, in: stored.environment)?.invalidatedAt == nil else {
+                // The app was removed or the device reset since: the push has no one to go to.
+                void.append(stored)
+                continue
+            }
             let ticket = LinkQoS.Ticket(
                 id: takeTicket(), priority: stored.priority, topic: stored.topic,
                 background: stored.pushType == .background)
@@ -209,6 +216,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 ticket: ticket.id, push: stored.linkPush, expiresAt: stored.expiresAt, origin: .stored)
             tickets.append(ticket)
         }
+        if !void.isEmpty { service.router.discardStored(void, device: device, at: service.now()) }
         if tickets.isEmpty { return }
         apply(qos.submitBacklog(tickets, now: service.now()))
     }

@@ -148,6 +148,18 @@ public final class Gateway: Sendable {
                         logger: gateway.logger))
                 try await serviceGroup.run()
             }
+            tasks.addTask {
+                // Expired pushes leave the offline store once a minute (and are logged as discarded).
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(60))
+                    if Task.isCancelled { break }
+                    do {
+                        try await gateway.router.purgeExpired(now: Date())
+                    } catch {
+                        gateway.logger.error("purging expired pushes failed", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
             var adminBound: Int?
             for await port in adminPort { adminBound = port }
             guard let bound = adminBound else {
@@ -177,6 +189,7 @@ public final class Gateway: Sendable {
             await provider.shutdown()
             await development?.shutdown()
             await link.shutdown()
+            tasks.cancelAll()
         }
         try await group.shutdownGracefully()
     }

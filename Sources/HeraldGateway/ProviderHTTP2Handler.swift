@@ -96,10 +96,16 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                         let response = ProviderResponse.error(
                             .payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased())
                         router.metrics.answered(response, after: .zero)
-                        write(response, on: frame.streamID, context: context)
-                        context.write(
-                            wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.noError))),
-                            promise: nil)
+                        // Reset the stream (NO_ERROR: stop sending the body) only once the answer is out:
+                        // a reset written earlier would discard the DATA frame still queued for flow control.
+                        let sent = context.eventLoop.makePromise(of: Void.self)
+                        write(response, on: frame.streamID, context: context, promise: sent)
+                        let streamID = frame.streamID
+                        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                        sent.futureResult.whenSuccess {
+                            bound.value.writeAndFlush(
+                                NIOAny(HTTP2Frame(streamID: streamID, payload: .rstStream(.noError))), promise: nil)
+                        }
                     }
                     if payload.endStream {
                         complete(frame.streamID, &stream, context: context)
@@ -162,7 +168,10 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         }
     }
 
-    private func write(_ response: ProviderResponse, on id: HTTP2StreamID, context: ChannelHandlerContext) {
+    private func write(
+        _ response: ProviderResponse, on id: HTTP2StreamID, context: ChannelHandlerContext,
+        promise: EventLoopPromise<Void>? = nil
+    ) {
         var headers = HPACKHeaders()
         headers.reserveCapacity(5)
         headers.add(name: ":status", value: Self.statusText(response.status))
@@ -171,7 +180,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         guard let body = response.body else {
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
-                promise: nil)
+                promise: promise)
             needsFlush = true
             return
         }
@@ -183,7 +192,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         context.write(
             wrapOutboundOut(
                 HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
-            promise: nil)
+            promise: promise)
         needsFlush = true
     }
 

@@ -159,6 +159,34 @@ public final class PushRouter: Sendable {
         metrics.delivered(acknowledged: true)
     }
 
+    /// Drops stored pushes whose token became invalid (the app was removed or the device reset).
+    func discardStored(_ pushes: [StoredPush], device: String, at: Date) {
+        var batch = StoreBatch()
+        batch.removals = pushes.map { (deviceID: device, apnsID: $0.apnsID) }
+        batch.events = pushes.map {
+            DeliveryEvent(
+                apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: at,
+                detail: "its token was invalidated (app removed or device reset) before delivery")
+        }
+        committer.submit(batch)
+    }
+
+    /// Deletes expired pushes from the offline store and logs each as discarded; returns how many.
+    @discardableResult
+    public func purgeExpired(now: Date) async throws -> Int {
+        let expired = try await committer.store.purgeExpired(now: now)
+        if expired.isEmpty { return 0 }
+        var batch = StoreBatch()
+        batch.events = expired.map {
+            DeliveryEvent(
+                apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: now,
+                detail: "expired in the offline store")
+        }
+        _ = try await committer.commit(batch)
+        logger.info("purged expired pushes", metadata: ["count": "\(expired.count)"])
+        return expired.count
+    }
+
     private func accepted(_ push: AcceptedPush) -> DeliveryEvent {
         DeliveryEvent(
             apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .accepted, at: push.receivedAt,

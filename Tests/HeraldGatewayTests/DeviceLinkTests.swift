@@ -79,10 +79,11 @@ struct LinkHarness {
 
     /// Sends a push through the provider API's logic and the router; returns the answer.
     func push(
-        to token: DeviceToken, body: String = #"{"aps":{"alert":"hi"}}"#, headers: [(String, String)] = []
+        to token: DeviceToken, topic: String = Fixture.bundle, body: String = #"{"aps":{"alert":"hi"}}"#,
+        headers: [(String, String)] = []
     ) async throws -> ProviderResponse {
         var connection = ProviderConnectionState(defaultEnvironment: .development)
-        let request = f.request(token: token.hex, body: body, headers: headers)
+        let request = f.request(token: token.hex, topic: topic, body: body, headers: headers)
         switch f.api.handle(request, connection: &connection, now: Date()) {
         case .respond(let response, _):
             return response
@@ -352,6 +353,46 @@ struct LinkHarness {
         defer { Task { await client.close() } }
         #expect(client.registrations.map(\.token) == [h.f.token])
         #expect(h.f.directory.registry.device("device-1")?.publicKey.isEmpty == false)
+    }
+
+    @Test func aStoredPushWhoseAppWasRemovedMeanwhileIsDiscardedNotDelivered() async throws {
+        let h = try await LinkHarness()
+        try await h.f.directory.putApp(bundleID: "com.example.kept", teamID: Fixture.team)
+        let identity = DeviceIdentity(deviceID: "phone-11")
+        let first = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        let token = try await first.register(topic: Fixture.bundle)
+        let kept = try await first.register(topic: "com.example.kept")
+        await first.close()
+        try await waitUntil("the device is offline") { !h.router.links.isOnline("phone-11") }
+        let removed = try await h.push(to: token)
+        #expect(try await h.push(to: kept, topic: "com.example.kept").status == 200)
+        #expect(try await h.storedCount() == 2)
+        try await h.f.directory.unregisterApp(
+            device: "phone-11", bundleID: Fixture.bundle, environment: .development, now: Date())
+
+        let second = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        defer { Task { await second.close() } }
+        let pushes = try await Inbox(second).waitForPushes(1)
+        #expect(pushes.map(\.token) == [kept])
+        try await h.waitForStored(0)
+        try await h.waitForLog(removed.apnsID, [.accepted, .stored, .discarded])
+    }
+
+    @Test func expiredPushesArePurgedAndLogged() async throws {
+        let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        var connection = ProviderConnectionState(defaultEnvironment: .development)
+        let expiration = Int64(f.now.timeIntervalSince1970) + 10
+        guard
+            case .accept(let push, _) = f.api.handle(
+                f.request(headers: [("apns-expiration", String(expiration))]), connection: &connection, now: f.now)
+        else { throw TestFailure("not accepted") }
+        let response = await withCheckedContinuation { c in router.route(push) { c.resume(returning: $0) } }
+        #expect(response.status == 200)
+        #expect(try await router.purgeExpired(now: f.now.addingTimeInterval(9)) == 0)
+        #expect(try await router.purgeExpired(now: f.now.addingTimeInterval(10)) == 1)
+        #expect(try await f.store.storedCount() == 0)
+        #expect(try await f.store.deliveryLog(id: push.apnsID).map(\.kind) == [.accepted, .stored, .discarded])
     }
 
     @Test func aSecondConnectionReplacesTheFirst() async throws {
