@@ -30,7 +30,6 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         var expiresAt: Date?
         var origin: Origin
         var deliveredAt: Date?
-        var timer: Scheduled<Void>?
     }
 
     let service: DeviceLinkService
@@ -43,6 +42,10 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Written to the device, waiting for its acknowledgement, by `apns-id`.
     var awaiting: [String: [Entry]] = [:]
     var wakeTimer: (at: Date, task: Scheduled<Void>)?
+    /// Acknowledgement deadlines of direct pushes, in the order they were written (from `deadlineHead`).
+    var deadlines: [(apnsID: String, ticket: Int, at: NIODeadline)] = []
+    var deadlineHead = 0
+    var deadlineTimer: Scheduled<Void>?
     var flushScheduled = false
 
     init(service: DeviceLinkService) {
@@ -227,7 +230,6 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         for id in ids {
             guard let entries = awaiting.removeValue(forKey: id) else { continue }
             for entry in entries {
-                entry.timer?.cancel()
                 let deliveredAt = entry.deliveredAt ?? at
                 switch entry.origin {
                 case .direct(let completion):
@@ -303,15 +305,39 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
             entry.deliveredAt = at
             if case .direct = entry.origin {
-                let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-                let apnsID = entry.push.apnsID
-                entry.timer = context.eventLoop.scheduleTask(in: service.configuration.acknowledgementTimeout) {
-                    bound.value.acknowledgementTimedOut(apnsID: apnsID, ticket: id)
-                }
+                // Every direct push waits the same time, so deadlines come in the order pushes were
+                // written: one queue and one timer instead of a timer per push.
+                deadlines.append(
+                    (entry.push.apnsID, id, NIODeadline.now() + service.configuration.acknowledgementTimeout))
+                armDeadlineTimer()
             }
             awaiting[entry.push.apnsID, default: []].append(entry)
         }
         scheduleFlush()
+    }
+
+    func armDeadlineTimer() {
+        guard deadlineTimer == nil, let context, deadlineHead < deadlines.count else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadlineTimer = context.eventLoop.scheduleTask(deadline: deadlines[deadlineHead].at) {
+            let handler = bound.value
+            handler.deadlineTimer = nil
+            handler.expireDeadlines()
+        }
+    }
+
+    func expireDeadlines() {
+        let now = NIODeadline.now()
+        while deadlineHead < deadlines.count, deadlines[deadlineHead].at <= now {
+            let (apnsID, ticket, _) = deadlines[deadlineHead]
+            deadlineHead += 1
+            acknowledgementTimedOut(apnsID: apnsID, ticket: ticket)
+        }
+        if deadlineHead > 1024 && deadlineHead * 2 > deadlines.count {
+            deadlines.removeFirst(deadlineHead)
+            deadlineHead = 0
+        }
+        armDeadlineTimer()
     }
 
     /// The device did not answer in time: the provider's answer cannot wait any longer, so the push
@@ -321,7 +347,6 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             case .direct(let completion) = entries[i].origin
         else { return }
         entries[i].origin = .stored
-        entries[i].timer = nil
         awaiting[apnsID] = entries
         completion(.notAcknowledged(deliveredAt: entries[i].deliveredAt))
     }
@@ -377,6 +402,10 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         phase = .closed
         wakeTimer?.task.cancel()
         wakeTimer = nil
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        deadlines = []
+        deadlineHead = 0
         if let device { service.links.detach(device, key: ObjectIdentifier(self)) }
         var unfinished: [Entry] = qos.drain().compactMap { queued.removeValue(forKey: $0) }
         unfinished += queued.values
@@ -384,7 +413,6 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         queued = [:]
         awaiting = [:]
         for entry in unfinished {
-            entry.timer?.cancel()
             if case .direct(let completion) = entry.origin {
                 completion(.notAcknowledged(deliveredAt: entry.deliveredAt))
             }

@@ -74,7 +74,11 @@ public final class DeviceLinks: Sendable {
         _ offer: LinkOffer, to deviceID: String, completion: @escaping @Sendable (LinkOutcome) -> Void
     ) -> Bool {
         guard let handle = links.withLock({ $0[deviceID] }) else { return false }
-        handle.loop.execute { handle.handler.value.offer(offer, completion: completion) }
+        if handle.loop.inEventLoop {
+            handle.handler.value.offer(offer, completion: completion)
+        } else {
+            handle.loop.execute { handle.handler.value.offer(offer, completion: completion) }
+        }
         return true
     }
 

@@ -35,6 +35,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     var highestStreamID = HTTP2StreamID(0)
     var unacknowledgedBytes = 0
     var needsFlush = false
+    var flushScheduled = false
     var draining = false
     var context: ChannelHandlerContext?
 
@@ -162,9 +163,23 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             self.inFlight -= 1
             if let context = self.context {
                 self.write(response, on: id, context: context)
-                context.flush()
+                self.scheduleFlush(context)
             }
             self.closeIfDrained()
+        }
+    }
+
+    /// Answers that come back later (from the store or a device) arrive one by one as tasks on the
+    /// event loop: flush once after the tasks queued now have run, not once per answer.
+    private func scheduleFlush(_ context: ChannelHandlerContext) {
+        if flushScheduled { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = bound.value
+            handler.flushScheduled = false
+            handler.needsFlush = false
+            handler.context?.flush()
         }
     }
 
@@ -229,6 +244,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     private func closeIfDrained() {
         guard draining, inFlight == 0, streams.isEmpty, let context else { return }
+        context.flush()
         context.close(promise: nil)
     }
 }

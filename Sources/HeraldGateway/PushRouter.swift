@@ -280,7 +280,9 @@ extension PushRouter {
         case .accept(let push, let delay):
             let bound = NIOLoopBound(answer, eventLoop: loop)
             let route: @Sendable () -> Void = { [self] in
-                self.route(push) { response in loop.execute { bound.value(response) } }
+                self.route(push) { response in
+                    if loop.inEventLoop { bound.value(response) } else { loop.execute { bound.value(response) } }
+                }
             }
             if let delay { loop.scheduleTask(in: delay) { route() } } else { route() }
         }

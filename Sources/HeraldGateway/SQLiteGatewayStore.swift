@@ -184,7 +184,32 @@ public final class SQLiteGatewayStore: GatewayStore {
             meta.payload = Data()
             return (p, try encoder.encode(meta))
         }
-        let events = batch.events.map { e in (e, e.jsonRecord) }
+        // One row per run of events of the same push (accepted, delivered, acknowledged go together):
+        // a third of the rows and index entries of one row per event.
+        var rows: [(DeliveryEvent, Data)] = []
+        var i = batch.events.startIndex
+        while i < batch.events.endIndex {
+            let first = batch.events[i]
+            var j = i + 1
+            while j < batch.events.endIndex, batch.events[j].apnsID == first.apnsID,
+                batch.events[j].uniqueID == first.uniqueID
+            {
+                j += 1
+            }
+            if j - i == 1 {
+                rows.append((first, first.jsonRecord))
+            } else {
+                var record = Data("[".utf8)
+                for k in i..<j {
+                    if k > i { record.append(UInt8(ascii: ",")) }
+                    record.append(batch.events[k].jsonRecord)
+                }
+                record.append(UInt8(ascii: "]"))
+                rows.append((first, record))
+            }
+            i = j
+        }
+        let events = rows
         let removals = batch.removals
         return try await writer.write { db in
             var replaced = replacedInBatch
@@ -265,7 +290,10 @@ public final class SQLiteGatewayStore: GatewayStore {
             try Data.fetchAll(
                 db, sql: "SELECT record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq", arguments: [id, id])
         }
-        return try rows.map { try decoder.decode(DeliveryEvent.self, from: $0) }
+        return try rows.flatMap { row -> [DeliveryEvent] in
+            if row.first == UInt8(ascii: "[") { return try decoder.decode([DeliveryEvent].self, from: row) }
+            return [try decoder.decode(DeliveryEvent.self, from: row)]
+        }
     }
 
     public func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
