@@ -5,6 +5,8 @@ import Foundation
 public enum DeviceLink {
     /// The WebSocket path.
     public static let path = "/device/v1"
+    /// The largest message either side accepts (a WebSocket frame or a reassembled fragmented one).
+    public static let maximumMessageSize = 1 << 20
     /// What a device signs to prove it holds its key: these bytes followed by the server's nonce.
     public static let signaturePrefix = Array("herald-device-link-v1\n".utf8)
     /// The bytes a device signs for a nonce.

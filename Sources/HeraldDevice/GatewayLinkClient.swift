@@ -130,14 +130,14 @@ public final class GatewayLinkClient: Sendable {
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: host))
                     }
                     let upgrader = NIOTypedWebSocketClientUpgrader<Void>(
-                        maxFrameSize: 1 << 20,
+                        maxFrameSize: DeviceLink.maximumMessageSize,
                         upgradePipelineHandler: { channel, _ in
                             channel.eventLoop.makeCompletedFuture {
                                 let sync = channel.pipeline.syncOperations
                                 try sync.addHandler(
                                     NIOWebSocketFrameAggregator(
                                         minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
-                                        maxAccumulatedFrameSize: 1 << 20))
+                                        maxAccumulatedFrameSize: DeviceLink.maximumMessageSize))
                                 try sync.addHandler(
                                     LinkClientHandler(
                                         identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome,
@@ -262,9 +262,10 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     var nextRequest = 0
     var pending: [Int: EventLoopPromise<LinkMessage>] = [:]
     var toAcknowledge: [String] = []
-    /// `apns-id`s already seen, oldest first, at most ``seenLimit``.
+    /// `apns-id`s already seen, at most ``seenLimit``; `seenOrder[seenHead...]` holds them oldest first.
     var seen: Set<String> = []
     var seenOrder: [String] = []
+    var seenHead = 0
     static let seenLimit = 100_000
     var closeReason: String?
 
@@ -327,8 +328,13 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
             if autoAcknowledge { toAcknowledge.append(push.apnsID) }
             guard seen.insert(push.apnsID).inserted else { return }
             seenOrder.append(push.apnsID)
-            if seenOrder.count > Self.seenLimit {
-                seen.remove(seenOrder.removeFirst())
+            if seenOrder.count - seenHead > Self.seenLimit {
+                seen.remove(seenOrder[seenHead])
+                seenHead += 1
+                if seenHead >= Self.seenLimit {
+                    seenOrder.removeFirst(seenHead)
+                    seenHead = 0
+                }
             }
             events.yield(.push(push))
         case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _):

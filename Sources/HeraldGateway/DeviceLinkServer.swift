@@ -245,7 +245,7 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
 
     static func configureHTTP(_ sync: ChannelPipeline.SynchronousOperations, service: DeviceLinkService) throws {
         let upgrader = NIOWebSocketServerUpgrader(
-            maxFrameSize: 1 << 20, automaticErrorHandling: true,
+            maxFrameSize: DeviceLink.maximumMessageSize, automaticErrorHandling: true,
             shouldUpgrade: { channel, head in
                 let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
                 return channel.eventLoop.makeSucceededFuture(path == DeviceLink.path ? HTTPHeaders() : nil)
@@ -256,7 +256,7 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
                     try sync.addHandler(
                         NIOWebSocketFrameAggregator(
                             minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
-                            maxAccumulatedFrameSize: 1 << 20))
+                            maxAccumulatedFrameSize: DeviceLink.maximumMessageSize))
                     try sync.addHandler(DeviceLinkHandler(service: service))
                 }
             })

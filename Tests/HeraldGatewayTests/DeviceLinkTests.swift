@@ -31,15 +31,8 @@ final class Inbox: Sendable {
     }
 
     /// Waits (up to a safety deadline) for the event list to satisfy `condition`.
-    func wait(
-        for what: String, timeout: Duration = .seconds(10), _ condition: @escaping ([GatewayLinkEvent]) -> Bool
-    ) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while !events.withLock({ condition($0) }) {
-            guard clock.now < deadline else { throw TestFailure("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+    func wait(for what: String, _ condition: @escaping ([GatewayLinkEvent]) -> Bool) async throws {
+        try await waitUntil(what) { self.events.withLock { condition($0) } }
     }
 
     func waitForPushes(_ count: Int) async throws -> [LinkPush] {
@@ -106,27 +99,16 @@ struct LinkHarness {
 
     func storedCount() async throws -> Int { try await f.store.storedCount() }
 
-    /// Polls the delivery log until it has `kinds` (the log is written behind the answer).
+    /// Waits until the delivery log has `kinds` (the log is written behind the answer).
     func waitForLog(_ id: String, _ kinds: [DeliveryEvent.Kind]) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while try await f.store.deliveryLog(id: id).map(\.kind) != kinds {
-            guard clock.now < deadline else {
-                throw TestFailure("log of \(id) is \(try await f.store.deliveryLog(id: id).map(\.kind)), not \(kinds)")
-            }
-            try await Task.sleep(for: .milliseconds(5))
+        try await waitUntil("log of \(id) to be \(kinds)") {
+            try await f.store.deliveryLog(id: id).map(\.kind) == kinds
         }
     }
 
+    /// Waits until the store holds `count` pushes (an acknowledgement removes one after it crosses the socket).
     func waitForStored(_ count: Int) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while try await storedCount() != count {
-            guard clock.now < deadline else {
-                throw TestFailure("stored count is \(try await storedCount()), not \(count)")
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await waitUntil("\(count) stored pushes") { try await storedCount() == count }
     }
 }
 
@@ -395,6 +377,27 @@ struct LinkHarness {
         #expect(try await f.store.deliveryLog(id: push.apnsID).map(\.kind) == [.accepted, .stored, .discarded])
     }
 
+    @Test func anAdministratorsResetAndDeleteReachTheConnectedDevice() async throws {
+        let h = try await LinkHarness()
+        let identity = DeviceIdentity(deviceID: "phone-12")
+        let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        let inbox = Inbox(client)
+        // What the admin API does for POST /devices/{id}/reset and DELETE /devices/{id}.
+        let reset = try await h.f.directory.resetDevice("phone-12", now: Date())
+        h.router.links.deviceWasReset("phone-12", generation: reset.generation)
+        try await inbox.wait(for: "the reset") { $0.contains(.reset(generation: reset.generation)) }
+        try await h.f.directory.deleteDevice("phone-12", now: Date())
+        h.router.links.disconnect("phone-12", reason: "an administrator deleted the device")
+        try await inbox.wait(for: "the link to close") {
+            $0.contains(.closed(reason: "DeviceDeleted: an administrator deleted the device"))
+        }
+        await #expect(
+            throws: GatewayLinkClient.Failure(code: "DeviceDeleted", message: "device phone-12 was deleted")
+        ) {
+            _ = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        }
+    }
+
     @Test func aSecondConnectionReplacesTheFirst() async throws {
         let h = try await LinkHarness()
         let identity = DeviceIdentity(deviceID: "phone-10")
@@ -411,10 +414,13 @@ struct LinkHarness {
     }
 }
 
-func waitUntil(_ what: String, _ condition: @escaping () -> Bool) async throws {
+/// Waits for something that happens on the other side of a real socket, or in a background store
+/// commit, which the test has nothing to await on: polls every few milliseconds and fails after a
+/// generous deadline. No test uses it to let time pass; QoS timing is tested in virtual time.
+func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
     let clock = ContinuousClock()
     let deadline = clock.now + .seconds(10)
-    while !condition() {
+    while try await !condition() {
         guard clock.now < deadline else { throw TestFailure("timed out waiting for \(what)") }
         try await Task.sleep(for: .milliseconds(5))
     }

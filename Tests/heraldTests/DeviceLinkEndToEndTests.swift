@@ -3,7 +3,9 @@ import HeraldCore
 import HeraldDevice
 import Testing
 
-/// Waits (up to a safety deadline) until `condition` holds, checking every few milliseconds.
+/// Waits (up to a safety deadline) until `condition` holds, checking every few milliseconds: for
+/// effects inside the gateway process (a device going offline, a log written behind an answer) that
+/// a test on the outside can only observe through the admin API.
 func eventually(_ what: String, _ condition: () throws -> Bool) throws {
     let deadline = Date().addingTimeInterval(10)
     while try !condition() {
