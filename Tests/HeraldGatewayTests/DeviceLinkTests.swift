@@ -422,6 +422,6 @@ func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throw
     let deadline = clock.now + .seconds(10)
     while try await !condition() {
         guard clock.now < deadline else { throw TestFailure("timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(5))
+        try await Task.sleep(for: .milliseconds(5))  // polling across a socket or a background commit, not letting time pass
     }
 }

@@ -10,7 +10,7 @@ func eventually(_ what: String, _ condition: () throws -> Bool) throws {
     let deadline = Date().addingTimeInterval(10)
     while try !condition() {
         guard Date() < deadline else { throw CocoaError(.fileReadUnknown, userInfo: ["timed out": what]) }
-        usleep(5000)
+        usleep(5000)  // polling a separate process through its admin API; nothing to await across processes
     }
 }
 
