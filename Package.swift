@@ -81,6 +81,7 @@ let package = Package(
             dependencies: [
                 "HeraldGateway", "HeraldCore", "HeraldDevice",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

@@ -139,11 +139,66 @@ extension LinkMessage {
         var payload: Data?
 
         init(type: String) { self.type = type }
+
+        /// The envelope from a flat object read without `JSONDecoder`; `nil` when a field has a
+        /// form `JSONDecoder` might read differently (or reject), so that it decides.
+        init?(flat fields: [String: FlatJSONObject.Value]) {
+            guard case .string(let type)? = fields["type"] else { return nil }
+            self.type = type
+            for (key, value) in fields {
+                switch (key, value) {
+                case ("type", _): continue
+                case ("request", .integer(let v)):
+                    guard let v = Int(exactly: v) else { return nil }
+                    request = v
+                case ("generation", .integer(let v)):
+                    guard let v = Int(exactly: v) else { return nil }
+                    generation = v
+                case ("expiration", .integer(let v)): expiration = v
+                case ("priority", .integer(let v)):
+                    guard let p = Int(exactly: v).flatMap(PushPriority.init(rawValue:)) else { return nil }
+                    priority = p
+                case ("device", .string(let v)): device = v
+                case ("topic", .string(let v)): topic = v
+                case ("code", .string(let v)): code = v
+                case ("message", .string(let v)): message = v
+                case ("apnsID", .string(let v)): apnsID = v
+                case ("uniqueID", .string(let v)): uniqueID = v
+                case ("collapseID", .string(let v)): collapseID = v
+                case ("environment", .string(let v)):
+                    guard let e = APNsEnvironment(rawValue: v) else { return nil }
+                    environment = e
+                case ("pushType", .string(let v)):
+                    guard let t = PushType(rawValue: v) else { return nil }
+                    pushType = t
+                case ("token", .string(let v)):
+                    guard let t = DeviceToken(hex: v) else { return nil }
+                    token = t
+                case ("nonce", .string(let v)):
+                    guard let d = Data(base64Encoded: v) else { return nil }
+                    nonce = d
+                case ("publicKey", .string(let v)):
+                    guard let d = Data(base64Encoded: v) else { return nil }
+                    publicKey = d
+                case ("signature", .string(let v)):
+                    guard let d = Data(base64Encoded: v) else { return nil }
+                    signature = d
+                case ("payload", .string(let v)):
+                    guard let d = Data(base64Encoded: v) else { return nil }
+                    payload = d
+                case ("ids", .strings(let v)): ids = v
+                case (let other, _) where CodingKeys(stringValue: other) == nil:
+                    continue  // an unknown field is ignored, as JSONDecoder ignores it
+                default:
+                    return nil
+                }
+            }
+        }
     }
 
     /// The message as JSON (one WebSocket text frame).
     public func encoded() -> Data {
-        if case .push(let push) = self { return push.encodedMessage() }
+        if case .push(let push) = self { return Data(push.encodedMessage()) }
         var e: Envelope
         switch self {
         case .challenge(let nonce):
@@ -205,21 +260,20 @@ extension LinkMessage {
     }
 
     /// Reads a message; the error names what is missing or malformed.
+    ///
+    /// Messages with only strings, integers and arrays of strings (every `push` and `ack`) are
+    /// read without `JSONDecoder`; anything else, and anything that reader declines, is decoded
+    /// by `JSONDecoder`.
     public init(json: Data) throws(LinkMessageError) {
-        let e: Envelope
-        do {
-            e = try JSONDecoder().decode(Envelope.self, from: json)
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw LinkMessageError("missing field \"\(key.stringValue)\"")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw LinkMessageError(
-                "field \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type")
-        } catch let DecodingError.dataCorrupted(context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw LinkMessageError(field.isEmpty ? "not a JSON object" : "field \"\(field)\" is malformed")
-        } catch {
-            throw LinkMessageError("not a JSON object")
+        let fast = json.withUnsafeBytes { FlatJSONObject.parse($0).flatMap(Envelope.init(flat:)) }
+        if let fast {
+            try self.init(envelope: fast)
+        } else {
+            try self.init(envelope: Self.decodeEnvelope(json))
         }
+    }
+
+    init(envelope e: Envelope) throws(LinkMessageError) {
         func need<T>(_ value: T?, _ name: String) throws(LinkMessageError) -> T {
             guard let value else { throw LinkMessageError("\(e.type) needs \"\(name)\"") }
             return value
@@ -265,40 +319,57 @@ extension LinkMessage {
         default: throw LinkMessageError("unknown message type \"\(e.type)\"")
         }
     }
+
+    /// Decodes with `JSONDecoder`, turning its errors into ones that name the field.
+    static func decodeEnvelope(_ json: Data) throws(LinkMessageError) -> Envelope {
+        do {
+            return try JSONDecoder().decode(Envelope.self, from: json)
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw LinkMessageError("missing field \"\(key.stringValue)\"")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw LinkMessageError(
+                "field \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type")
+        } catch let DecodingError.dataCorrupted(context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw LinkMessageError(field.isEmpty ? "not a JSON object" : "field \"\(field)\" is malformed")
+        } catch {
+            throw LinkMessageError("not a JSON object")
+        }
+    }
 }
 
 extension LinkPush {
     /// The `push` message, written by hand: the gateway sends one per notification, and this is
     /// several times faster than `JSONEncoder`.
-    public func encodedMessage() -> Data {
-        var out = #"{"type":"push","apnsID":"# + JSONLiteral.string(apnsID)
-        if let uniqueID { out += #","uniqueID":"# + JSONLiteral.string(uniqueID) }
-        out += #","topic":"# + JSONLiteral.string(topic)
-        out += #","token":""# + token.hex + #"","environment":""# + environment.rawValue
-        out += #"","pushType":""# + pushType.rawValue + #"","priority":"# + String(priority.rawValue)
-        if let expiration { out += #","expiration":"# + String(expiration) }
-        if let collapseID { out += #","collapseID":"# + JSONLiteral.string(collapseID) }
-        out += #","payload":""# + payload.base64EncodedString() + #""}"#
-        return Data(out.utf8)
-    }
-}
-
-/// Writing JSON by hand on hot paths.
-public enum JSONLiteral {
-    /// `s` as a JSON string literal, quotes included.
-    public static func string(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
+    public func encodedMessage() -> [UInt8] {
+        var w = JSONWriter(capacity: 256 + payload.count * 4 / 3)
+        w.raw(#"{"type":"push","apnsID":"#)
+        w.string(apnsID)
+        if let uniqueID {
+            w.raw(#","uniqueID":"#)
+            w.string(uniqueID)
         }
-        return out + "\""
+        w.raw(#","topic":"#)
+        w.string(topic)
+        w.raw(#","token":"#)
+        w.hex(token.bytes)
+        w.raw(#","environment":"#)
+        w.string(environment.rawValue)
+        w.raw(#","pushType":"#)
+        w.string(pushType.rawValue)
+        w.raw(#","priority":"#)
+        w.integer(Int64(priority.rawValue))
+        if let expiration {
+            w.raw(#","expiration":"#)
+            w.integer(expiration)
+        }
+        if let collapseID {
+            w.raw(#","collapseID":"#)
+            w.string(collapseID)
+        }
+        w.raw(#","payload":"#)
+        w.base64(payload)
+        w.raw("}")
+        return w.bytes
     }
 }

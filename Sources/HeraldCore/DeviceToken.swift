@@ -13,27 +13,36 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses hex in either case. Returns `nil` for an empty, odd-length or non-hex string.
     public init?(hex: some StringProtocol) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(hex.utf8.count / 2)
-        var high: UInt8?
-        for c in hex.utf8 {
-            let v: UInt8
+        let parsed = hex.utf8.withContiguousStorageIfAvailable(Self.parse) ?? Self.parse(Array(hex.utf8))
+        guard let parsed else { return nil }
+        self.bytes = parsed
+    }
+
+    private static func parse(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard !text.isEmpty, text.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
             switch c {
-            case 0x30...0x39: v = c &- 0x30
-            case 0x41...0x46: v = c &- 0x41 &+ 10
-            case 0x61...0x66: v = c &- 0x61 &+ 10
+            case 0x30...0x39: return c &- 0x30
+            case 0x41...0x46: return c &- 0x41 &+ 10
+            case 0x61...0x66: return c &- 0x61 &+ 10
             default: return nil
             }
-            if let h = high {
-                bytes.append(h << 4 | v)
-                high = nil
-            } else {
-                high = v
+        }
+        var valid = true
+        let bytes = [UInt8](unsafeUninitializedCapacity: text.count / 2) { out, count in
+            for i in 0..<text.count / 2 {
+                guard let high = nibble(text[2 * i]), let low = nibble(text[2 * i + 1]) else {
+                    valid = false
+                    break
+                }
+                out[i] = high << 4 | low
+                count = i + 1
             }
         }
-        guard high == nil, !bytes.isEmpty else { return nil }
-        self.bytes = bytes
+        return valid ? bytes : nil
     }
+
+    private static func parse(_ text: [UInt8]) -> [UInt8]? { text.withUnsafeBufferPointer(parse) }
 
     /// Lowercase hex, the form Herald hands out.
     public var hex: String {

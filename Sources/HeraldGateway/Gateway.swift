@@ -91,7 +91,8 @@ public final class Gateway: Sendable {
         let faults = FaultInjector()
         let api = ProviderAPI(registry: directory.registry, faults: faults, configuration: configuration.provider)
         let router = PushRouter(
-            committer: GroupCommitter(store: store, policy: configuration.offline), links: DeviceLinks(),
+            committer: GroupCommitter(store: store, policy: configuration.offline, logBatch: 4096),
+            links: DeviceLinks(),
             metrics: GatewayMetrics(), logger: logger)
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
@@ -160,6 +161,13 @@ public final class Gateway: Sendable {
                     }
                 }
             }
+            tasks.addTask {
+                // Log lines of delivered pushes linger in groups of up to 4096; at most 100 ms.
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    gateway.router.committer.flushLog()
+                }
+            }
             var adminBound: Int?
             for await port in adminPort { adminBound = port }
             guard let bound = adminBound else {
@@ -189,6 +197,8 @@ public final class Gateway: Sendable {
             await provider.shutdown()
             await development?.shutdown()
             await link.shutdown()
+            // What is still lingering in the delivery log goes to disk before the process ends.
+            _ = try? await router.committer.commit(StoreBatch())
             tasks.cancelAll()
         }
         try await group.shutdownGracefully()

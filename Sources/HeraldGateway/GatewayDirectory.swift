@@ -136,7 +136,7 @@ public struct GatewayDirectory: Sendable {
     /// a device created through the admin API has none until a device connects as it with a key
     /// (until then its pushes wait in the offline store).
     public func registerDevice(id: String? = nil, publicKey: Data = Data(), now: Date) async throws -> DeviceRecord {
-        let deviceID = id ?? UUID().uuidString.lowercased()
+        let deviceID = id ?? RandomUUID.lowercaseString()
         guard Self.isDeviceID(deviceID) else {
             throw Failure.invalid("device id must be 1-64 letters, digits or '-'")
         }

@@ -97,12 +97,28 @@ extension DeliveryEvent {
     /// The event as JSON (the form the SQLite store keeps), written by hand: this runs for every
     /// push on the hot path, and a `JSONEncoder` costs more than the rest of the write.
     var jsonRecord: Data {
-        var out = #"{"apnsID":"# + JSONLiteral.string(apnsID)
-        if let uniqueID { out += #","uniqueID":"# + JSONLiteral.string(uniqueID) }
-        out += #","kind":""# + kind.rawValue + #"","at":"# + String(Int64((at.timeIntervalSince1970 * 1000).rounded()))
-        if let detail { out += #","detail":"# + JSONLiteral.string(detail) }
-        out += "}"
-        return Data(out.utf8)
+        var w = JSONWriter(capacity: 160)
+        write(to: &w)
+        return Data(w.bytes)
+    }
+
+    /// Appends the event's JSON to `w`.
+    func write(to w: inout JSONWriter) {
+        w.raw(#"{"apnsID":"#)
+        w.string(apnsID)
+        if let uniqueID {
+            w.raw(#","uniqueID":"#)
+            w.string(uniqueID)
+        }
+        w.raw(#","kind":"#)
+        w.string(kind.rawValue)
+        w.raw(#","at":"#)
+        w.integer(Int64((at.timeIntervalSince1970 * 1000).rounded()))
+        if let detail {
+            w.raw(#","detail":"#)
+            w.string(detail)
+        }
+        w.raw("}")
     }
 }
 
@@ -237,7 +253,11 @@ public protocol GatewayStore: Sendable {
     func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws
     /// Writes a batch in one transaction, applying `policy` to the offline queues it touches.
     /// Returns the `apns-id`s the policy pushed out (replaced), so they can be logged.
-    func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String]
+    ///
+    /// `durable` false says the batch only extends the delivery log and nobody waits on it: the
+    /// store may commit it without forcing it to disk (it must still be atomic and survive a
+    /// killed process; a power cut may lose it).
+    func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String]
     /// The unexpired pushes waiting for a device, oldest first.
     func pending(device: String, now: Date) async throws -> [StoredPush]
     /// Deletes expired pushes; returns them.
@@ -248,4 +268,11 @@ public protocol GatewayStore: Sendable {
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// How many pushes are stored.
     func storedCount() async throws -> Int
+}
+
+extension GatewayStore {
+    /// Writes a batch in one durable transaction.
+    public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
+        try await commit(batch, policy: policy, durable: true)
+    }
 }

@@ -60,11 +60,19 @@ public struct ProviderAPI: Sendable {
     /// `api.push.apple.com`, `production.…` → production), else the listener's default.
     public static func environment(authority: String?, default fallback: APNsEnvironment) -> APNsEnvironment {
         guard let authority, !authority.isEmpty else { return fallback }
-        let host = authority.lowercased()
-        for prefix in ["api.sandbox.", "api.development.", "sandbox.", "development."] where host.hasPrefix(prefix) {
+        let host = authority.utf8
+        func starts(with prefix: StaticString) -> Bool {
+            guard host.count >= prefix.utf8CodeUnitCount else { return false }
+            // ASCII case-insensitively: host names are ASCII, and `| 0x20` lowercases letters.
+            return zip(host, UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+                .allSatisfy { $0 | 0x20 == $1 | 0x20 }
+        }
+        if starts(with: "api.sandbox.") || starts(with: "api.development.") || starts(with: "sandbox.")
+            || starts(with: "development.")
+        {
             return .development
         }
-        if host.hasPrefix("api.push.apple.com") || host.hasPrefix("production.") { return .production }
+        if starts(with: "api.push.apple.com") || starts(with: "production.") { return .production }
         return fallback
     }
 
@@ -74,11 +82,12 @@ public struct ProviderAPI: Sendable {
         let apnsID: String
         if let given = request.apnsID {
             guard Self.isCanonicalUUID(given) else {
-                return .respond(.error(.badMessageId, apnsID: UUID().uuidString.lowercased()), delay: nil)
+                return .respond(
+                    .error(.badMessageId, apnsID: RandomUUID.timeOrderedLowercaseString(at: now)), delay: nil)
             }
             apnsID = given
         } else {
-            apnsID = UUID().uuidString.lowercased()
+            apnsID = RandomUUID.timeOrderedLowercaseString(at: now)
         }
         func fail(_ reason: APNsReason, timestamp: Int64? = nil) -> Decision {
             .respond(.error(reason, apnsID: apnsID, timestamp: timestamp), delay: nil)
@@ -90,13 +99,13 @@ public struct ProviderAPI: Sendable {
         // Path: /3/device/<hex token>
         let prefix = "/3/device/"
         var path = Substring(request.path)
-        if let q = path.firstIndex(of: "?") { path = path[..<q] }
+        if let q = path.utf8.firstIndex(of: UInt8(ascii: "?")) { path = path[..<q] }
         guard path.hasPrefix(prefix) else {
             return fail(path == "/3/device" ? .missingDeviceToken : .badPath)
         }
         let tokenText = path.dropFirst(prefix.count)
         guard !tokenText.isEmpty else { return fail(.missingDeviceToken) }
-        guard !tokenText.contains("/") else { return fail(.badPath) }
+        guard !tokenText.utf8.contains(UInt8(ascii: "/")) else { return fail(.badPath) }
         guard let token = DeviceToken(hex: tokenText) else { return fail(.badDeviceToken) }
 
         // Topic present (a single-topic certificate supplies its own).
@@ -107,14 +116,15 @@ public struct ProviderAPI: Sendable {
 
         var priority: PushPriority?
         if let text = request.priority {
-            guard let value = Int(text.trimmingCharacters(in: .whitespaces)), let parsed = PushPriority(rawValue: value)
+            guard let value = Int(Self.trimmed(text)), let parsed = PushPriority(rawValue: value)
             else { return fail(.badPriority) }
             priority = parsed
         }
 
         var pushType: PushType?
         if let text = request.pushType {
-            guard let parsed = PushType(rawValue: text.trimmingCharacters(in: .whitespaces).lowercased()) else {
+            let name = String(Self.trimmed(text))
+            guard let parsed = PushType(rawValue: name) ?? PushType(rawValue: name.lowercased()) else {
                 return fail(.invalidPushType)
             }
             pushType = parsed
@@ -122,7 +132,7 @@ public struct ProviderAPI: Sendable {
 
         var expiration: Int64?
         if let text = request.expiration {
-            guard let value = Int64(text.trimmingCharacters(in: .whitespaces)), value >= 0 else {
+            guard let value = Int64(Self.trimmed(text)), value >= 0 else {
                 return fail(.badExpirationDate)
             }
             expiration = value
@@ -207,11 +217,22 @@ public struct ProviderAPI: Sendable {
 
         let push = AcceptedPush(
             apnsID: apnsID,
-            uniqueID: environment == .development ? UUID().uuidString.lowercased() : nil,
+            uniqueID: environment == .development ? RandomUUID.timeOrderedLowercaseString(at: now) : nil,
             registration: registration, topic: topic, pushType: type, priority: effectivePriority,
             expiration: expiration, collapseID: request.collapseID, payload: request.body,
             contentAvailable: summary.contentAvailable, receivedAt: now)
         return .accept(push, delay: delay)
+    }
+
+    /// A header value without the spaces and tabs around it (RFC 9110 OWS).
+    static func trimmed(_ text: String) -> Substring {
+        let u = text.utf8
+        var start = u.startIndex
+        var end = u.endIndex
+        func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
+        while start < end, isSpace(u[start]) { start = u.index(after: start) }
+        while end > start, isSpace(u[u.index(before: end)]) { end = u.index(before: end) }
+        return text[start..<end]
     }
 
     /// `8-4-4-4-12` hex digits, either case.

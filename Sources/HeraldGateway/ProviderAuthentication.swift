@@ -79,21 +79,25 @@ public struct ProviderConnectionState: Sendable {
         authorization: String?, environment: APNsEnvironment, registry: Registry, now: Date
     ) -> Result<ProviderKey, APNsReason> {
         guard let authorization else { return .failure(.missingProviderToken) }
-        var compact = Substring(authorization)
-        if compact.count > 7, compact.prefix(7).lowercased() == "bearer " {
-            compact = compact.dropFirst(7)
+        // Byte-wise: this runs for every push, and a token is ASCII.
+        let u = authorization.utf8
+        var start = u.startIndex
+        var end = u.endIndex
+        if u.count > 7, zip(u, "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) {
+            start = u.index(start, offsetBy: 7)
         }
-        compact = compact.drop { $0 == " " }
-        while compact.last == " " { compact = compact.dropLast() }
+        while start < end, u[start] == UInt8(ascii: " ") { start = u.index(after: start) }
+        while end > start, u[u.index(before: end)] == UInt8(ascii: " ") { end = u.index(before: end) }
+        let compact = authorization[start..<end]
         guard !compact.isEmpty else { return .failure(.missingProviderToken) }
 
         let key: ProviderKey
         let issuedAt: Int64
-        if let verified, verified.compact == compact {
+        if let verified, Self.same(verified.compact, compact) {
             key = verified.key
             issuedAt = verified.issuedAt
         } else {
-            if let rejected, rejected.compact == compact { return .failure(rejected.reason) }
+            if let rejected, Self.same(rejected.compact, compact) { return .failure(rejected.reason) }
             switch verify(compact, registry: registry, now: now) {
             case .failure(let reason):
                 rejected = (String(compact), reason)
@@ -124,6 +128,17 @@ public struct ProviderConnectionState: Sendable {
         }
         if boundTeam == nil { boundTeam = current.teamID }
         return .success(current)
+    }
+
+    /// Whether a cached token is `compact`, byte for byte.
+    private static func same(_ cached: String, _ compact: Substring) -> Bool {
+        var cached = cached
+        var compact = compact
+        return cached.withUTF8 { a in
+            compact.withUTF8 { b in
+                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+            }
+        }
     }
 
     private func verify(_ compact: Substring, registry: Registry, now: Date) -> Result<

@@ -53,7 +53,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
             busy = true
             if tooLarge {
                 let response = ProviderResponse.error(
-                    .payloadTooLarge, apnsID: r.apnsID ?? UUID().uuidString.lowercased())
+                    .payloadTooLarge, apnsID: r.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
                 router.metrics.answered(response, after: .zero)
                 write(response, context: context)
                 return

@@ -95,7 +95,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                         // Answer now: the client may be blocked on flow control and never finish.
                         stream.answered = true
                         let response = ProviderResponse.error(
-                            .payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased())
+                            .payloadTooLarge,
+                            apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
                         router.metrics.answered(response, after: .zero)
                         // Reset the stream (NO_ERROR: stop sending the body) only once the answer is out:
                         // a reset written earlier would discard the DATA frame still queued for flow control.
@@ -146,7 +147,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         if stream.answered { return }
         if stream.bodyLimitExceeded {
             let response = ProviderResponse.error(
-                .payloadTooLarge, apnsID: stream.request.apnsID ?? UUID().uuidString.lowercased())
+                .payloadTooLarge, apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
             router.metrics.answered(response, after: .zero)
             write(response, on: id, context: context)
             return

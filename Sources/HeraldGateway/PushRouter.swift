@@ -7,6 +7,11 @@ import Synchronization
 /// Commits store batches in groups: while one transaction is being written, everything that
 /// arrives waits and goes into the next one together. One fsync then covers many pushes, and a
 /// lone push waits for one transaction only.
+///
+/// Log lines nobody waits for (``submitLog(_:)``) may also linger: with a `logBatch` above zero
+/// they wait until that many are queued, a durable batch comes along, or ``flushLog()`` (the
+/// gateway calls it every 100 ms). Writing them in big groups costs far less per line than a
+/// transaction each, and the promise is about pushes, not their log.
 public final class GroupCommitter: Sendable {
     struct Pending {
         var batch: StoreBatch
@@ -14,18 +19,40 @@ public final class GroupCommitter: Sendable {
     }
     struct State {
         var queue: [Pending] = []
+        var lingering = StoreBatch()
         var running = false
+
+        /// Moves the lingering log into the queue; whether a drain should start.
+        mutating func releaseLog() -> Bool {
+            if !lingering.isEmpty {
+                queue.append(Pending(batch: lingering, completion: nil))
+                lingering = StoreBatch()
+            }
+            return startIfIdle()
+        }
+
+        mutating func startIfIdle() -> Bool {
+            if running || queue.isEmpty { return false }
+            running = true
+            return true
+        }
     }
 
     let store: any GatewayStore
     let policy: OfflinePolicy
     let now: @Sendable () -> Date
+    /// How many log lines may wait for a group of their own; 0 writes each at once.
+    let logBatch: Int
     private let state = Mutex(State())
 
     /// Creates a committer over a store; `now` stamps the log entries it writes itself.
-    public init(store: any GatewayStore, policy: OfflinePolicy, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        store: any GatewayStore, policy: OfflinePolicy, logBatch: Int = 0,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.store = store
         self.policy = policy
+        self.logBatch = logBatch
         self.now = now
     }
 
@@ -33,11 +60,23 @@ public final class GroupCommitter: Sendable {
     public func submit(_ batch: StoreBatch, completion: (@Sendable (Result<[String], any Error>) -> Void)? = nil) {
         let start = state.withLock { s in
             s.queue.append(Pending(batch: batch, completion: completion))
-            if s.running { return false }
-            s.running = true
-            return true
+            return s.releaseLog()
         }
         if start { Task { await self.drain() } }
+    }
+
+    /// Queues delivery-log events nobody waits for; they may linger (see the type's notes).
+    public func submitLog(_ events: [DeliveryEvent]) {
+        let start = state.withLock { s in
+            s.lingering.events += events
+            return s.lingering.events.count >= logBatch ? s.releaseLog() : false
+        }
+        if start { Task { await self.drain() } }
+    }
+
+    /// Starts writing the lingering log lines now.
+    public func flushLog() {
+        if state.withLock({ $0.releaseLog() }) { Task { await self.drain() } }
     }
 
     /// Queues a batch and waits until it is durable.
@@ -58,9 +97,13 @@ public final class GroupCommitter: Sendable {
             if items.isEmpty { return }
             var merged = StoreBatch()
             for item in items { merged.append(item.batch) }
+            // Log lines nobody waits for (a delivered push's accepted → delivered → acknowledged)
+            // need not be forced to disk: the promise is about pushes, not their log.
+            let durable =
+                !merged.pushes.isEmpty || !merged.removals.isEmpty || items.contains { $0.completion != nil }
             let result: Result<[String], any Error>
             do {
-                result = .success(try await store.commit(merged, policy: policy))
+                result = .success(try await store.commit(merged, policy: policy, durable: durable))
             } catch {
                 result = .failure(error)
             }
@@ -73,7 +116,7 @@ public final class GroupCommitter: Sendable {
                         apnsID: $0, uniqueID: nil, kind: .replaced, at: now(),
                         detail: "a newer push for the same device and topic (or collapse id) replaced it")
                 }
-                state.withLock { $0.queue.append(Pending(batch: log, completion: nil)) }
+                state.withLock { $0.lingering.append(log) }
             }
         }
     }
@@ -127,12 +170,10 @@ public final class PushRouter: Sendable {
             switch outcome {
             case .acknowledged(let deliveredAt, let acknowledgedAt):
                 // The device has it: the 200 need not wait for the log.
-                var batch = StoreBatch()
-                batch.events = [
+                committer.submitLog([
                     accepted(push), event(push, .delivered, deliveredAt),
                     event(push, .acknowledged, acknowledgedAt),
-                ]
-                committer.submit(batch)
+                ])
                 metrics.delivered(acknowledged: true)
                 respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
             case .notAcknowledged(let deliveredAt):
@@ -219,7 +260,7 @@ public final class PushRouter: Sendable {
                     deliveredAt == nil
                         ? "expiration 0 or past and the device is offline"
                         : "expiration 0 or past and the device did not acknowledge it"))
-            committer.submit(batch)
+            committer.submitLog(batch.events)
             metrics.discarded()
             respond(ok)
             return

@@ -27,8 +27,11 @@ public final class SQLiteGatewayStore: GatewayStore {
         case normal
     }
 
+    let durability: Durability
+
     /// Opens (creating if needed) the database at `path`; `nil` opens an in-memory database.
     public init(path: String?, durability: Durability = .full) throws {
+        self.durability = durability
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         let pragma = durability == .full ? "FULL" : "NORMAL"
@@ -175,7 +178,7 @@ public final class SQLiteGatewayStore: GatewayStore {
 
     // MARK: Offline store and delivery log
 
-    public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
+    public func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String] {
         if batch.isEmpty { return [] }
         // Pushes the policy would push out within this very batch are never written.
         let (survivors, replacedInBatch) = policy.coalesce(batch.pushes)
@@ -199,54 +202,75 @@ public final class SQLiteGatewayStore: GatewayStore {
             if j - i == 1 {
                 rows.append((first, first.jsonRecord))
             } else {
-                var record = Data("[".utf8)
+                var w = JSONWriter(capacity: 160 * (j - i))
+                w.raw("[")
                 for k in i..<j {
-                    if k > i { record.append(UInt8(ascii: ",")) }
-                    record.append(batch.events[k].jsonRecord)
+                    if k > i { w.raw(",") }
+                    batch.events[k].write(to: &w)
                 }
-                record.append(UInt8(ascii: "]"))
-                rows.append((first, record))
+                w.raw("]")
+                rows.append((first, Data(w.bytes)))
             }
             i = j
         }
         let events = rows
         let removals = batch.removals
-        return try await writer.write { db in
+        let write = { @Sendable (db: Database) throws -> [String] in
+            // Cached statements: this runs for every group commit, and parsing the SQL each time
+            // costs more than executing it.
             var replaced = replacedInBatch
             for (p, meta) in pushes {
                 if let collapse = p.collapseID {
                     let ids = try String.fetchAll(
-                        db, sql: "SELECT apnsID FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?",
+                        db.cachedStatement(
+                            sql: "SELECT apnsID FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?"),
                         arguments: [p.deviceID, p.topic, collapse])
                     replaced += ids
-                    try db.execute(
-                        sql: "DELETE FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?",
-                        arguments: [p.deviceID, p.topic, collapse])
+                    try db.cachedStatement(
+                        sql: "DELETE FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?"
+                    )
+                    .execute(arguments: [p.deviceID, p.topic, collapse])
                 }
-                try db.execute(
+                try db.cachedStatement(
                     sql: "INSERT INTO stored (apnsID, deviceID, topic, collapseID, expiresAt, record, payload) "
-                        + "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    arguments: [
-                        p.apnsID, p.deviceID, p.topic, p.collapseID, p.expiresAt.timeIntervalSince1970, meta, p.payload,
-                    ])
+                        + "VALUES (?, ?, ?, ?, ?, ?, ?)"
+                ).execute(arguments: [
+                    p.apnsID, p.deviceID, p.topic, p.collapseID, p.expiresAt.timeIntervalSince1970, meta, p.payload,
+                ])
                 let overflow = try Row.fetchAll(
-                    db,
-                    sql:
-                        "SELECT seq, apnsID FROM stored WHERE deviceID = ? AND topic = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
+                    db.cachedStatement(
+                        sql:
+                            "SELECT seq, apnsID FROM stored WHERE deviceID = ? AND topic = ? ORDER BY seq DESC LIMIT -1 OFFSET ?"
+                    ),
                     arguments: [p.deviceID, p.topic, policy.depth])
                 for row in overflow {
                     replaced.append(row["apnsID"])
-                    try db.execute(sql: "DELETE FROM stored WHERE seq = ?", arguments: [row["seq"] as Int64])
+                    try db.cachedStatement(sql: "DELETE FROM stored WHERE seq = ?").execute(arguments: [
+                        row["seq"] as Int64
+                    ])
                 }
             }
             for (deviceID, apnsID) in removals {
-                try db.execute(
-                    sql: "DELETE FROM stored WHERE deviceID = ? AND apnsID = ?", arguments: [deviceID, apnsID])
+                try db.cachedStatement(sql: "DELETE FROM stored WHERE deviceID = ? AND apnsID = ?")
+                    .execute(arguments: [deviceID, apnsID])
             }
+            let insertEvent = try db.cachedStatement(
+                sql: "INSERT INTO event (apnsID, uniqueID, record) VALUES (?, ?, ?)")
             for (e, record) in events {
-                try db.execute(
-                    sql: "INSERT INTO event (apnsID, uniqueID, record) VALUES (?, ?, ?)",
-                    arguments: [e.apnsID, e.uniqueID, record])
+                try insertEvent.execute(arguments: [e.apnsID, e.uniqueID, record])
+            }
+            return replaced
+        }
+        guard !durable, durability == .full else { return try await writer.write(write) }
+        // Log only: commit without the fsync (WAL with synchronous NORMAL: atomic, survives a
+        // killed process; the next durable commit or checkpoint puts it on disk).
+        return try await writer.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            var replaced: [String] = []
+            try db.inTransaction {
+                replaced = try write(db)
+                return .commit
             }
             return replaced
         }

@@ -6,7 +6,7 @@ import Testing
 @Suite struct DeviceLinkMessageTests {
     static let token = DeviceToken(bytes: Array(0..<32))
 
-    @Test(arguments: [
+    static let messages: [LinkMessage] = [
         LinkMessage.challenge(nonce: Data([1, 2, 3])),
         .welcome(
             device: "d-1", generation: 2,
@@ -30,9 +30,32 @@ import Testing
             LinkPush(
                 apnsID: "x", topic: "t", token: token, environment: .production, pushType: .alert,
                 priority: .immediate, expiration: nil, collapseID: nil, payload: Data([0x7B, 0x7D]))),
-    ])
+    ]
+
+    @Test(arguments: messages)
     func roundTrips(_ message: LinkMessage) throws {
         #expect(try LinkMessage(json: message.encoded()) == message)
+    }
+
+    /// `push` and `ack` are read without JSONDecoder; whatever that reader takes, it reads as
+    /// JSONDecoder does.
+    @Test(arguments: messages)
+    func theFastReaderAgreesWithJSONDecoder(_ message: LinkMessage) throws {
+        let json = message.encoded()
+        let slow = try LinkMessage(envelope: LinkMessage.decodeEnvelope(json))
+        #expect(slow == message)
+        let flat = json.withUnsafeBytes { FlatJSONObject.parse($0) }.flatMap(LinkMessage.Envelope.init(flat:))
+        switch message {
+        case .push, .ack:
+            let fast = try #require(flat)
+            #expect(try LinkMessage(envelope: fast) == slow)
+        default:
+            if let flat { #expect(try LinkMessage(envelope: flat) == slow) }
+        }
+        // Reordered keys and spacing read the same.
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted])
+        #expect(try LinkMessage(json: pretty) == message)
     }
 
     @Test func theHandWrittenPushIsJSONThatFoundationReads() throws {
@@ -40,7 +63,7 @@ import Testing
             apnsID: "a\u{1}b", topic: "com.example.a", token: Self.token, environment: .development, pushType: .alert,
             priority: .low, expiration: 1_800_000_000, collapseID: "é", payload: Data("{}".utf8))
         let object = try #require(
-            try JSONSerialization.jsonObject(with: push.encodedMessage()) as? [String: Any])
+            try JSONSerialization.jsonObject(with: Data(push.encodedMessage())) as? [String: Any])
         #expect(object["type"] as? String == "push")
         #expect(object["apnsID"] as? String == "a\u{1}b")
         #expect(object["collapseID"] as? String == "é")

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GRDB
 import HeraldCore
 import NIOCore
 import Testing
@@ -112,6 +113,53 @@ import X509
         #expect(try await store.deliveryLog(id: "id-1").map(\.kind) == [.accepted, .stored])
         #expect(try await store.deliveryLog(id: "u-1").map(\.kind) == [.accepted, .stored])
         #expect(try await store.deliveryLog(id: "nope").isEmpty)
+    }
+
+    /// A log-only commit skips the fsync but is still committed, survives reopening, and leaves
+    /// the connection at `synchronous = FULL` for the durable commits after it.
+    @Test func logOnlyCommitsAreCommittedWithoutChangingDurability() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let store = try SQLiteGatewayStore(path: path)
+            var batch = StoreBatch()
+            batch.events = [DeliveryEvent(apnsID: "id-1", uniqueID: nil, kind: .acknowledged, at: Date())]
+            _ = try await store.commit(batch, policy: OfflinePolicy(), durable: false)
+            let synchronous = try await store.writer.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            #expect(synchronous == 2)  // FULL
+        }
+        let reopened = try SQLiteGatewayStore(path: path)
+        #expect(try await reopened.deliveryLog(id: "id-1").map(\.kind) == [.acknowledged])
+    }
+
+    /// Log lines nobody waits for linger until there are `logBatch` of them, a durable batch
+    /// comes along, or `flushLog()`.
+    @Test func logLinesLingerUntilABatchIsFullOrFlushed() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        let committer = GroupCommitter(store: store, policy: OfflinePolicy(), logBatch: 4)
+        func line(_ id: String) -> DeliveryEvent {
+            DeliveryEvent(apnsID: id, uniqueID: nil, kind: .acknowledged, at: Date(timeIntervalSince1970: 1))
+        }
+        func logged(_ id: String) async throws -> Bool { try await !store.deliveryLog(id: id).isEmpty }
+
+        committer.submitLog([line("a"), line("b"), line("c")])
+        // Three of four: nothing was started, so nothing can have been written.
+        #expect(try await !logged("a"))
+        committer.submitLog([line("d")])
+        try await waitUntil("the full group of four is written") { try await logged("d") }
+        #expect(try await logged("a"))
+
+        committer.submitLog([line("e")])
+        #expect(try await !logged("e"))
+        committer.flushLog()
+        try await waitUntil("the flushed line is written") { try await logged("e") }
+
+        committer.submitLog([line("f")])
+        var batch = StoreBatch()
+        batch.pushes = [push("p", expires: Date(timeIntervalSince1970: 1000))]
+        _ = try await committer.commit(batch)
+        // The durable batch took the lingering line with it.
+        #expect(try await logged("f"))
     }
 
     @Test func directorySurvivesReopening() async throws {
