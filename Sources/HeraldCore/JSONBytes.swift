@@ -76,33 +76,35 @@ public struct JSONWriter {
     /// reads as `Data`).
     public mutating func base64(_ data: Data) {
         bytes.append(UInt8(ascii: "\""))
-        data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
-            let alphabet = Self.base64Alphabet
-            var i = 0
-            while i + 3 <= input.count {
-                let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
-                bytes.append(alphabet[Int(n >> 18)])
-                bytes.append(alphabet[Int(n >> 12 & 63)])
-                bytes.append(alphabet[Int(n >> 6 & 63)])
-                bytes.append(alphabet[Int(n & 63)])
-                i += 3
-            }
-            switch input.count - i {
-            case 1:
-                let n = UInt32(input[i]) << 16
-                bytes.append(alphabet[Int(n >> 18)])
-                bytes.append(alphabet[Int(n >> 12 & 63)])
-                bytes.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "=")])
-            case 2:
-                let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
-                bytes.append(alphabet[Int(n >> 18)])
-                bytes.append(alphabet[Int(n >> 12 & 63)])
-                bytes.append(alphabet[Int(n >> 6 & 63)])
-                bytes.append(UInt8(ascii: "="))
-            default:
-                break
+        let length = (data.count + 2) / 3 * 4
+        let encoded = [UInt8](unsafeUninitializedCapacity: length) { out, count in
+            data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+                Self.base64Alphabet.withUnsafeBufferPointer { alphabet in
+                    var i = 0
+                    var o = 0
+                    while i + 3 <= input.count {
+                        let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                        out[o] = alphabet[Int(n >> 18)]
+                        out[o + 1] = alphabet[Int(n >> 12 & 63)]
+                        out[o + 2] = alphabet[Int(n >> 6 & 63)]
+                        out[o + 3] = alphabet[Int(n & 63)]
+                        i += 3
+                        o += 4
+                    }
+                    let rest = input.count - i
+                    if rest > 0 {
+                        let n = UInt32(input[i]) << 16 | (rest == 2 ? UInt32(input[i + 1]) << 8 : 0)
+                        out[o] = alphabet[Int(n >> 18)]
+                        out[o + 1] = alphabet[Int(n >> 12 & 63)]
+                        out[o + 2] = rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "=")
+                        out[o + 3] = UInt8(ascii: "=")
+                        o += 4
+                    }
+                    count = o
+                }
             }
         }
+        bytes.append(contentsOf: encoded)
         bytes.append(UInt8(ascii: "\""))
     }
 
@@ -224,13 +226,16 @@ public enum FlatJSONObject {
         mutating func string() -> String? {
             i += 1
             let start = i
+            var ascii = true
             while i < bytes.count {
                 let c = bytes[i]
                 if c == UInt8(ascii: "\"") {
-                    let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    let text = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
                     i += 1
-                    return text
+                    // ASCII is valid UTF-8 as it stands; anything else is checked.
+                    return ascii ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
                 }
+                if c >= 0x80 { ascii = false }
                 if c == UInt8(ascii: "\\") {
                     i = start
                     return escapedString()

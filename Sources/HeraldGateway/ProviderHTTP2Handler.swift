@@ -191,8 +191,11 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         var headers = HPACKHeaders()
         headers.reserveCapacity(5)
         headers.add(name: ":status", value: Self.statusText(response.status))
-        headers.add(name: "apns-id", value: response.apnsID)
-        if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }
+        // Identifiers are new on every response: indexing them would only churn both HPACK tables.
+        headers.add(name: "apns-id", value: response.apnsID, indexing: .nonIndexable)
+        if let unique = response.uniqueID {
+            headers.add(name: "apns-unique-id", value: unique, indexing: .nonIndexable)
+        }
         guard let body = response.body else {
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),

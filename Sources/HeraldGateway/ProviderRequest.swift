@@ -39,6 +39,16 @@ public struct ProviderRequest: Sendable {
         self.body = body
     }
 
+    /// Whether `name` is `lowercase`, ignoring ASCII case (without allocating: every request
+    /// goes through here).
+    static func `is`(_ name: String, _ lowercase: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        guard name.utf8.count == expected.count else { return false }
+        return zip(name.utf8, expected).allSatisfy { c, e in
+            c == e || (e >= UInt8(ascii: "a") && e <= UInt8(ascii: "z") && c == e - 0x20)
+        }
+    }
+
     /// Records one header. Names compare case-insensitively; unknown headers are ignored.
     public mutating func addHeader(name: String, value: String) {
         func set(_ field: inout String?, _ canonical: String) {
@@ -49,15 +59,15 @@ public struct ProviderRequest: Sendable {
             }
         }
         switch name.utf8.count {
-        case 4 where name.lowercased() == "host":
+        case 4 where Self.is(name, "host"):
             if authority == nil { authority = value }
-        case 7 where name.lowercased() == "apns-id": set(&apnsID, "apns-id")
-        case 10 where name.lowercased() == "apns-topic": set(&topic, "apns-topic")
-        case 13 where name.lowercased() == "authorization": set(&authorization, "authorization")
-        case 13 where name.lowercased() == "apns-priority": set(&priority, "apns-priority")
-        case 14 where name.lowercased() == "apns-push-type": set(&pushType, "apns-push-type")
-        case 15 where name.lowercased() == "apns-expiration": set(&expiration, "apns-expiration")
-        case 16 where name.lowercased() == "apns-collapse-id": set(&collapseID, "apns-collapse-id")
+        case 7 where Self.is(name, "apns-id"): set(&apnsID, "apns-id")
+        case 10 where Self.is(name, "apns-topic"): set(&topic, "apns-topic")
+        case 13 where Self.is(name, "authorization"): set(&authorization, "authorization")
+        case 13 where Self.is(name, "apns-priority"): set(&priority, "apns-priority")
+        case 14 where Self.is(name, "apns-push-type"): set(&pushType, "apns-push-type")
+        case 15 where Self.is(name, "apns-expiration"): set(&expiration, "apns-expiration")
+        case 16 where Self.is(name, "apns-collapse-id"): set(&collapseID, "apns-collapse-id")
         default: break
         }
     }

@@ -58,6 +58,33 @@ import Testing
         #expect(f.reason(f.request(headers: [("apns-expiration", "0")])) == nil)
         // Uppercase token hex is the same token.
         #expect(f.reason(f.request(token: f.token.hex.uppercased())) == nil)
+        // Header names in any case (HTTP/1.1), values with spaces or tabs around them (RFC 9110 OWS).
+        #expect(f.reason(f.request(headers: [("APNS-Topic", "again")])) == .duplicateHeaders)
+        #expect(f.reason(f.request(headers: [("Apns-Priority", "7")])) == .badPriority)
+        #expect(f.reason(f.request(headers: [("apns_priority", "7")])) == nil)  // not the header
+        #expect(f.reason(f.request(headers: [("apns-priority", " \t5 ")])) == nil)
+        #expect(f.reason(f.request(headers: [("apns-push-type", " ALERT\t")])) == nil)
+        #expect(f.reason(f.request(headers: [("apns-expiration", "\t0 ")])) == nil)
+        #expect(f.reason(f.request(headers: [("apns-priority", "1 0")])) == .badPriority)
+    }
+
+    @Test func generatedIdentifiersAreTimeOrdered() async throws {
+        let f = try await Fixture()
+        var c = ProviderConnectionState(defaultEnvironment: .development)
+        guard case .accept(let push, _) = f.api.handle(f.request(), connection: &c, now: f.now),
+            let uniqueID = push.uniqueID
+        else {
+            Issue.record("not accepted with a unique id")
+            return
+        }
+        for id in [push.apnsID, uniqueID] {
+            let bytes = try #require(UUID(uuidString: id)?.uuid)
+            #expect(bytes.6 >> 4 == 7)
+            let milliseconds = [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5].reduce(UInt64(0)) {
+                $0 << 8 | UInt64($1)
+            }
+            #expect(milliseconds == UInt64(f.now.timeIntervalSince1970 * 1000))
+        }
     }
 
     @Test func bodyReasons() async throws {
