@@ -106,7 +106,11 @@ public struct ProviderConnectionState: Sendable {
                 if let boundTeam, boundTeam != newKey.teamID {
                     return .failure(.unrelatedKeyIdInToken)
                 }
-                if let verified, now.timeIntervalSince(verified.acceptedAt) < Self.tokenUpdateInterval {
+                // Replacing a token sooner than 20 minutes is refused, unless the one it replaces has
+                // expired meanwhile (it was already old when it arrived): the client must renew then.
+                if let verified, now.timeIntervalSince(verified.acceptedAt) < Self.tokenUpdateInterval,
+                    now.timeIntervalSince1970 - Double(verified.issuedAt) <= Self.tokenLifetime
+                {
                     return .failure(.tooManyProviderTokenUpdates)
                 }
                 verified = Verified(compact: String(compact), key: newKey, issuedAt: token.issuedAt, acceptedAt: now)

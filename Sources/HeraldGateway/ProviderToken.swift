@@ -74,36 +74,4 @@ public struct ProviderToken: Sendable, Equatable {
         }
         return false
     }
-
-    /// Signs a token (for tests, `herald push` and benchmarks).
-    public static func sign(keyID: String, teamID: String, issuedAt: Int64, with key: P256.Signing.PrivateKey) throws
-        -> String
-    {
-        let header = Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Data(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
-        let input = header + "." + claims
-        let signature = try key.signature(for: Data(input.utf8))
-        return input + "." + Base64URL.encode(signature.rawRepresentation)
-    }
-}
-
-/// Base64url without padding (RFC 7515), tolerant of padding and of standard base64 characters.
-public enum Base64URL {
-    /// Decodes, returning `nil` for anything that is not base64.
-    public static func decode(_ text: Substring) -> Data? {
-        var s = String(text).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while s.hasSuffix("=") { s.removeLast() }
-        let remainder = s.utf8.count % 4
-        if remainder == 1 { return nil }
-        if remainder > 0 { s += String(repeating: "=", count: 4 - remainder) }
-        return Data(base64Encoded: s)
-    }
-
-    /// Encodes without padding.
-    public static func encode(_ data: some DataProtocol) -> String {
-        Data(data).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
 }

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldGateway
+import HeraldProvider
 import Logging
 
 #if canImport(FoundationNetworking)
@@ -191,7 +192,8 @@ struct KeysToken: ParsableCommand {
             throw ValidationError("--p8: \(p8) is not a PEM P-256 private key")
         }
         let iat = issuedAt ?? Int64(Date().timeIntervalSince1970)
-        print(try ProviderToken.sign(keyID: keyId, teamID: team, issuedAt: iat, with: key))
+        let signing = APNsSigningKey(keyID: keyId, teamID: team, privateKey: key)
+        print(try signing.token(issuedAt: Date(timeIntervalSince1970: TimeInterval(iat))))
     }
 }
 

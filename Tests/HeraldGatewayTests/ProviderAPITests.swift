@@ -217,6 +217,12 @@ import Testing
         // After 20 minutes the switch is fine.
         let third = f.jwt(issuedAt: t0.addingTimeInterval(1201))
         #expect(f.reason(f.request(jwt: third), connection: &d, at: t0.addingTimeInterval(1201)) == nil)
+        // A token that was 50 minutes old when it arrived expires 10 minutes later; replacing it
+        // then is allowed, although 20 minutes have not passed.
+        var e = ProviderConnectionState(defaultEnvironment: .development)
+        #expect(f.reason(f.request(jwt: f.jwt(issuedAt: t0.addingTimeInterval(-3000))), connection: &e, at: t0) == nil)
+        let renewed = f.jwt(issuedAt: t0.addingTimeInterval(660))
+        #expect(f.reason(f.request(jwt: renewed), connection: &e, at: t0.addingTimeInterval(660)) == nil)
     }
 
     @Test func connectionIsBoundToOneTeamAndKeysToEnvironments() async throws {

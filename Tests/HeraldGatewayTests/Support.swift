@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldProvider
 import NIOCore
 
 @testable import HeraldGateway
@@ -44,9 +45,7 @@ struct Fixture {
     )
         -> String
     {
-        try! ProviderToken.sign(
-            keyID: keyID, teamID: team, issuedAt: Int64((issuedAt ?? now).timeIntervalSince1970),
-            with: key ?? privateKey)
+        try! APNsSigningKey(keyID: keyID, teamID: team, privateKey: key ?? privateKey).token(issuedAt: issuedAt ?? now)
     }
 
     func request(

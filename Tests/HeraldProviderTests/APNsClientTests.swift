@@ -1,0 +1,317 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldGateway
+import Logging
+import Synchronization
+import Testing
+import X509
+
+@testable import HeraldProvider
+
+/// A real `Gateway` in this process, on loopback ports the system picks, with a team, a key, an
+/// app and an offline device whose token the tests send to.
+final class RunningGateway: Sendable {
+    static let team = "TEAM123456"
+    static let keyID = "KEY1234567"
+    static let bundle = "com.example.provider"
+
+    let gateway: Gateway
+    let task: Task<Void, any Error>
+    let info: [String: String]
+    let signingKey: APNsSigningKey
+    let token: String
+    let directory: String
+
+    static func start() async throws -> RunningGateway {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("provider-\(UUID())").path
+        var configuration = Gateway.Configuration()
+        configuration.stateDirectory = directory
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.developmentPort = 0
+        configuration.adminPort = 0
+        configuration.linkHost = "127.0.0.1"
+        configuration.linkPort = 0
+        var logger = Logger(label: "test.gateway")
+        logger.logLevel = .warning
+        let gateway = try await Gateway.open(configuration, logger: logger)
+        _ = try await gateway.directory.putTeam(id: team)
+        let (_, pem) = try await gateway.directory.generateKey(teamID: team, id: keyID)
+        _ = try await gateway.directory.putApp(bundleID: bundle, teamID: team)
+        _ = try await gateway.directory.registerDevice(id: "phone", now: Date())
+        let registration = try await gateway.directory.registerApp(
+            device: "phone", bundleID: bundle, environment: .development, now: Date())
+        let (ready, continuation) = AsyncStream.makeStream(of: [String: String].self)
+        let task = Task { try await gateway.run { continuation.yield($0) } }
+        var info: [String: String]?
+        for await i in ready {
+            info = i
+            break
+        }
+        return RunningGateway(
+            gateway: gateway, task: task, info: try #require(info),
+            signingKey: try APNsSigningKey(p8: pem, keyID: keyID, teamID: team), token: registration.token.hex,
+            directory: directory)
+    }
+
+    private init(
+        gateway: Gateway, task: Task<Void, any Error>, info: [String: String], signingKey: APNsSigningKey,
+        token: String, directory: String
+    ) {
+        self.gateway = gateway
+        self.task = task
+        self.info = info
+        self.signingKey = signingKey
+        self.token = token
+        self.directory = directory
+    }
+
+    var caPEM: String { get throws { try String(contentsOfFile: info["caCertificate"]!, encoding: .utf8) } }
+
+    func client(
+        server: APNsServer? = nil, authentication: APNsAuthentication? = nil, retry: APNsRetryPolicy = .init(),
+        timeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() },
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { _ in }
+    ) throws -> APNsClient {
+        try APNsClient(
+            configuration: .init(
+                server: server ?? APNsServer(url: info["providerURL"]!),
+                authentication: authentication ?? .token(signingKey), trustedCAPEM: try caPEM, timeout: timeout,
+                retry: retry),
+            now: now, sleep: sleep)
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = await task.result
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Runs `body` with a client and a gateway, and shuts both down however `body` ends.
+func with(
+    _ g: RunningGateway, _ client: APNsClient, _ body: (APNsClient) async throws -> Void
+) async throws {
+    do {
+        try await body(client)
+    } catch {
+        try? await client.shutdown()
+        await g.stop()
+        throw error
+    }
+    try await client.shutdown()
+    await g.stop()
+}
+
+func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification {
+    APNsNotification(
+        payload: Data(#"{"aps":{"alert":"\#(text)"}}"#.utf8), topic: RunningGateway.bundle, pushType: .alert,
+        apnsID: apnsID)
+}
+
+@Suite(.serialized) struct APNsClientTests {
+    @Test func sendsOverTLSWithATokenAndTheGatewayKeepsThePush() async throws {
+        let g = try await RunningGateway.start()
+        try await with(g, try g.client()) { client async throws in
+            let id = "6e1f2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b"
+            let delivery = try await client.send(alert("stored", apnsID: id), to: g.token)
+            #expect(delivery.apnsID == id)
+            #expect(delivery.uniqueID != nil)  // development environment
+            #expect(delivery.attempts == 1)
+            // The device is offline: the 200 means the push is in the store, bytes unchanged.
+            let pending = try await g.gateway.directory.store.pending(device: "phone", now: Date())
+            #expect(pending.map(\.apnsID) == [id])
+            #expect(pending.first?.payload == alert("stored").payload)
+        }
+    }
+
+    @Test func everyReasonIsATypedError() async throws {
+        let g = try await RunningGateway.start()
+        try await with(g, try g.client(retry: .never)) { client async throws in
+            for reason in APNsReason.allCases {
+                // An expired provider token is signed again and retried once, so it takes two.
+                g.gateway.faults.add(FaultRule(reason: reason, remaining: reason == .expiredProviderToken ? 2 : 1))
+                do {
+                    _ = try await client.send(alert(), to: g.token)
+                    Issue.record("\(reason) was accepted")
+                } catch let error as APNsError {
+                    #expect(error.reason == .known(reason))
+                    #expect(error.status == reason.status)
+                    #expect(error.apnsID != nil)
+                    #expect((error.timestamp != nil) == (reason.status == 410), "\(reason)")
+                }
+            }
+            // The honest ones: a token the gateway never issued, and a topic that is not an app.
+            do {
+                _ = try await client.send(alert(), to: String(repeating: "ab", count: 32))
+                Issue.record("an unknown token was accepted")
+            } catch let error as APNsError {
+                #expect(error.reason == .known(.badDeviceToken))
+                #expect(error.tokenIsInvalid)
+            }
+            do {
+                var n = alert()
+                n.topic = "com.example.nobody"
+                _ = try await client.send(n, to: g.token)
+                Issue.record("another topic was accepted")
+            } catch let error as APNsError {
+                #expect(error.reason == .known(.topicDisallowed))
+            }
+            await #expect(throws: APNsClientError.invalidDeviceToken("not/hex")) {
+                _ = try await client.send(alert(), to: "not/hex")
+            }
+        }
+    }
+
+    @Test func retriesOnlyWhatMayBeRetried() async throws {
+        let g = try await RunningGateway.start()
+        let waits = Mutex<[Duration]>([])
+        let client = try g.client(
+            retry: APNsRetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(400)),
+            sleep: { d in waits.withLock { $0.append(d) } })
+        try await with(g, client) { client async throws in
+
+            // Two 503s, then the push goes through on the third attempt with the same apns-id.
+            g.gateway.faults.add(FaultRule(reason: .serviceUnavailable, remaining: 2))
+            let id = RandomUUID.lowercaseString()
+            let delivery = try await client.send(alert(apnsID: id), to: g.token)
+            #expect(delivery.attempts == 3)
+            #expect(delivery.apnsID == id)
+            let backoffs = waits.withLock { $0 }
+            #expect(backoffs.count == 2)
+            #expect(backoffs[0] >= .milliseconds(200) && backoffs[0] <= .milliseconds(400))
+            #expect(backoffs[1] >= .milliseconds(400) && backoffs[1] <= .milliseconds(800))
+
+            // 429 TooManyRequests: later, once.
+            waits.withLock { $0 = [] }
+            g.gateway.faults.add(FaultRule(reason: .tooManyRequests, remaining: 1))
+            #expect(try await client.send(alert(), to: g.token).attempts == 2)
+
+            // Three attempts, then the 500 is the answer.
+            waits.withLock { $0 = [] }
+            g.gateway.faults.add(FaultRule(reason: .internalServerError, remaining: 5))
+            await #expect(throws: APNsError.self) { _ = try await client.send(alert(), to: g.token) }
+            #expect(waits.withLock { $0.count } == 2)
+            g.gateway.faults.removeAll()
+
+            // Never retried: the answer is final.
+            for reason: APNsReason in [.badDeviceToken, .unregistered, .payloadTooLarge, .tooManyProviderTokenUpdates] {
+                waits.withLock { $0 = [] }
+                // An expired provider token is signed again and retried once, so it takes two.
+                g.gateway.faults.add(FaultRule(reason: reason, remaining: reason == .expiredProviderToken ? 2 : 1))
+                await #expect(throws: APNsError.self) { _ = try await client.send(alert(), to: g.token) }
+                #expect(waits.withLock { $0.isEmpty }, "\(reason) was retried")
+            }
+
+        }
+    }
+
+    /// A token signed before the clock jumped (a laptop that slept) is refused as expired; the
+    /// client signs a new one and sends again at once, on the same connection.
+    @Test func anExpiredTokenIsSignedAgainOnce() async throws {
+        let g = try await RunningGateway.start()
+        let calls = Mutex(0)
+        let clock: @Sendable () -> Date = {
+            calls.withLock { n in
+                n += 1
+                return n == 1 ? Date().addingTimeInterval(-2 * 3600) : Date()
+            }
+        }
+        let waits = Mutex(0)
+        try await with(g, try g.client(now: clock, sleep: { _ in waits.withLock { $0 += 1 } })) {
+            client async throws in
+            #expect(try await client.send(alert(), to: g.token).attempts == 2)
+            #expect(waits.withLock { $0 } == 0)
+            #expect(try await client.send(alert(), to: g.token).attempts == 1)
+        }
+    }
+
+    @Test func aDeadlineEndsTheWait() async throws {
+        let g = try await RunningGateway.start()
+        try await with(g, try g.client(timeout: .milliseconds(300))) { client async throws in
+            g.gateway.faults.add(FaultRule(delayMilliseconds: 5000, remaining: 1))
+            await #expect(throws: APNsClientError.deadlineExceeded(attempts: 1)) {
+                _ = try await client.send(alert(), to: g.token)
+            }
+        }
+    }
+
+    @Test func certificateAuthenticationNeedsNoToken() async throws {
+        let g = try await RunningGateway.start()
+        let key = P256.Signing.PrivateKey()
+        let certificate = try g.gateway.ca.issueAppCertificate(
+            bundleID: RunningGateway.bundle, environments: [.development], key: key)
+        let client = try g.client(
+            authentication: .certificate(
+                chainPEM: try certificate.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation))
+        try await with(g, client) { client async throws in
+            #expect(try await client.send(alert(), to: g.token).attempts == 1)
+        }
+    }
+
+    @Test func manyConcurrentSendsAndTheDevelopmentListener() async throws {
+        let g = try await RunningGateway.start()
+        let client = try g.client()
+        let ids = try await withThrowingTaskGroup(of: String.self) { group in
+            for i in 0..<100 {
+                group.addTask { try await client.send(alert("n\(i)"), to: g.token).apnsID }
+            }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 100)
+        try await client.shutdown()
+
+        // Cleartext HTTP/1.1 to the development listener, as a test setup without TLS would.
+        let development = try g.client(server: APNsServer(url: g.info["developmentURL"]!))
+        #expect(try await development.send(alert(), to: g.token).attempts == 1)
+        try await development.shutdown()
+        await g.stop()
+    }
+}
+
+@Suite struct APNsPiecesTests {
+    @Test func applePresets() {
+        #expect(APNsServer.production.url == "https://api.push.apple.com:443")
+        #expect(APNsServer.sandbox.url == "https://api.sandbox.push.apple.com:443")
+        #expect(APNsServer(url: "https://localhost:2197/").url == "https://localhost:2197")
+    }
+
+    @Test func errorBodiesAndUnknownReasons() {
+        let gone = APNsError.parse(
+            status: 410, body: Data(#"{"reason":"Unregistered","timestamp":1800000000123}"#.utf8), apnsID: "x")
+        #expect(gone.reason == .known(.unregistered))
+        #expect(gone.timestamp == Date(timeIntervalSince1970: 1_800_000_000.123))
+        #expect(gone.tokenIsInvalid)
+        #expect(!gone.isRetryable)
+        let novel = APNsError.parse(status: 400, body: Data(#"{"reason":"SomethingNew"}"#.utf8), apnsID: nil)
+        #expect(novel.reason == .unknown("SomethingNew"))
+        #expect(APNsError.parse(status: 502, body: Data("<html>".utf8), apnsID: nil).reason == .unknown(""))
+        #expect(APNsError.parse(status: 503, body: Data(), apnsID: nil).isRetryable)
+    }
+
+    /// Tokens are renewed once `refreshAge` old, never before 20 minutes nor after 59, in
+    /// virtual time.
+    @Test func tokensFollowTheRefreshRule() throws {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let key = APNsSigningKey(keyID: "KEY1234567", teamID: "TEAM123456", privateKey: P256.Signing.PrivateKey())
+        let cache = APNsTokenCache(key: key, refreshAge: 40 * 60, now: { clock.withLock { $0 } })
+        func advance(minutes: Double) { clock.withLock { $0 = $0.addingTimeInterval(minutes * 60) } }
+        let first = try cache.token()
+        advance(minutes: 39)
+        #expect(try cache.token() == first)
+        advance(minutes: 1)
+        let second = try cache.token()
+        #expect(second != first)
+        // The token names the key and team and when it was issued.
+        let claims = try #require(Base64URL.decode(second.split(separator: ".")[1]))
+        #expect(String(decoding: claims, as: UTF8.self) == #"{"iss":"TEAM123456","iat":1800002400}"#)
+        cache.discard(first)  // an old token: nothing happens
+        #expect(try cache.token() == second)
+        cache.discard(second)
+        #expect(try cache.token() != second)
+
+        #expect(APNsTokenCache(key: key, refreshAge: 60).refreshAge == 20 * 60)
+        #expect(APNsTokenCache(key: key, refreshAge: 7200).refreshAge == 59 * 60)
+    }
+}
