@@ -31,6 +31,13 @@ public final class GroupCommitter: Sendable {
             return startIfIdle()
         }
 
+        /// Adds log lines to the lingering ones, releasing them once there are `threshold`;
+        /// whether a drain should start.
+        mutating func addLog(_ events: [DeliveryEvent], threshold: Int) -> Bool {
+            lingering.events += events
+            return lingering.events.count >= threshold ? releaseLog() : false
+        }
+
         mutating func startIfIdle() -> Bool {
             if running || queue.isEmpty { return false }
             running = true
@@ -67,10 +74,7 @@ public final class GroupCommitter: Sendable {
 
     /// Queues delivery-log events nobody waits for; they may linger (see the type's notes).
     public func submitLog(_ events: [DeliveryEvent]) {
-        let start = state.withLock { s in
-            s.lingering.events += events
-            return s.lingering.events.count >= logBatch ? s.releaseLog() : false
-        }
+        let start = state.withLock { $0.addLog(events, threshold: logBatch) }
         if start { Task { await self.drain() } }
     }
 
@@ -109,14 +113,15 @@ public final class GroupCommitter: Sendable {
             }
             for item in items { item.completion?(result) }
             if case .success(let replaced) = result, !replaced.isEmpty {
-                // Log what the policy pushed out; this rides in the next transaction.
-                var log = StoreBatch()
-                log.events = replaced.map {
+                // Log what the policy pushed out, like any other log line; once released, this
+                // drain's next round writes it.
+                let events = replaced.map {
                     DeliveryEvent(
                         apnsID: $0, uniqueID: nil, kind: .replaced, at: now(),
                         detail: "a newer push for the same device and topic (or collapse id) replaced it")
                 }
-                state.withLock { $0.lingering.append(log) }
+                let threshold = logBatch
+                _ = state.withLock { $0.addLog(events, threshold: threshold) }
             }
         }
     }

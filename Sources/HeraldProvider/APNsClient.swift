@@ -328,9 +328,8 @@ public final class APNsClient: Sendable {
             }
             guard attempts < configuration.retry.maximumAttempts else { throw failure }
             let wait = configuration.retry.backoff(after: attempts)
-            guard NIODeadline.now() + TimeAmount(wait) < deadline else {
-                throw failure as? APNsError ?? APNsClientError.deadlineExceeded(attempts: attempts)
-            }
+            // No time left for another attempt: the last failure is the answer.
+            guard NIODeadline.now() + TimeAmount(wait) < deadline else { throw failure }
             logger.debug(
                 "retrying", metadata: ["apns-id": "\(apnsID)", "after": "\(failure)", "wait": "\(wait)"])
             try await sleep(wait)

@@ -162,6 +162,22 @@ import X509
         #expect(try await logged("f"))
     }
 
+    /// What the policy pushes out is logged as replaced, by the committer itself.
+    @Test func replacedPushesAreLogged() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        let committer = GroupCommitter(store: store, policy: OfflinePolicy())
+        let later = Date(timeIntervalSince1970: 1000)
+        for id in ["first", "second"] {
+            var batch = StoreBatch()
+            batch.pushes = [push(id, expires: later)]
+            _ = try await committer.commit(batch)
+        }
+        try await waitUntil("the replaced push's log line is written") {
+            try await store.deliveryLog(id: "first").map(\.kind) == [.replaced]
+        }
+        #expect(try await store.pending(device: "d1", now: .distantPast).map(\.apnsID) == ["second"])
+    }
+
     @Test func directorySurvivesReopening() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID()).sqlite").path
         defer { try? FileManager.default.removeItem(atPath: path) }
