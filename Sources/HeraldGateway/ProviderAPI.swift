@@ -60,13 +60,7 @@ public struct ProviderAPI: Sendable {
     /// `api.push.apple.com`, `production.…` → production), else the listener's default.
     public static func environment(authority: String?, default fallback: APNsEnvironment) -> APNsEnvironment {
         guard let authority, !authority.isEmpty else { return fallback }
-        let host = authority.utf8
-        func starts(with prefix: StaticString) -> Bool {
-            guard host.count >= prefix.utf8CodeUnitCount else { return false }
-            // ASCII case-insensitively: host names are ASCII, and `| 0x20` lowercases letters.
-            return zip(host, UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
-                .allSatisfy { $0 | 0x20 == $1 | 0x20 }
-        }
+        func starts(with prefix: StaticString) -> Bool { ASCIICase.hasPrefix(authority.utf8, prefix) }
         if starts(with: "api.sandbox.") || starts(with: "api.development.") || starts(with: "sandbox.")
             || starts(with: "development.")
         {
@@ -116,14 +110,14 @@ public struct ProviderAPI: Sendable {
 
         var priority: PushPriority?
         if let text = request.priority {
-            guard let value = Int(Self.trimmed(text)), let parsed = PushPriority(rawValue: value)
+            guard let value = Int(ASCIICase.trimmed(text[...])), let parsed = PushPriority(rawValue: value)
             else { return fail(.badPriority) }
             priority = parsed
         }
 
         var pushType: PushType?
         if let text = request.pushType {
-            let name = String(Self.trimmed(text))
+            let name = String(ASCIICase.trimmed(text[...]))
             guard let parsed = PushType(rawValue: name) ?? PushType(rawValue: name.lowercased()) else {
                 return fail(.invalidPushType)
             }
@@ -132,7 +126,7 @@ public struct ProviderAPI: Sendable {
 
         var expiration: Int64?
         if let text = request.expiration {
-            guard let value = Int64(Self.trimmed(text)), value >= 0 else {
+            guard let value = Int64(ASCIICase.trimmed(text[...])), value >= 0 else {
                 return fail(.badExpirationDate)
             }
             expiration = value
@@ -222,17 +216,6 @@ public struct ProviderAPI: Sendable {
             expiration: expiration, collapseID: request.collapseID, payload: request.body,
             contentAvailable: summary.contentAvailable, receivedAt: now)
         return .accept(push, delay: delay)
-    }
-
-    /// A header value without the spaces and tabs around it (RFC 9110 OWS).
-    static func trimmed(_ text: String) -> Substring {
-        let u = text.utf8
-        var start = u.startIndex
-        var end = u.endIndex
-        func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
-        while start < end, isSpace(u[start]) { start = u.index(after: start) }
-        while end > start, isSpace(u[u.index(before: end)]) { end = u.index(before: end) }
-        return text[start..<end]
     }
 
     /// `8-4-4-4-12` hex digits, either case.

@@ -80,15 +80,11 @@ public struct ProviderConnectionState: Sendable {
     ) -> Result<ProviderKey, APNsReason> {
         guard let authorization else { return .failure(.missingProviderToken) }
         // Byte-wise: this runs for every push, and a token is ASCII.
-        let u = authorization.utf8
-        var start = u.startIndex
-        var end = u.endIndex
-        if u.count > 7, zip(u, "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) {
-            start = u.index(start, offsetBy: 7)
+        var compact = Substring(authorization)
+        if compact.utf8.count > 7, ASCIICase.hasPrefix(compact.utf8, "bearer ") {
+            compact = compact.dropFirst(7)
         }
-        while start < end, u[start] == UInt8(ascii: " ") { start = u.index(after: start) }
-        while end > start, u[u.index(before: end)] == UInt8(ascii: " ") { end = u.index(before: end) }
-        let compact = authorization[start..<end]
+        compact = ASCIICase.trimmed(compact)
         guard !compact.isEmpty else { return .failure(.missingProviderToken) }
 
         let key: ProviderKey

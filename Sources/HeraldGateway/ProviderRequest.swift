@@ -42,11 +42,7 @@ public struct ProviderRequest: Sendable {
     /// Whether `name` is `lowercase`, ignoring ASCII case (without allocating: every request
     /// goes through here).
     static func `is`(_ name: String, _ lowercase: StaticString) -> Bool {
-        let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
-        guard name.utf8.count == expected.count else { return false }
-        return zip(name.utf8, expected).allSatisfy { c, e in
-            c == e || (e >= UInt8(ascii: "a") && e <= UInt8(ascii: "z") && c == e - 0x20)
-        }
+        name.utf8.count == lowercase.utf8CodeUnitCount && ASCIICase.hasPrefix(name.utf8, lowercase)
     }
 
     /// Records one header. Names compare case-insensitively; unknown headers are ignored.
@@ -130,4 +126,28 @@ public struct AcceptedPush: Sendable {
     public var contentAvailable: Bool
     /// When the gateway accepted it.
     public var receivedAt: Date
+}
+
+/// Comparisons of header text that ignore ASCII case, without allocating (they run for every
+/// request).
+enum ASCIICase {
+    /// Whether `text` starts with `lowercase` (lowercase ASCII), letters compared in either case.
+    static func hasPrefix(_ text: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        guard text.count >= expected.count else { return false }
+        return zip(text, expected).allSatisfy { c, e in
+            c == e || (e >= UInt8(ascii: "a") && e <= UInt8(ascii: "z") && c == e - 0x20)
+        }
+    }
+
+    /// `text` without the spaces and tabs around it (RFC 9110 OWS).
+    static func trimmed(_ text: Substring) -> Substring {
+        let u = text.utf8
+        var start = u.startIndex
+        var end = u.endIndex
+        func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
+        while start < end, isSpace(u[start]) { start = u.index(after: start) }
+        while end > start, isSpace(u[u.index(before: end)]) { end = u.index(before: end) }
+        return text[start..<end]
+    }
 }
