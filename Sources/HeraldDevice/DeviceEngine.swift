@@ -46,7 +46,7 @@ public enum DeviceEvent: Sendable {
 }
 
 /// The device's notification center as a value-type state machine: it takes events and the current time and
-/// returns actions; it does no I/O and reads no clock. `DeviceService` (a later issue) runs it with a store.
+/// returns actions; it does no I/O and reads no clock. `DeviceService` runs it with a store and a clock.
 public struct DeviceEngine: Sendable {
     /// Tunables.
     public struct Configuration: Sendable {
@@ -114,6 +114,13 @@ public struct DeviceEngine: Sendable {
             removedApps = []
         }
         return (changedApps, removedApps)
+    }
+
+    /// Marks apps as changed again after a write of ``takeChangedApps()``'s answer failed, so the
+    /// next write retries them (an app removed since is not marked).
+    public mutating func restoreChanges(changed: Set<String>, removed: Set<String>) {
+        changedApps.formUnion(changed.filter { apps[$0] != nil })
+        removedApps.formUnion(removed.filter { apps[$0] == nil })
     }
 
     // MARK: - Events

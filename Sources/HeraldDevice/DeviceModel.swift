@@ -1,24 +1,6 @@
 import Foundation
 import HeraldCore
 
-/// Whether and how an app is running: not connected, background (including suspended), or frontmost.
-public enum AppRunState: String, Sendable, Codable, CaseIterable {
-    case notRunning, background, foreground
-}
-
-/// What the foreground app asks to be shown (`UNNotificationPresentationOptions`).
-public struct PresentationOptions: OptionSet, Sendable, Hashable, Codable {
-    public let rawValue: Int
-    /// Creates options from raw bits.
-    public init(rawValue: Int) { self.rawValue = rawValue }
-    public static let banner = PresentationOptions(rawValue: 1 << 0)
-    public static let list = PresentationOptions(rawValue: 1 << 1)
-    public static let sound = PresentationOptions(rawValue: 1 << 2)
-    public static let badge = PresentationOptions(rawValue: 1 << 3)
-    /// Every option: what a background app's notification may use.
-    public static let all: PresentationOptions = [.banner, .list, .sound, .badge]
-}
-
 /// An installed app as the engine knows it.
 public struct InstalledApp: Sendable, Hashable, Codable {
     public var bundleID: String
@@ -28,41 +10,24 @@ public struct InstalledApp: Sendable, Hashable, Codable {
     public var libraryDirectory: String?
     /// The app's strings, for `loc-key`s.
     public var localization: LocalizationBundle?
+    /// The program the daemon starts to launch the app; `nil`: the app cannot be launched.
+    public var executable: String?
+    /// The app's `aps-environment` entitlement: the environment its topic is registered in with the
+    /// push service; `nil`: the app cannot register for remote notifications.
+    public var apsEnvironment: APNsEnvironment?
 
     /// Creates an app.
     public init(
         bundleID: String, bundleDirectory: String? = nil, libraryDirectory: String? = nil,
-        localization: LocalizationBundle? = nil
+        localization: LocalizationBundle? = nil, executable: String? = nil, apsEnvironment: APNsEnvironment? = nil
     ) {
         self.bundleID = bundleID
         self.bundleDirectory = bundleDirectory
         self.libraryDirectory = libraryDirectory
         self.localization = localization
+        self.executable = executable
+        self.apsEnvironment = apsEnvironment
     }
-}
-
-/// A request waiting to fire.
-public struct PendingRequest: Sendable, Hashable, Codable {
-    public var request: NotificationRequest
-    /// When it was added: the anchor of time-interval triggers.
-    public var addedAt: Date
-    /// The next fire date; `nil` for location triggers.
-    public var nextFireDate: Date?
-}
-
-/// A notification that was delivered (`UNNotification`).
-public struct DeliveredNotification: Sendable, Hashable, Codable {
-    public var request: NotificationRequest
-    public var date: Date
-    /// Remote (from a push) rather than local.
-    public var isRemote: Bool
-    /// Fired after its time because the device was off (or the engine stopped).
-    public var late: Bool
-    /// The push's `apns-id`, for remote notifications.
-    public var apnsID: String?
-
-    /// The notification's identifier (the request's; for a push, its collapse id or apns-id).
-    public var identifier: String { request.identifier }
 }
 
 /// A remote notification handed to the app's service extension, with the time it has.
@@ -129,22 +94,6 @@ public struct Presentation: Sendable, Hashable, Codable {
     public var minimalActions: [NotificationAction]
     /// Asked for by the foreground app (`willPresent`), rather than decided by the system.
     public var requestedByForegroundApp: Bool
-}
-
-/// How an app is started.
-public enum LaunchMode: String, Sendable, Hashable, Codable {
-    /// Launched or brought forward to the foreground.
-    case foreground
-    /// Launched in the background with a time budget.
-    case background
-}
-
-/// What the app is told when the user acts on a notification (`UNNotificationResponse`).
-public struct NotificationResponse: Sendable, Hashable, Codable {
-    public var notification: DeliveredNotification
-    public var actionIdentifier: String
-    /// For a text-input action.
-    public var userText: String?
 }
 
 /// The effects of an event, for the service to carry out.

@@ -7,7 +7,10 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Apple's local and remote notification system, open and self-hostable.",
-        subcommands: [GatewayCommand.self, KeysCommand.self, TestDeviceCommand.self, TriggerCommand.self])
+        subcommands: [
+            UpCommand.self, GatewayCommand.self, DeviceCommand.self, PushCommand.self, AppCommand.self,
+            RespondCommand.self, KeysCommand.self, TestDeviceCommand.self, TriggerCommand.self,
+        ])
 }
 
 struct TriggerCommand: ParsableCommand {

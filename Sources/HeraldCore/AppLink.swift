@@ -1,0 +1,223 @@
+import Foundation
+
+/// The app link: how an app process talks to its device daemon over a Unix stream socket
+/// (docs/app-link.md). Every message is one JSON object on one line (`\n`-terminated).
+public enum AppLink {
+    /// The socket's file name in the daemon's state directory.
+    public static let socketName = "app.sock"
+    /// The largest message either side accepts, in bytes.
+    public static let maximumMessageSize = 1 << 20
+    /// The error domain of Apple's notification error codes (`UNErrorDomain`).
+    public static let notificationErrorDomain = "UNErrorDomain"
+    /// The error domain of registration failures Apple reports as Cocoa errors (code 3000: no
+    /// `aps-environment` entitlement; 3010: remote notifications unavailable).
+    public static let cocoaErrorDomain = "NSCocoaErrorDomain"
+    /// The error domain of Herald's own app-link errors.
+    public static let heraldErrorDomain = "Herald"
+
+    /// Environment variables the daemon sets when it launches an app.
+    public enum Environment {
+        /// The app link's socket path.
+        public static let socket = "HERALD_APP_LINK"
+        /// The bundle id the app was launched as.
+        public static let bundleID = "HERALD_BUNDLE_ID"
+        /// `foreground` or `background`.
+        public static let launchMode = "HERALD_LAUNCH_MODE"
+        /// The notification that launched the app, as JSON (a `DeliveredNotification`).
+        public static let launchOptions = "HERALD_LAUNCH_OPTIONS"
+    }
+}
+
+/// A call from an app to its daemon; the daemon answers each with a result or a failure.
+public enum AppLinkCall: Sendable, Hashable, Codable {
+    /// The first message on a connection: who the app is and how it runs.
+    case hello(bundleID: String, state: AppRunState)
+    /// The app moved to the foreground or the background.
+    case setState(state: AppRunState)
+    case requestAuthorization(options: AuthorizationOptions)
+    case notificationSettings
+    case setCategories(categories: [NotificationCategory])
+    case categories
+    case add(request: NotificationRequest)
+    case pending
+    case removePending(identifiers: [String]?)
+    case delivered
+    case removeDelivered(identifiers: [String]?)
+    case setBadge(badge: Int)
+    case registerForRemoteNotifications
+    case unregisterForRemoteNotifications
+    /// The app's answer to a `willPresent` event.
+    case willPresentAnswer(identifier: String, options: PresentationOptions)
+    /// The app finished handling a `didReceive` event (its completion handler ran).
+    case responseHandled(identifier: String)
+    /// The app finished the background work of a `backgroundWake` event.
+    case backgroundFinished(identifier: String, result: BackgroundFetchResult)
+    /// The app's service extension finished a `serviceExtension` event (`nil`: keep the original).
+    case serviceExtensionFinished(identifier: String, content: NotificationContent?)
+}
+
+/// What a background task reports when it is done (`UIBackgroundFetchResult`).
+public enum BackgroundFetchResult: String, Sendable, Hashable, Codable, CaseIterable {
+    case newData, noData, failed
+}
+
+/// A successful answer to an `AppLinkCall`.
+public enum AppLinkResult: Sendable, Hashable, Codable {
+    case done
+    case authorization(granted: Bool, settings: NotificationSettings)
+    case settings(settings: NotificationSettings)
+    case categories(categories: [NotificationCategory])
+    case pending(requests: [PendingRequest])
+    case delivered(notifications: [DeliveredNotification])
+    case token(token: String)
+}
+
+/// Something the daemon tells an app without being asked.
+public enum AppLinkEvent: Sendable, Hashable, Codable {
+    /// A notification arrived while the app is in the foreground: answer with `willPresentAnswer`.
+    case willPresent(notification: DeliveredNotification)
+    /// The user acted on a notification: answer with `responseHandled` when done.
+    case didReceive(response: NotificationResponse)
+    /// A remote notification for an app without notification types, delivered without any UI.
+    case remoteNotification(notification: DeliveredNotification)
+    /// `content-available`: background time to fetch; answer with `backgroundFinished` within `budget` seconds.
+    case backgroundWake(notification: DeliveredNotification, budget: Double)
+    /// `mutable-content`: rewrite the content before `deadline`; answer with `serviceExtensionFinished`.
+    case serviceExtension(notification: DeliveredNotification, deadline: Date)
+    /// The app's device token changed (for example after a device reset).
+    case tokenChanged(token: String)
+    /// The system moved the app to another run state (a notification brought it forward).
+    case stateChanged(state: AppRunState)
+}
+
+/// A failure answer: Apple's domain and code where Apple has one, and a message that names the field.
+public struct AppLinkFailure: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// `UNErrorDomain`, `NSCocoaErrorDomain` or `Herald`.
+    public var domain: String
+    /// The code within the domain.
+    public var code: Int
+    /// What went wrong.
+    public var message: String
+
+    /// Creates a failure.
+    public init(domain: String, code: Int, message: String) {
+        self.domain = domain
+        self.code = code
+        self.message = message
+    }
+
+    /// The failure for one of Apple's notification errors.
+    public init(_ error: NotificationError) {
+        self.init(domain: AppLink.notificationErrorDomain, code: error.code.rawValue, message: error.message)
+    }
+
+    /// The notification error it carries, if its domain is `UNErrorDomain`.
+    public var notificationError: NotificationError? {
+        domain == AppLink.notificationErrorDomain
+            ? NotificationError(NotificationError.Code(rawValue: code), message) : nil
+    }
+
+    /// `domain code: message`.
+    public var description: String { "\(domain) \(code): \(message)" }
+
+    /// Herald: a call the daemon cannot take in this state (no `hello` yet, or an unknown app).
+    public static func protocolError(_ message: String) -> AppLinkFailure {
+        AppLinkFailure(domain: AppLink.heraldErrorDomain, code: 1, message: message)
+    }
+}
+
+/// One line on the app link.
+public enum AppLinkFrame: Sendable, Hashable, Codable {
+    case call(id: Int, call: AppLinkCall)
+    case result(id: Int, result: AppLinkResult)
+    case failure(id: Int, failure: AppLinkFailure)
+    case event(event: AppLinkEvent)
+
+    /// The frame as one line of JSON, with its `\n`.
+    public func encodedLine() throws -> Data {
+        var data = try JSONEncoder.appLink.encode(self)
+        data.append(UInt8(ascii: "\n"))
+        return data
+    }
+
+    /// The `id` of a `result` or `failure` line, even when the rest of it cannot be read.
+    public static func answerID(line: some Collection<UInt8>) -> Int? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else { return nil }
+        let answer = (object["result"] ?? object["failure"]) as? [String: Any]
+        return answer?["id"] as? Int
+    }
+
+    /// Reads one line (with or without its `\n`); errors name what is wrong.
+    public init(line: some Collection<UInt8>) throws {
+        do {
+            self = try JSONDecoder.appLink.decode(AppLinkFrame.self, from: Data(line))
+        } catch let error as DecodingError {
+            throw AppLinkFailure.protocolError("bad app-link message: \(DecodingErrorText.describe(error))")
+        }
+    }
+}
+
+extension JSONEncoder {
+    /// The app link's encoder: dates as ISO 8601, keys sorted.
+    public static var appLink: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(AppLinkDates.format(date))
+        }
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+extension JSONDecoder {
+    /// The app link's decoder: dates as ISO 8601 (with or without fractional seconds).
+    public static var appLink: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = AppLinkDates.parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "'\(text)' is not an ISO 8601 date")
+            }
+            return date
+        }
+        return decoder
+    }
+}
+
+/// ISO 8601 dates with milliseconds, as the app link and the device API write them.
+public enum AppLinkDates {
+    /// `2026-11-22T10:00:00.000Z`.
+    public static func format(_ date: Date) -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+    }
+
+    /// Reads an ISO 8601 date with a zone, with or without fractional seconds.
+    public static func parse(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+}
+
+/// Turns a `DecodingError` into one line that names the field.
+public enum DecodingErrorText {
+    /// `path.to.field: what is wrong`.
+    public static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            let text = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return text.isEmpty ? "(top level)" : text
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])): missing"
+        case .typeMismatch(_, let context): return "\(path(context.codingPath)): \(context.debugDescription)"
+        case .valueNotFound(_, let context): return "\(path(context.codingPath)): missing value"
+        case .dataCorrupted(let context): return "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import HeraldCore
+import Logging
+import NIOCore
+import NIOExtras
+import NIOPosix
+
+/// The app link's server: a Unix stream socket in the state directory; each connected process is
+/// one running app (docs/app-link.md). The link is not a hot path, so each connection is served by
+/// one task that takes its calls in order.
+public final class AppLinkServer: Sendable {
+    let channel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+    /// The socket's path.
+    public let path: String
+
+    private init(channel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>, path: String) {
+        self.channel = channel
+        self.path = path
+    }
+
+    /// Binds the socket at `path` (replacing a stale one left by a previous run).
+    public static func bind(path: String, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton)
+        async throws -> AppLinkServer
+    {
+        let channel = try await ServerBootstrap(group: group)
+            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(
+                            LineBasedFrameDecoder(), maximumBufferSize: AppLink.maximumMessageSize))
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: child)
+                }
+            }
+        // Only the device's user may talk to the daemon.
+        chmod(path, 0o600)
+        return AppLinkServer(channel: channel, path: path)
+    }
+
+    /// Serves connections until cancelled or ``close()``.
+    public func run(service: DeviceService, logger: Logger) async {
+        await withDiscardingTaskGroup { group in
+            do {
+                try await channel.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        group.addTask { await Self.serve(connection, service: service, logger: logger) }
+                    }
+                }
+            } catch {
+                logger.debug("app link closed", metadata: ["error": "\(error)"])
+            }
+            group.cancelAll()
+        }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Stops accepting connections.
+    public func close() async {
+        try? await channel.channel.close()
+    }
+
+    static func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, service: DeviceService, logger: Logger)
+        async
+    {
+        let (outbox, mail) = AsyncStream.makeStream(of: AppLinkFrame.self)
+        let send: @Sendable (AppLinkFrame) -> Void = { mail.yield($0) }
+        var app: String?
+        var session = 0
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Void.self) { tasks in
+                    tasks.addTask {
+                        for await frame in outbox {
+                            let line: Data
+                            do {
+                                line = try frame.encodedLine()
+                            } catch {
+                                // A value JSON cannot hold (such as NaN): the call still gets an answer.
+                                guard case .result(let id, _) = frame,
+                                    let failure = try? AppLinkFrame.failure(
+                                        id: id, failure: .protocolError("the answer cannot be encoded: \(error)")
+                                    ).encodedLine()
+                                else { continue }
+                                line = failure
+                            }
+                            try await outbound.write(ByteBuffer(bytes: line))
+                        }
+                    }
+                    defer { mail.finish() }
+                    for try await line in inbound {
+                        let frame: AppLinkFrame
+                        do {
+                            frame = try AppLinkFrame(line: line.readableBytesView)
+                        } catch {
+                            send(.failure(id: 0, failure: error as? AppLinkFailure ?? .protocolError("\(error)")))
+                            continue
+                        }
+                        guard case .call(let id, let call) = frame else {
+                            send(.failure(id: 0, failure: .protocolError("apps send calls only")))
+                            continue
+                        }
+                        guard let bundleID = app else {
+                            guard case .hello(let bundleID, let state) = call else {
+                                send(.failure(id: id, failure: .protocolError("the first call must be hello")))
+                                continue
+                            }
+                            do {
+                                session = try await service.connect(bundleID, state: state, send: send)
+                                app = bundleID
+                                logger.info("app connected", metadata: ["app": "\(bundleID)", "state": "\(state)"])
+                                send(.result(id: id, result: .done))
+                            } catch {
+                                send(.failure(id: id, failure: error as? AppLinkFailure ?? .protocolError("\(error)")))
+                            }
+                            continue
+                        }
+                        if case .registerForRemoteNotifications = call {
+                            // This one may wait for the push service: the app's other calls go on meanwhile.
+                            tasks.addTask { await Self.answer(id, call, app: bundleID, service: service, send: send) }
+                        } else {
+                            await Self.answer(id, call, app: bundleID, service: service, send: send)
+                        }
+                    }
+                    mail.finish()
+                    try await tasks.next()
+                    tasks.cancelAll()
+                }
+            }
+        } catch {
+            logger.debug("app connection ended", metadata: ["app": "\(app ?? "-")", "error": "\(error)"])
+        }
+        if let app {
+            logger.info("app disconnected", metadata: ["app": "\(app)"])
+            await service.disconnect(app, session: session)
+        }
+    }
+
+    static func answer(
+        _ id: Int, _ call: AppLinkCall, app: String, service: DeviceService,
+        send: @Sendable (AppLinkFrame) -> Void
+    ) async {
+        do {
+            send(.result(id: id, result: try await service.call(app, call)))
+        } catch {
+            send(.failure(id: id, failure: error as? AppLinkFailure ?? .protocolError("\(error)")))
+        }
+    }
+}

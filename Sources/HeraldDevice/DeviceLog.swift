@@ -1,0 +1,141 @@
+import Foundation
+import HeraldCore
+
+/// One thing that happened on the device, as the presentation log and the terminal show it.
+public struct DeviceLogEntry: Sendable, Hashable, Codable {
+    /// What kind of thing.
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        /// A notification was shown (banner, alert, list, sound or badge).
+        case presented
+        /// The foreground app was asked how to present a notification.
+        case willPresent
+        /// A push reached an app without any UI.
+        case silent
+        /// An app's badge changed.
+        case badge
+        /// An app was started.
+        case launched
+        /// An app could not be started.
+        case launchFailed
+        /// An app was brought to the foreground.
+        case broughtForward
+        /// An app was told of the user's response.
+        case response
+        /// An app was woken in the background (`content-available` or a background action).
+        case backgroundWake
+        /// An app finished the work it was given time for.
+        case finished
+        /// An app did not finish within its time.
+        case budgetExceeded
+        /// Requests pushed out by the pending limit.
+        case dropped
+        /// Notifications taken off the screen.
+        case removed
+        /// An app's service extension was given a notification to rewrite.
+        case serviceExtension
+        /// Apps installed or removed, tokens issued, the link's state.
+        case system
+    }
+
+    public var date: Date
+    public var app: String
+    public var kind: Kind
+    /// The notification's identifier, when there is one.
+    public var identifier: String?
+    /// One line for people.
+    public var text: String
+    /// For `presented`: what was shown.
+    public var presentation: PresentationSummary?
+
+    /// Creates an entry.
+    public init(
+        date: Date, app: String, kind: Kind, identifier: String? = nil, text: String,
+        presentation: PresentationSummary? = nil
+    ) {
+        self.date = date
+        self.app = app
+        self.kind = kind
+        self.identifier = identifier
+        self.text = text
+        self.presentation = presentation
+    }
+}
+
+/// What a presentation showed, flattened for people and scripts.
+public struct PresentationSummary: Sendable, Hashable, Codable {
+    public var title: String
+    public var subtitle: String
+    public var body: String
+    /// `default`, a file name, or `critical:<name>`; `nil` is silent.
+    public var sound: String?
+    public var badge: Int?
+    /// Action identifiers in the default context.
+    public var actions: [String]
+    /// `banner`, `alert` or `none`.
+    public var alertStyle: String
+    public var inList: Bool
+    public var remote: Bool
+    public var late: Bool
+    /// The foreground app asked for it (`willPresent`).
+    public var requestedByForegroundApp: Bool
+
+    /// Summarises a presentation.
+    public init(_ p: Presentation) {
+        let content = p.notification.request.content
+        title = content.title
+        subtitle = content.subtitle
+        body = content.body
+        switch p.sound {
+        case nil: sound = nil
+        case .default?: sound = "default"
+        case .named(let name)?: sound = name
+        case .critical(let name, _)?: sound = "critical:\(name ?? "default")"
+        }
+        badge = p.badge
+        actions = p.actions.map(\.identifier)
+        alertStyle = p.alertStyle.rawValue
+        inList = p.inList
+        remote = p.notification.isRemote
+        late = p.notification.late
+        requestedByForegroundApp = p.requestedByForegroundApp
+    }
+
+    /// `Title — Body (sound default, badge 3, actions: accept | decline)`.
+    public var line: String {
+        var text = [title, subtitle].filter { !$0.isEmpty }.joined(separator: " / ")
+        if !body.isEmpty { text += text.isEmpty ? body : " — \(body)" }
+        if text.isEmpty { text = "(no text)" }
+        var details: [String] = []
+        if alertStyle == "none" { details.append(inList ? "list only" : "not shown") }
+        details.append("sound \(sound ?? "none")")
+        if let badge { details.append("badge \(badge)") }
+        if !actions.isEmpty { details.append("actions: " + actions.joined(separator: " | ")) }
+        if late { details.append("late") }
+        return "\(text) (\(details.joined(separator: ", ")))"
+    }
+}
+
+/// Shows what happens on the device: the terminal, a desktop, a web page.
+public protocol DevicePresenter: Sendable {
+    /// Called for every log entry, in order.
+    func show(_ entry: DeviceLogEntry)
+}
+
+/// Writes one clear line per presentation (and per other happening) to standard output.
+public struct TerminalPresenter: DevicePresenter {
+    let write: @Sendable (String) -> Void
+
+    /// Writes to standard output, or to `write` (tests).
+    public init(write: (@Sendable (String) -> Void)? = nil) {
+        self.write = write ?? { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    }
+
+    /// `[app] title — body (sound …, badge …, actions: …)`; other entries start with `·`.
+    public func show(_ entry: DeviceLogEntry) {
+        if let presentation = entry.presentation {
+            write("[\(entry.app)] \(presentation.line)")
+        } else {
+            write("· [\(entry.app)] \(entry.text)")
+        }
+    }
+}

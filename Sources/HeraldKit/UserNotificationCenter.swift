@@ -1,0 +1,399 @@
+@_exported import HeraldCore
+import Foundation
+import NIOCore
+import NIOExtras
+import NIOPosix
+import Synchronization
+
+/// What an app implements to take part in presentation and responses (`UNUserNotificationCenterDelegate`).
+/// Every method has a default: nothing is shown for a foreground notification, responses and pushes
+/// are accepted without doing anything.
+public protocol UserNotificationCenterDelegate: Sendable {
+    /// A notification arrived while the app is in the foreground: return how to show it (empty: not at all).
+    func willPresent(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> PresentationOptions
+    /// The user acted on a notification (default, dismiss, or one of its category's actions). The daemon
+    /// waits for this to return, as Apple's completion handler.
+    func didReceive(_ response: NotificationResponse, center: UserNotificationCenter) async
+    /// A remote notification for the app itself: `content-available` (background time to fetch) or a push
+    /// for an app without notification types. Return what the fetch found.
+    func didReceiveRemoteNotification(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> BackgroundFetchResult
+    /// A `mutable-content` push before it is shown (the service extension): return new content, or `nil`
+    /// to show it unchanged.
+    func serviceExtension(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> NotificationContent?
+}
+
+extension UserNotificationCenterDelegate {
+    public func willPresent(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> PresentationOptions
+    { [] }
+    public func didReceive(_ response: NotificationResponse, center: UserNotificationCenter) async {}
+    public func didReceiveRemoteNotification(_ notification: DeliveredNotification, center: UserNotificationCenter)
+        async -> BackgroundFetchResult
+    { .noData }
+    public func serviceExtension(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> NotificationContent?
+    { nil }
+}
+
+/// Lets the connection's reader find its center once it exists.
+final class CenterReference: Sendable {
+    let center = Mutex<UserNotificationCenter?>(nil)
+}
+
+/// The app's notification center, shaped like `UNUserNotificationCenter`, talking to the device
+/// daemon over the app link. While it is connected the app counts as running.
+public final class UserNotificationCenter: Sendable {
+    /// The app's bundle id.
+    public let bundleID: String
+    /// The notification that launched the app, when the daemon launched it for one (launch options).
+    public let launchOptions: DeliveredNotification?
+    /// How the app runs now.
+    public var state: AppRunState { shared.withLock { $0.state } }
+    /// The app's device token whenever it changes (after `registerForRemoteNotifications`, a device reset, …).
+    public let tokenChanges: AsyncStream<String>
+
+    struct Shared {
+        var nextID = 0
+        var waiting: [Int: CheckedContinuation<AppLinkResult, any Error>] = [:]
+        var closed: (any Error)?
+        var state: AppRunState
+        var delegate: (any UserNotificationCenterDelegate)?
+    }
+
+    let shared: Mutex<Shared>
+    let outbox: AsyncStream<AppLinkFrame>.Continuation
+    let tokenContinuation: AsyncStream<String>.Continuation
+    let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    let done: Task<Void, Never>
+
+    /// A failure without an answer: the link closed or could not open.
+    public struct LinkError: Error, CustomStringConvertible, Sendable {
+        /// What happened.
+        public var description: String
+    }
+
+    private init(
+        bundleID: String, state: AppRunState, launchOptions: DeliveredNotification?,
+        delegate: (any UserNotificationCenterDelegate)?, channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+        outbox: AsyncStream<AppLinkFrame>.Continuation, done: Task<Void, Never>
+    ) {
+        self.bundleID = bundleID
+        self.launchOptions = launchOptions
+        self.channel = channel
+        self.outbox = outbox
+        self.done = done
+        shared = Mutex(Shared(state: state, delegate: delegate))
+        (tokenChanges, tokenContinuation) = AsyncStream.makeStream(of: String.self)
+    }
+
+    /// Connects to the device daemon as `bundleID` in `state`. Without arguments it uses what the
+    /// daemon put in the environment when it launched the app (`AppLink.Environment`): the socket,
+    /// the bundle id, the launch mode and the launch options. Events go to `delegate`.
+    public static func connect(
+        bundleID: String? = nil, state: AppRunState? = nil, socketPath: String? = nil,
+        delegate: (any UserNotificationCenterDelegate)? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> UserNotificationCenter {
+        let environment = ProcessInfo.processInfo.environment
+        guard let bundleID = bundleID ?? environment[AppLink.Environment.bundleID] else {
+            throw LinkError(description: "no bundle id: pass bundleID or set \(AppLink.Environment.bundleID)")
+        }
+        let path = socketPath ?? environment[AppLink.Environment.socket] ?? ".herald/device/\(AppLink.socketName)"
+        let launched = environment[AppLink.Environment.launchMode].flatMap(LaunchMode.init(rawValue:))
+        let state = state ?? (launched == .background ? .background : .foreground)
+        let launchOptions = environment[AppLink.Environment.launchOptions].flatMap {
+            try? JSONDecoder.appLink.decode(DeliveredNotification.self, from: Data($0.utf8))
+        }
+        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            channel = try await ClientBootstrap(group: group).connect(unixDomainSocketPath: path) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(LineBasedFrameDecoder(), maximumBufferSize: AppLink.maximumMessageSize))
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        } catch {
+            throw LinkError(description: "cannot reach the device daemon at \(path): \(error)")
+        }
+        let (frames, outbox) = AsyncStream.makeStream(of: AppLinkFrame.self)
+        let (events, eventSink) = AsyncStream.makeStream(of: AppLinkEvent.self)
+        let box = CenterReference()
+        let task = Task {
+            await Self.pump(channel: channel, frames: frames, events: eventSink, center: box)
+        }
+        let center = UserNotificationCenter(
+            bundleID: bundleID, state: state, launchOptions: launchOptions, delegate: delegate, channel: channel,
+            outbox: outbox, done: task)
+        box.center.withLock { $0 = center }
+        Task { [weak center] in
+            for await event in events {
+                guard let center else { return }
+                await center.handle(event)
+            }
+        }
+        do {
+            _ = try await center.call(.hello(bundleID: bundleID, state: state))
+        } catch {
+            await center.close()
+            throw error
+        }
+        return center
+    }
+
+    /// Reads and writes the connection until it closes.
+    static func pump(
+        channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, frames: AsyncStream<AppLinkFrame>,
+        events: AsyncStream<AppLinkEvent>.Continuation, center: CenterReference
+    ) async {
+        var ending: any Error = LinkError(description: "the device daemon closed the app link")
+        do {
+            try await channel.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Void.self) { tasks in
+                    tasks.addTask {
+                        for await frame in frames {
+                            try await outbound.write(ByteBuffer(bytes: try frame.encodedLine()))
+                        }
+                    }
+                    for try await line in inbound {
+                        let frame: AppLinkFrame
+                        do {
+                            frame = try AppLinkFrame(line: line.readableBytesView)
+                        } catch {
+                            // An answer this library cannot read fails its call rather than leaving it waiting.
+                            if let id = AppLinkFrame.answerID(line: line.readableBytesView) {
+                                center.center.withLock { $0 }?.resume(id, with: .failure(error))
+                            }
+                            continue
+                        }
+                        switch frame {
+                        case .result(let id, let result):
+                            center.center.withLock { $0 }?.resume(id, with: .success(result))
+                        case .failure(let id, let failure):
+                            center.center.withLock { $0 }?.resume(
+                                id, with: .failure(failure.notificationError ?? failure))
+                        case .event(let event):
+                            events.yield(event)
+                        case .call:
+                            break
+                        }
+                    }
+                    tasks.cancelAll()
+                }
+            }
+        } catch {
+            ending = LinkError(description: "the app link failed: \(error)")
+        }
+        events.finish()
+        let closing = center.center.withLock { reference -> UserNotificationCenter? in
+            defer { reference = nil }
+            return reference
+        }
+        closing?.closed(ending)
+    }
+
+    func resume(_ id: Int, with result: Result<AppLinkResult, any Error>) {
+        let continuation = shared.withLock { $0.waiting.removeValue(forKey: id) }
+        continuation?.resume(with: result)
+    }
+
+    func closed(_ error: any Error) {
+        let waiting = shared.withLock { shared -> [CheckedContinuation<AppLinkResult, any Error>] in
+            shared.closed = error
+            shared.state = .notRunning
+            defer { shared.waiting = [:] }
+            return Array(shared.waiting.values)
+        }
+        for continuation in waiting { continuation.resume(throwing: error) }
+        outbox.finish()
+        tokenContinuation.finish()
+    }
+
+    /// Sends a call and waits for its answer; throws `NotificationError` for Apple's codes and
+    /// `AppLinkFailure` for the others.
+    func call(_ call: AppLinkCall) async throws -> AppLinkResult {
+        try await withCheckedThrowingContinuation { continuation in
+            let id: Int? = shared.withLock { shared in
+                if shared.closed != nil { return nil }
+                shared.nextID += 1
+                shared.waiting[shared.nextID] = continuation
+                return shared.nextID
+            }
+            guard let id else {
+                continuation.resume(throwing: shared.withLock { $0.closed } ?? LinkError(description: "closed"))
+                return
+            }
+            outbox.yield(.call(id: id, call: call))
+        }
+    }
+
+    func handle(_ event: AppLinkEvent) async {
+        let delegate = shared.withLock { $0.delegate }
+        switch event {
+        case .willPresent(let notification):
+            let options = await delegate?.willPresent(notification, center: self) ?? []
+            _ = try? await call(.willPresentAnswer(identifier: notification.identifier, options: options))
+        case .didReceive(let response):
+            await delegate?.didReceive(response, center: self)
+            _ = try? await call(.responseHandled(identifier: response.notification.identifier))
+        case .remoteNotification(let notification):
+            _ = await delegate?.didReceiveRemoteNotification(notification, center: self)
+        case .backgroundWake(let notification, _):
+            let result = await delegate?.didReceiveRemoteNotification(notification, center: self) ?? .noData
+            _ = try? await call(.backgroundFinished(identifier: notification.identifier, result: result))
+        case .serviceExtension(let notification, _):
+            let content = await delegate?.serviceExtension(notification, center: self)
+            _ = try? await call(.serviceExtensionFinished(identifier: notification.identifier, content: content))
+        case .tokenChanged(let token):
+            tokenContinuation.yield(token)
+        case .stateChanged(let state):
+            shared.withLock { $0.state = state }
+            if state == .notRunning { await close() }
+        }
+    }
+
+    /// Replaces the delegate.
+    public func setDelegate(_ delegate: (any UserNotificationCenterDelegate)?) {
+        shared.withLock { $0.delegate = delegate }
+    }
+
+    /// Disconnects: the app is not running any more.
+    public func close() async {
+        outbox.finish()
+        try? await channel.channel.close()
+        await done.value
+    }
+
+    // MARK: - UNUserNotificationCenter
+
+    /// Asks the user (once) to allow `options`; later calls return the first answer.
+    public func requestAuthorization(options: AuthorizationOptions) async throws -> Bool {
+        guard case .authorization(let granted, _) = try await call(.requestAuthorization(options: options)) else {
+            throw Self.unexpected("requestAuthorization")
+        }
+        return granted
+    }
+
+    /// The app's settings as the user left them.
+    public func notificationSettings() async throws -> NotificationSettings {
+        guard case .settings(let settings) = try await call(.notificationSettings) else {
+            throw Self.unexpected("notificationSettings")
+        }
+        return settings
+    }
+
+    /// Replaces the app's categories.
+    public func setNotificationCategories(_ categories: [NotificationCategory]) async throws {
+        _ = try await call(.setCategories(categories: categories))
+    }
+
+    /// The app's categories.
+    public func notificationCategories() async throws -> [NotificationCategory] {
+        guard case .categories(let categories) = try await call(.categories) else {
+            throw Self.unexpected("notificationCategories")
+        }
+        return categories
+    }
+
+    /// Schedules a request (or replaces the pending one with the same identifier).
+    public func add(_ request: NotificationRequest) async throws {
+        _ = try await call(.add(request: request))
+    }
+
+    /// The pending requests.
+    public func pendingNotificationRequests() async throws -> [NotificationRequest] {
+        try await pendingNotifications().map(\.request)
+    }
+
+    /// The pending requests with their next fire dates (Herald).
+    public func pendingNotifications() async throws -> [PendingRequest] {
+        guard case .pending(let requests) = try await call(.pending) else {
+            throw Self.unexpected("pendingNotificationRequests")
+        }
+        return requests
+    }
+
+    /// Removes pending requests.
+    public func removePendingNotificationRequests(withIdentifiers identifiers: [String]) async throws {
+        _ = try await call(.removePending(identifiers: identifiers))
+    }
+
+    /// Removes every pending request.
+    public func removeAllPendingNotificationRequests() async throws {
+        _ = try await call(.removePending(identifiers: nil))
+    }
+
+    /// The app's notifications in the notification list, newest first.
+    public func deliveredNotifications() async throws -> [DeliveredNotification] {
+        guard case .delivered(let notifications) = try await call(.delivered) else {
+            throw Self.unexpected("deliveredNotifications")
+        }
+        return notifications
+    }
+
+    /// Removes delivered notifications.
+    public func removeDeliveredNotifications(withIdentifiers identifiers: [String]) async throws {
+        _ = try await call(.removeDelivered(identifiers: identifiers))
+    }
+
+    /// Removes every delivered notification.
+    public func removeAllDeliveredNotifications() async throws {
+        _ = try await call(.removeDelivered(identifiers: nil))
+    }
+
+    /// Sets the app's badge (0 clears it).
+    public func setBadgeCount(_ count: Int) async throws {
+        _ = try await call(.setBadge(badge: count))
+    }
+
+    /// Registers with the push service and returns the device token as 64 hex characters, as a
+    /// provider sends it. Later changes arrive on ``tokenChanges``.
+    public func registerForRemoteNotifications() async throws -> String {
+        guard case .token(let token) = try await call(.registerForRemoteNotifications) else {
+            throw Self.unexpected("registerForRemoteNotifications")
+        }
+        return token
+    }
+
+    /// Unregisters: the push service answers 410 `Unregistered` for the old token.
+    public func unregisterForRemoteNotifications() async throws {
+        _ = try await call(.unregisterForRemoteNotifications)
+    }
+
+    /// Tells the device the app moved to the foreground or the background.
+    public func setState(_ state: AppRunState) async throws {
+        _ = try await call(.setState(state: state))
+        shared.withLock { $0.state = state }
+    }
+
+    static func unexpected(_ call: String) -> AppLinkFailure {
+        .protocolError("\(call): the daemon's answer has the wrong shape")
+    }
+
+    /// The user's preferred languages, most preferred first, as BCP 47 tags (`fr-CA`): what an app
+    /// sends its provider so that alerts can be localized. Read from `LANGUAGE`, then `LC_ALL`,
+    /// `LC_MESSAGES` and `LANG`; `["en"]` when none is set.
+    public static func preferredLanguages(environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> [String]
+    {
+        var languages: [String] = []
+        func add(_ raw: Substring) {
+            let base = raw.split(separator: ".").first.map(String.init) ?? ""
+            let tag = (base.split(separator: "@").first.map(String.init) ?? "").replacingOccurrences(
+                of: "_", with: "-")
+            guard !tag.isEmpty, tag != "C", tag != "POSIX", !languages.contains(tag) else { return }
+            languages.append(tag)
+        }
+        if let list = environment["LANGUAGE"], !list.isEmpty { list.split(separator: ":").forEach(add) }
+        for key in ["LC_ALL", "LC_MESSAGES", "LANG"] {
+            if let value = environment[key], !value.isEmpty {
+                add(Substring(value))
+                break
+            }
+        }
+        return languages.isEmpty ? ["en"] : languages
+    }
+}

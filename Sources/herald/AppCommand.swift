@@ -1,0 +1,394 @@
+import ArgumentParser
+import Foundation
+import HeraldKit
+import Synchronization
+
+struct AppCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app",
+        abstract: "Act as an installed app from the shell, through HeraldKit and the app link.",
+        discussion: """
+            Actions:
+              authorize          request authorization (--options alert,sound,badge)
+              settings           print the app's notification settings
+              categories         set categories (--category ...) or print them
+              add                add a request (--id, --title, --body, … and a trigger: --in, --at, --calendar, --region)
+              pending            list pending requests with their next fire dates
+              delivered          list delivered notifications
+              remove-pending     remove pending requests (identifiers after the action; none = all)
+              remove-delivered   remove delivered notifications (identifiers after the action; none = all)
+              badge N            set the badge
+              register           register for remote notifications and print the device token
+              listen             stay connected and print what the app is told (willPresent, didReceive, pushes)
+            Examples:
+              herald app com.example.demo authorize --options alert,sound,badge
+              herald app com.example.demo add --id tea --title Tea --body "Steeped" --in 180
+              herald app com.example.demo add --id standup --body Standup --calendar weekday=2,hour=9 --repeats
+              herald app com.example.invites categories --category INVITE=accept+foreground,decline+destructive
+              herald app com.example.demo listen --foreground --present banner,sound
+            The app counts as running (in the background, or the foreground with --foreground) while the \
+            command is connected.
+            """)
+
+    enum Action: String, ExpressibleByArgument, CaseIterable {
+        case authorize, settings, categories, add, pending, delivered
+        case removePending = "remove-pending"
+        case removeDelivered = "remove-delivered"
+        case badge, register, listen
+    }
+
+    @Argument(help: "The app's bundle id.")
+    var bundleID: String
+    @Argument(help: "What to do (see below).")
+    var action: Action
+    @Argument(help: "Identifiers (remove-*) or the badge number (badge).")
+    var values: [String] = []
+
+    @Option(
+        name: .long, help: "authorize: options, comma-separated (alert, sound, badge, provisional, criticalAlert, …).")
+    var options = "alert,sound,badge"
+    @Option(name: .long, help: "categories: ID=action[+foreground|+destructive|+text],… (repeatable).")
+    var category: [String] = []
+
+    @Option(name: .long, help: "add: the request's identifier (default: a new UUID).")
+    var id: String?
+    @Option(name: .long, help: "add: title.") var title = ""
+    @Option(name: .long, help: "add: subtitle.") var subtitle = ""
+    @Option(name: .long, help: "add: body.") var body = ""
+    @Option(name: .long, help: "add: sound: default or a file name.") var sound: String?
+    @Option(name: .customLong("set-badge"), help: "add: the badge the notification sets.") var setBadge: Int?
+    @Option(name: .customLong("category-id"), help: "add: the category identifier.") var categoryID = ""
+    @Option(name: .long, help: "add: the thread identifier.") var thread = ""
+    @Option(name: .long, help: "add: fire after this many seconds.") var `in`: Double?
+    @Option(name: .long, help: "add: fire at this instant (ISO 8601 with offset).") var at: String?
+    @Option(name: .long, help: "add: fire when the date matches, e.g. hour=9,minute=30 or weekday=2,hour=9.")
+    var calendar: String?
+    @Option(name: .long, help: "add: the calendar trigger's time zone (default: floating, the device's zone).")
+    var timeZone: String?
+    @Option(name: .long, help: "add: fire on entering a region: latitude,longitude,radius in metres.")
+    var region: String?
+    @Flag(name: .long, help: "add: the region fires on exit as well as on entry.") var onExit = false
+    @Flag(name: .long, help: "add: repeat.") var repeats = false
+
+    @Flag(name: .long, help: "Connect as the foreground app (default: background).")
+    var foreground = false
+    @Option(name: .long, help: "listen: what to show for foreground notifications (banner,list,sound,badge; none).")
+    var present = "banner,list,sound,badge"
+    @Option(name: .long, help: "listen: stop after this many events.")
+    var count: Int?
+    @Option(name: .long, help: "The app link's socket (default: .herald/device/app.sock).")
+    var socket: String?
+    @Option(name: .customLong("device-state"), help: "The device's state directory (default .herald/device).")
+    var deviceState: String?
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func validate() throws {
+        if action == .badge, values.count != 1 || Int(values[0]) == nil {
+            throw ValidationError("badge: give the number, e.g. herald app \(bundleID) badge 3")
+        }
+        if action == .add, [`in` != nil, at != nil, calendar != nil, region != nil].filter({ $0 }).count > 1 {
+            throw ValidationError("add: give at most one of --in, --at, --calendar and --region")
+        }
+        if let timeZone, TimeZone(identifier: timeZone) == nil {
+            throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
+        }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() async throws {
+        let path = try appLinkPath(state: deviceState, socket: socket)
+        let printer = EventPrinter(json: json, present: try Self.presentationOptions(present), limit: count)
+        // Launched by the daemon: its launch mode decides the state; from a shell: --foreground or background.
+        let environment = ProcessInfo.processInfo.environment
+        let launched = environment[AppLink.Environment.launchMode] != nil
+        if action == .listen, let text = environment[AppLink.Environment.launchOptions],
+            let options = try? JSONDecoder.appLink.decode(DeliveredNotification.self, from: Data(text.utf8))
+        {
+            printer.emit(
+                "launched", options, extra: ["state": environment[AppLink.Environment.launchMode] ?? ""],
+                counts: false)
+        }
+        let center = try await UserNotificationCenter.connect(
+            bundleID: bundleID, state: foreground ? .foreground : launched ? nil : .background, socketPath: path,
+            delegate: action == .listen ? printer : nil)
+        do {
+            try await perform(center, printer: printer)
+        } catch {
+            await center.close()
+            throw Self.readable(error)
+        }
+        await center.close()
+    }
+
+    func perform(_ center: UserNotificationCenter, printer: EventPrinter) async throws {
+        switch action {
+        case .authorize:
+            var requested: AuthorizationOptions = []
+            for name in options.split(separator: ",") {
+                guard let option = AuthorizationOptions(name: String(name)) else {
+                    throw ValidationError("--options: unknown option '\(name)'")
+                }
+                requested.insert(option)
+            }
+            let granted = try await center.requestAuthorization(options: requested)
+            if json { return try printJSON(["granted": granted]) }
+            print(granted ? "granted" : "denied")
+        case .settings:
+            let settings = try await center.notificationSettings()
+            if json { return try printJSON(settings) }
+            print(
+                "authorization \(settings.authorizationStatus.rawValue), alert \(settings.alertSetting.rawValue) (\(settings.alertStyle.rawValue)), sound \(settings.soundSetting.rawValue), badge \(settings.badgeSetting.rawValue)"
+            )
+        case .categories:
+            if !category.isEmpty {
+                try await center.setNotificationCategories(try category.map(Self.category))
+            }
+            let categories = try await center.notificationCategories()
+            if json { return try printJSON(categories) }
+            for c in categories {
+                print("\(c.identifier): " + c.actions.map(\.identifier).joined(separator: ", "))
+            }
+        case .add:
+            let request = NotificationRequest(
+                identifier: id ?? UUID().uuidString, content: try content(), trigger: try trigger())
+            try await center.add(request)
+            if json { return try printJSON(["identifier": request.identifier]) }
+            print("added \(request.identifier)")
+        case .pending:
+            let pending = try await center.pendingNotifications()
+            if json { return try printJSON(pending) }
+            if pending.isEmpty { print("no pending requests") }
+            for p in pending {
+                let next = p.nextFireDate.map(AppLinkDates.format) ?? "on location"
+                print("\(p.request.identifier)  next \(next)  \(p.request.content.title) \(p.request.content.body)")
+            }
+        case .delivered:
+            let delivered = try await center.deliveredNotifications()
+            if json { return try printJSON(delivered) }
+            if delivered.isEmpty { print("no delivered notifications") }
+            for d in delivered {
+                print(
+                    "\(d.identifier)  \(AppLinkDates.format(d.date))\(d.isRemote ? "  remote" : "")\(d.late ? "  late" : "")  \(d.request.content.title) \(d.request.content.body)"
+                )
+            }
+        case .removePending:
+            if values.isEmpty {
+                try await center.removeAllPendingNotificationRequests()
+            } else {
+                try await center.removePendingNotificationRequests(withIdentifiers: values)
+            }
+            print("removed")
+        case .removeDelivered:
+            if values.isEmpty {
+                try await center.removeAllDeliveredNotifications()
+            } else {
+                try await center.removeDeliveredNotifications(withIdentifiers: values)
+            }
+            print("removed")
+        case .badge:
+            try await center.setBadgeCount(Int(values[0])!)
+            print("badge \(values[0])")
+        case .register:
+            let token = try await center.registerForRemoteNotifications()
+            if json { return try printJSON(["token": token]) }
+            print(token)
+        case .listen:
+            if center.launchOptions == nil && !json {
+                print("listening as \(bundleID) (\(center.state.rawValue)); Ctrl-C to stop")
+            }
+            fflush(nil)
+            Task {
+                for await token in center.tokenChanges { print("token \(token)") }
+                printer.finish()  // the link closed
+            }
+            await printer.waitUntilDone(center)
+        }
+    }
+
+    func content() throws -> NotificationContent {
+        var content = NotificationContent(
+            title: title, subtitle: subtitle, body: body, badge: setBadge,
+            sound: sound.map { $0 == "default" ? .default : .named($0) }, categoryIdentifier: categoryID,
+            threadIdentifier: thread)
+        content.userInfo = [:]
+        return content
+    }
+
+    func trigger() throws -> NotificationTrigger? {
+        do {
+            if let seconds = `in` {
+                return .timeInterval(try TimeIntervalTrigger(interval: seconds, repeats: repeats))
+            }
+            if let at {
+                let date = try parseDate(at, field: "--at")
+                let zone = TimeZone(identifier: timeZone ?? "UTC")!
+                let c = CalendarComponents.of(
+                    date, in: zone, units: ["year", "month", "day", "hour", "minute", "second"])
+                return .calendar(try CalendarTrigger(components: c, repeats: false, timeZone: .fixed(zone.identifier)))
+            }
+            if let calendar {
+                return .calendar(
+                    try CalendarTrigger(
+                        components: try CalendarComponents(parsing: calendar), repeats: repeats,
+                        timeZone: timeZone.map { .fixed($0) } ?? .floating))
+            }
+            if let region {
+                let parts = region.split(separator: ",").compactMap { Double($0) }
+                guard parts.count == 3 else {
+                    throw ValidationError("--region: '\(region)' is not latitude,longitude,radius")
+                }
+                return .location(
+                    LocationTrigger(
+                        region: try CircularRegion(
+                            identifier: id ?? "region", latitude: parts[0], longitude: parts[1], radius: parts[2],
+                            notifyOnEntry: true, notifyOnExit: onExit),
+                        repeats: repeats))
+            }
+            return nil
+        } catch let error as NotificationError {
+            throw ValidationError(error.message)
+        }
+    }
+
+    /// `INVITE=accept+foreground,decline+destructive,reply+text`.
+    static func category(_ spec: String) throws -> NotificationCategory {
+        let parts = spec.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2, !parts[0].isEmpty else {
+            throw ValidationError("--category: '\(spec)' is not ID=action,action (e.g. INVITE=accept,decline)")
+        }
+        var actions: [NotificationAction] = []
+        for item in parts[1].split(separator: ",") {
+            let words = item.split(separator: "+").map(String.init)
+            var options: ActionOptions = []
+            var text: TextInput?
+            for flag in words.dropFirst() {
+                switch flag {
+                case "foreground": options.insert(.foreground)
+                case "destructive": options.insert(.destructive)
+                case "auth": options.insert(.authenticationRequired)
+                case "text": text = TextInput(buttonTitle: "Send")
+                default: throw ValidationError("--category: unknown action option '+\(flag)' in '\(item)'")
+                }
+            }
+            do {
+                actions.append(
+                    try NotificationAction(
+                        identifier: words[0], title: words[0].capitalized, options: options, textInput: text))
+            } catch {
+                throw ValidationError("--category: \(error.message)")
+            }
+        }
+        do {
+            return try NotificationCategory(identifier: String(parts[0]), actions: actions)
+        } catch {
+            throw ValidationError("--category: \(error.message)")
+        }
+    }
+
+    static func presentationOptions(_ text: String) throws -> PresentationOptions {
+        if text == "none" || text.isEmpty { return [] }
+        var options: PresentationOptions = []
+        for name in text.split(separator: ",") {
+            guard let match = PresentationOptions.names.first(where: { $0.0 == name }) else {
+                throw ValidationError("--present: unknown option '\(name)' (banner, list, sound, badge, none)")
+            }
+            options.insert(match.1)
+        }
+        return options
+    }
+
+    static func readable(_ error: any Error) -> any Error {
+        if let error = error as? NotificationError {
+            return ValidationError(
+                "\(AppLink.notificationErrorDomain) \(error.code.rawValue) (\(error.code)): \(error.message)")
+        }
+        if let error = error as? AppLinkFailure { return ValidationError(error.description) }
+        return error
+    }
+}
+
+/// `herald app … listen`: prints what the app is told and answers like a simple app.
+final class EventPrinter: UserNotificationCenterDelegate {
+    let json: Bool
+    let present: PresentationOptions
+    let limit: Int?
+    let state = Mutex<(count: Int, done: CheckedContinuation<Void, Never>?, finished: Bool)>((0, nil, false))
+
+    init(json: Bool, present: PresentationOptions, limit: Int?) {
+        self.json = json
+        self.present = present
+        self.limit = limit
+    }
+
+    func emit(
+        _ kind: String, _ notification: DeliveredNotification, extra: [String: String] = [:], counts: Bool = true
+    ) {
+        let content = notification.request.content
+        if json {
+            var object: [String: String] = [
+                "event": kind, "identifier": notification.identifier, "title": content.title, "body": content.body,
+            ]
+            object.merge(extra) { $1 }
+            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+                print(String(decoding: data, as: UTF8.self))
+            }
+        } else {
+            let details = extra.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            print(
+                "\(kind) \(notification.identifier): \(content.title) \(content.body)"
+                    + (details.isEmpty ? "" : " (\(details))"))
+        }
+        fflush(nil)
+        guard counts else { return }
+        let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.count += 1
+            guard let limit, state.count >= limit else { return nil }
+            state.finished = true
+            defer { state.done = nil }
+            return state.done
+        }
+        finished?.resume()
+    }
+
+    func willPresent(_ notification: DeliveredNotification, center: UserNotificationCenter) async -> PresentationOptions
+    {
+        emit("willPresent", notification, extra: ["answer": present.nameList.joined(separator: ",")])
+        return present
+    }
+
+    func didReceive(_ response: NotificationResponse, center: UserNotificationCenter) async {
+        var extra = ["action": response.actionIdentifier]
+        if let text = response.userText { extra["text"] = text }
+        emit("didReceive", response.notification, extra: extra)
+    }
+
+    func didReceiveRemoteNotification(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> BackgroundFetchResult
+    {
+        emit("remoteNotification", notification)
+        return .newData
+    }
+
+    /// Ends ``waitUntilDone(_:)``.
+    func finish() {
+        let done = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.finished = true
+            defer { state.done = nil }
+            return state.done
+        }
+        done?.resume()
+    }
+
+    /// Returns after `limit` events, or when the link closes or the process is interrupted.
+    func waitUntilDone(_ center: UserNotificationCenter) async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.finished { return true }
+                state.done = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Prints a value as pretty JSON (ISO 8601 dates, sorted keys).
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder.appLink
+    encoder.outputFormatting.insert(.prettyPrinted)
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// Prints a `JSONSerialization` object as pretty JSON.
+func printJSONObject(_ object: Any) throws {
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+    print(String(decoding: data, as: UTF8.self))
+}
+
+/// Reads a JSON object file written by a running process (`gateway.json`, `device.json`, `up.json`).
+func readRuntime(_ path: String) -> [String: Any]? {
+    guard let data = FileManager.default.contents(atPath: path) else { return nil }
+    return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+}
+
+/// Where the device API of a running `herald device` is: `--api-url`, or the `device.json` in its
+/// state directory, or the device of a `herald up` in `.herald`.
+func deviceAPIURL(state: String?, url: String?) throws -> String {
+    if let url { return url }
+    let candidates =
+        state.map { [$0] } ?? [".herald/device"]
+    for directory in candidates {
+        if let api = readRuntime(URL(fileURLWithPath: directory).appendingPathComponent("device.json").path)?[
+            "apiURL"] as? String
+        {
+            return api
+        }
+    }
+    throw ValidationError(
+        "no running device found (looked for device.json in \(candidates.joined(separator: ", "))); "
+            + "pass --device-state or --api-url")
+}
+
+/// The app link socket of a running `herald device`.
+func appLinkPath(state: String?, socket: String?) throws -> String {
+    if let socket { return socket }
+    if let launched = ProcessInfo.processInfo.environment[AppLink.Environment.socket] { return launched }
+    let candidates = state.map { [$0] } ?? [".herald/device"]
+    for directory in candidates {
+        let path = URL(fileURLWithPath: directory).appendingPathComponent(AppLink.socketName).path
+        if FileManager.default.fileExists(atPath: path) { return path }
+    }
+    throw ValidationError(
+        "no app link found (looked for \(AppLink.socketName) in \(candidates.joined(separator: ", "))); "
+            + "pass --device-state or --socket")
+}
+
+/// A tiny JSON-over-HTTP client for the device API and the admin API.
+struct HTTPJSONClient {
+    let base: String
+    var bearer: String?
+
+    /// Sends a request and returns the status and body; a status of 400 or more throws with the
+    /// server's message.
+    func send(_ method: String, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
+        guard let url = URL(string: base + path) else { throw ValidationError("bad URL \(base + path)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "authorization") }
+        if let body {
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "content-type")
+        }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await URLSession.shared.data(for: request)
+        } catch {
+            throw ValidationError("\(method) \(base + path): \(error.localizedDescription)")
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard status < 400 else {
+            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+            let message = (object?["error"] as? [String: Any])?["message"] as? String
+            throw ValidationError(
+                "\(method) \(path): HTTP \(status): \(message ?? String(decoding: data, as: UTF8.self))")
+        }
+        return (status, data)
+    }
+
+    /// Sends a JSON object body and parses a JSON answer.
+    func json(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
+        let payload = try body.map { try JSONSerialization.data(withJSONObject: $0) }
+        let (_, data) = try await send(method, path, body: payload)
+        return data.isEmpty ? nil : try JSONSerialization.jsonObject(with: data)
+    }
+}
+
+/// The path of the running `herald` executable, to start its other roles.
+func currentExecutable() -> String {
+    if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+    return URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+}

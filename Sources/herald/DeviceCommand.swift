@@ -1,0 +1,237 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldDevice
+import Logging
+
+struct DeviceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device",
+        abstract: "Run the device daemon, or manage a running one (install and remove apps, move it, list its log).",
+        subcommands: [
+            DeviceRun.self, DeviceInstall.self, DeviceRemove.self, DeviceApps.self, DeviceSet.self,
+            DeviceLog.self,
+        ],
+        defaultSubcommand: DeviceRun.self)
+}
+
+/// Where to find a running device: its state directory or its API URL.
+struct DeviceLocation: ParsableArguments {
+    @Option(name: .customLong("device-state"), help: "The device's state directory (default .herald/device).")
+    var state: String?
+    @Option(name: .long, help: "The device API's URL (overrides device.json).")
+    var apiURL: String?
+
+    func client() throws -> HTTPJSONClient { HTTPJSONClient(base: try deviceAPIURL(state: state, url: apiURL)) }
+}
+
+struct DeviceRun: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the device daemon: notification center, app link, device API, and the link to a push service.",
+        discussion: """
+            The state directory holds the database (device.sqlite), the device's key (identity.json), its \
+            tokens (link.json) and the app link socket (app.sock). Once listening, the daemon writes \
+            device.json with the device API's URL. Every presentation is printed as one line.
+            """)
+
+    @Option(name: .long, help: "State directory.")
+    var state = ".herald/device"
+    @Option(
+        name: .long, help: "The push service's device link: ws://127.0.0.1:5223/device/v1 or wss://host:5223/device/v1."
+    )
+    var gateway: String?
+    @Option(name: .long, help: "CA certificate (PEM) to trust for a wss:// gateway.")
+    var gatewayCA: String?
+    @Option(name: .long, help: "Address of the device API.")
+    var apiHost = "127.0.0.1"
+    @Option(name: .long, help: "Port of the device API (0 = any free port).")
+    var apiPort = 8081
+    @Option(name: .long, help: "The device's time zone (an identifier such as Europe/Paris). Default: the system's.")
+    var timeZone: String?
+    @Option(name: .long, parsing: .upToNextOption, help: "The user's languages, most preferred first (default en).")
+    var language: [String] = []
+    @Flag(name: .long, help: "The user denies every app's first authorization request (default: allows).")
+    var deny = false
+    @Option(name: .long, help: "Seconds of background time for content-available pushes and background actions.")
+    var backgroundBudget: Double = 30
+    @Flag(name: .long, help: "Do not print the ready banner (presentations are still printed).")
+    var noBanner = false
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "notice"
+
+    func validate() throws {
+        if let timeZone, TimeZone(identifier: timeZone) == nil {
+            throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
+        }
+        if let gateway, !(gateway.hasPrefix("ws://") || gateway.hasPrefix("wss://")) {
+            throw ValidationError("--gateway must be a ws:// or wss:// URL, such as ws://127.0.0.1:5223/device/v1")
+        }
+        guard backgroundBudget > 0 else { throw ValidationError("--background-budget must be more than 0 seconds") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
+        }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "herald.device")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
+        var configuration = DeviceService.Configuration()
+        configuration.stateDirectory = state
+        configuration.gatewayURL = gateway
+        configuration.gatewayCAPath = gatewayCA
+        configuration.userAllows = !deny
+        configuration.engine.timeZone = timeZone.flatMap(TimeZone.init(identifier:)) ?? .current
+        if !language.isEmpty { configuration.engine.preferredLanguages = language }
+        configuration.engine.backgroundBudget = backgroundBudget
+        let service = try await DeviceService(
+            configuration: configuration, presenters: [TerminalPresenter()], logger: logger)
+        let daemon = DeviceDaemon(service: service, apiHost: apiHost, apiPort: apiPort, logger: logger)
+        let banner = !noBanner
+        try await daemon.run { info in
+            guard banner else { return }
+            var text = "herald device ready\n"
+            for key in ["apiURL", "appLink", "deviceID"] {
+                if let value = info[key] { text += "  \(key): \(value)\n" }
+            }
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+}
+
+struct DeviceInstall: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "install",
+        abstract: "Install (or update) an app on a running device.",
+        discussion: """
+            An app with --aps-environment is registered with the push service at once and gets a token. \
+            Strings for loc-keys are read from <bundle-dir>/<lang>.lproj/Localizable.strings.
+            """)
+
+    @Argument(help: "The app's bundle id (its topic).")
+    var bundleID: String
+    @Option(name: .long, help: "The program to start when the app must be launched.")
+    var executable: String?
+    @Option(name: .long, help: "The app's bundle directory (sounds and strings).")
+    var bundleDir: String?
+    @Option(name: .long, help: "The app's Library directory (Library/Sounds).")
+    var libraryDir: String?
+    @Option(name: .long, help: "The aps-environment entitlement: development or production.")
+    var apsEnvironment: APNsEnvironment?
+    @OptionGroup var device: DeviceLocation
+    @Flag(name: .long, help: "Print the result as JSON.")
+    var json = false
+
+    func run() async throws {
+        var body: [String: Any] = ["bundleID": bundleID]
+        if let executable {
+            body["executable"] = URL(fileURLWithPath: executable).standardizedFileURL.path
+        }
+        if let bundleDir { body["bundleDirectory"] = URL(fileURLWithPath: bundleDir).standardizedFileURL.path }
+        if let libraryDir { body["libraryDirectory"] = URL(fileURLWithPath: libraryDir).standardizedFileURL.path }
+        if let apsEnvironment { body["apsEnvironment"] = apsEnvironment.rawValue }
+        let app = try await device.client().json("POST", "/apps", body) as? [String: Any] ?? [:]
+        if json { return try printJSONObject(app) }
+        print("installed \(bundleID)" + ((app["token"] as? String).map { "; device token \($0)" } ?? ""))
+    }
+}
+
+struct DeviceRemove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove",
+        abstract: "Remove an app from a running device: its notifications go, and its token answers 410 Unregistered.")
+
+    @Argument(help: "The app's bundle id.")
+    var bundleID: String
+    @OptionGroup var device: DeviceLocation
+
+    func run() async throws {
+        _ = try await device.client().send("DELETE", "/apps/\(bundleID)")
+        print("removed \(bundleID)")
+    }
+}
+
+struct DeviceApps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apps", abstract: "List the apps installed on a running device.")
+
+    @OptionGroup var device: DeviceLocation
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() async throws {
+        let apps = try await device.client().json("GET", "/apps") as? [[String: Any]] ?? []
+        if json { return try printJSONObject(apps) }
+        if apps.isEmpty { print("no apps installed") }
+        for app in apps {
+            let id = app["bundleID"] as? String ?? "?"
+            let state = app["state"] as? String ?? "?"
+            let badge = app["badge"] as? Int ?? 0
+            let token = app["token"] as? String
+            print(
+                "\(id)  \(state)  badge \(badge)  pending \(app["pending"] as? Int ?? 0)  delivered \(app["delivered"] as? Int ?? 0)"
+                    + (token.map { "  token \($0)" } ?? ""))
+        }
+    }
+}
+
+struct DeviceSet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Change a running device's time zone (floating triggers follow) or location (region triggers fire).")
+
+    @Option(name: .long, help: "A time zone identifier, such as Asia/Tokyo.")
+    var timeZone: String?
+    @Option(name: .long, help: "A location fix: latitude,longitude in degrees.")
+    var location: String?
+    @OptionGroup var device: DeviceLocation
+
+    func validate() throws {
+        if timeZone == nil && location == nil { throw ValidationError("give --time-zone, --location or both") }
+        if let timeZone, TimeZone(identifier: timeZone) == nil {
+            throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
+        }
+        if let location, Self.fix(location) == nil {
+            throw ValidationError("--location: '\(location)' is not latitude,longitude (for example 48.8584,2.2945)")
+        }
+    }
+
+    static func fix(_ text: String) -> (Double, Double)? {
+        let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 2, let latitude = parts[0], let longitude = parts[1] else { return nil }
+        return (latitude, longitude)
+    }
+
+    func run() async throws {
+        let client = try device.client()
+        if let timeZone {
+            _ = try await client.json("PUT", "/time-zone", ["identifier": timeZone])
+            print("time zone \(timeZone)")
+        }
+        if let location, let (latitude, longitude) = Self.fix(location) {
+            _ = try await client.json("PUT", "/location", ["latitude": latitude, "longitude": longitude])
+            print("location \(latitude),\(longitude)")
+        }
+    }
+}
+
+struct DeviceLog: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log", abstract: "Print a running device's presentation log, oldest first.")
+
+    @Option(name: .long, help: "How many entries.")
+    var limit = 50
+    @OptionGroup var device: DeviceLocation
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() async throws {
+        let entries = try await device.client().json("GET", "/log?limit=\(limit)") as? [[String: Any]] ?? []
+        if json { return try printJSONObject(entries) }
+        for entry in entries {
+            print(
+                "\(entry["date"] as? String ?? "")  [\(entry["app"] as? String ?? "")] \(entry["text"] as? String ?? "")"
+            )
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldProvider
+import Synchronization
+
+extension PushType: ExpressibleByArgument {}
+
+struct PushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Send a push through a Herald gateway (or Apple) with HeraldProvider.",
+        discussion: """
+            Without --url the push goes to the gateway of `herald up` (read from .herald/up.json: its TLS \
+            URL, CA, key and demo app), to the demo device unless --token or --tokens says otherwise.
+            Examples:
+              herald push --alert "Hello"
+              herald push --title Lunch --alert "Pizza is here" --badge 3 --sound default
+              herald push payload.apns                          # "Simulator Target Bundle" gives the topic
+              herald push --tokens tokens.txt --alert "Sale" --concurrency 200
+              herald push --apple sandbox --p8 AuthKey_ABC.p8 --key-id ABC1234567 --team DEF1234567 \\
+                  --topic com.example.app --token <64 hex> --alert Hi
+            """)
+
+    @Argument(help: "An .apns file (a JSON payload with \"Simulator Target Bundle\").")
+    var apnsFile: String?
+
+    @Option(name: .long, help: "The device token (64 hex characters).")
+    var token: String?
+    @Option(name: .long, help: "A file of device tokens, one per line: send to each.")
+    var tokens: String?
+    @Option(name: .long, help: "apns-topic: the app's bundle id.")
+    var topic: String?
+
+    @Option(name: .long, help: "Alert text (the body when --title is given).")
+    var alert: String?
+    @Option(name: .long, help: "Alert title.")
+    var title: String?
+    @Option(name: .long, help: "Alert subtitle.")
+    var subtitle: String?
+    @Option(name: .long, help: "Badge number (0 clears it).")
+    var badge: Int?
+    @Option(name: .long, help: "Sound: default or a file name.")
+    var sound: String?
+    @Option(name: .long, help: "Category identifier (its actions are shown).")
+    var category: String?
+    @Option(name: .long, help: "Thread identifier.")
+    var thread: String?
+    @Flag(name: .long, help: "Set content-available: wake the app in the background.")
+    var contentAvailable = false
+    @Flag(name: .long, help: "Set mutable-content: the app's service extension may change it.")
+    var mutableContent = false
+    @Option(name: .long, help: "A file with the whole JSON payload.")
+    var payload: String?
+
+    @Option(name: .long, help: "apns-priority: 10, 5 or 1.")
+    var priority: Int?
+    @Option(name: .long, help: "apns-expiration: UNIX seconds (0 = deliver now or never).")
+    var expiration: Int64?
+    @Option(name: .long, help: "apns-collapse-id.")
+    var collapseId: String?
+    @Option(name: .long, help: "apns-push-type: alert, background, voip, …")
+    var pushType: PushType?
+    @Option(name: .long, help: "apns-id (default: a new UUID).")
+    var apnsId: String?
+
+    @Option(name: .long, help: "Send to Apple instead: sandbox or production.")
+    var apple: String?
+    @Option(name: .long, help: "The gateway's base URL, e.g. https://localhost:2197.")
+    var url: String?
+    @Option(name: .long, help: "CA certificate (PEM) to trust, e.g. the gateway's ca.pem.")
+    var ca: String?
+    @Option(name: .long, help: "Token authentication: the .p8 key file.")
+    var p8: String?
+    @Option(name: .long, help: "Token authentication: key id.")
+    var keyId: String?
+    @Option(name: .long, help: "Token authentication: team id.")
+    var team: String?
+    @Option(name: .long, help: "Certificate authentication: the client certificate (PEM).")
+    var cert: String?
+    @Option(name: .long, help: "Certificate authentication: the certificate's private key (PEM).")
+    var certKey: String?
+    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
+    var up = ".herald/up.json"
+    @Option(name: .long, help: "With --tokens: requests in flight at once.")
+    var concurrency = 100
+    @Option(name: .long, help: "Seconds one push may take, retries included.")
+    var timeout: Double = 30
+    @Flag(name: .long, help: "Print the result as JSON.")
+    var json = false
+
+    func validate() throws {
+        if token != nil && tokens != nil { throw ValidationError("give --token or --tokens, not both") }
+        if let apple, apple != "sandbox" && apple != "production" {
+            throw ValidationError("--apple must be sandbox or production")
+        }
+        if let priority, PushPriority(rawValue: priority) == nil {
+            throw ValidationError("--priority must be 10, 5 or 1")
+        }
+        if (cert == nil) != (certKey == nil) { throw ValidationError("--cert and --cert-key go together") }
+        if concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
+        if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
+        if payload != nil && apnsFile != nil { throw ValidationError("give --payload or an .apns file, not both") }
+    }
+
+    func run() async throws {
+        let defaults = apple == nil ? readRuntime(up) ?? [:] : [:]
+        func fromUp(_ key: String) -> String? { defaults[key] as? String }
+        let (body, fileTopic) = try payloadBytes()
+        guard let topic = topic ?? fileTopic ?? fromUp("topic") else {
+            throw ValidationError("--topic is required (or an .apns file with \"Simulator Target Bundle\")")
+        }
+        let server: APNsServer
+        switch apple {
+        case "sandbox": server = .sandbox
+        case "production": server = .production
+        default:
+            guard let base = url ?? fromUp("providerURL") else {
+                throw ValidationError("--url is required (no \(up) from `herald up` found)")
+            }
+            server = APNsServer(url: base)
+        }
+        let authentication: APNsAuthentication
+        if let cert, let certKey {
+            authentication = .certificate(
+                chainPEM: try String(contentsOfFile: cert, encoding: .utf8),
+                privateKeyPEM: try String(contentsOfFile: certKey, encoding: .utf8))
+        } else {
+            guard let p8 = p8 ?? fromUp("p8"), let keyId = keyId ?? fromUp("keyID"), let team = team ?? fromUp("teamID")
+            else { throw ValidationError("give --p8, --key-id and --team (or --cert and --cert-key)") }
+            do {
+                authentication = .token(try APNsSigningKey(p8File: p8, keyID: keyId, teamID: team))
+            } catch {
+                throw ValidationError("--p8: \(p8): \(error)")
+            }
+        }
+        let caPEM = try (ca ?? (apple == nil ? fromUp("caCertificate") : nil)).map {
+            try String(contentsOfFile: $0, encoding: .utf8)
+        }
+        let targets: [String]
+        if let tokens {
+            targets = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            if targets.isEmpty { throw ValidationError("--tokens: \(tokens) has no tokens") }
+        } else if let one = token ?? fromUp("deviceToken") {
+            targets = [one]
+        } else {
+            throw ValidationError("--token is required")
+        }
+        let client = try APNsClient(
+            configuration: .init(
+                server: server, authentication: authentication, trustedCAPEM: caPEM,
+                timeout: .milliseconds(Int64(timeout * 1000))))
+        let notification = APNsNotification(
+            payload: body, topic: topic, pushType: pushType, priority: priority.flatMap(PushPriority.init(rawValue:)),
+            expiration: expiration, collapseID: collapseId, apnsID: apnsId)
+        do {
+            if targets.count == 1 {
+                try await sendOne(client, notification, to: targets[0])
+            } else {
+                try await sendMany(client, notification, to: targets)
+            }
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+
+    func sendOne(_ client: APNsClient, _ notification: APNsNotification, to target: String) async throws {
+        do {
+            let delivery = try await client.send(notification, to: target)
+            if json {
+                var object: [String: Any] = ["status": 200, "apnsID": delivery.apnsID, "attempts": delivery.attempts]
+                if let unique = delivery.uniqueID { object["uniqueID"] = unique }
+                return try printJSONObject(object)
+            }
+            print(
+                "200 apns-id \(delivery.apnsID)" + (delivery.uniqueID.map { " apns-unique-id \($0)" } ?? "")
+                    + (delivery.attempts > 1 ? " after \(delivery.attempts) attempts" : ""))
+        } catch let error as APNsError {
+            if json {
+                var object: [String: Any] = ["status": error.status, "reason": error.reason.description]
+                if let id = error.apnsID { object["apnsID"] = id }
+                if let t = error.timestamp { object["timestamp"] = Int64(t.timeIntervalSince1970 * 1000) }
+                try printJSONObject(object)
+            } else {
+                FileHandle.standardError.write(Data("\(error)\n".utf8))
+            }
+            throw ExitCode(1)
+        } catch let error as APNsClientError {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    func sendMany(_ client: APNsClient, _ notification: APNsNotification, to targets: [String]) async throws {
+        let tally = Tally()
+        let progress = ProgressBar(total: targets.count, enabled: isatty(2) != 0 && !json)
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            func addOne() {
+                let target = targets[next]
+                next += 1
+                var copy = notification
+                copy.apnsID = nil  // each push its own id
+                group.addTask {
+                    let outcome: String
+                    do {
+                        _ = try await client.send(copy, to: target)
+                        outcome = "200"
+                    } catch let error as APNsError {
+                        outcome = "\(error.status) \(error.reason)"
+                    } catch {
+                        outcome = "no answer: \(error)"
+                    }
+                    let done = tally.state.withLock { t -> Int in
+                        t.done += 1
+                        t.reasons[outcome, default: 0] += 1
+                        return t.done
+                    }
+                    progress.update(done)
+                }
+            }
+            while next < min(concurrency, targets.count) { addOne() }
+            while await group.next() != nil {
+                if next < targets.count { addOne() }
+            }
+        }
+        progress.finish()
+        let reasons = tally.state.withLock { $0.reasons }
+        if json {
+            try printJSONObject(["sent": targets.count, "results": reasons])
+        } else {
+            print("sent \(targets.count)")
+            for (outcome, n) in reasons.sorted(by: { $0.value > $1.value }) { print("  \(n)  \(outcome)") }
+        }
+        if reasons.keys.contains(where: { $0 != "200" }) { throw ExitCode(1) }
+    }
+
+    /// The payload's bytes, and the topic an `.apns` file names.
+    func payloadBytes() throws -> (Data, String?) {
+        if let file = apnsFile ?? payload {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw ValidationError("cannot read \(file)")
+            }
+            guard var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+                throw ValidationError("\(file) is not a JSON object")
+            }
+            let topic = object.removeValue(forKey: "Simulator Target Bundle") as? String
+            if apnsFile != nil && topic == nil && self.topic == nil {
+                throw ValidationError("\(file) has no \"Simulator Target Bundle\"; pass --topic")
+            }
+            // The payload goes as written, less the simulator's key.
+            let bytes = topic == nil ? data : try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            return (bytes, topic)
+        }
+        var aps: [String: Any] = [:]
+        if let title {
+            var alertObject: [String: Any] = ["title": title]
+            if let subtitle { alertObject["subtitle"] = subtitle }
+            if let alert { alertObject["body"] = alert }
+            aps["alert"] = alertObject
+        } else if let subtitle {
+            aps["alert"] = ["subtitle": subtitle, "body": alert ?? ""]
+        } else if let alert {
+            aps["alert"] = alert
+        }
+        if let badge { aps["badge"] = badge }
+        if let sound { aps["sound"] = sound }
+        if let category { aps["category"] = category }
+        if let thread { aps["thread-id"] = thread }
+        if contentAvailable { aps["content-available"] = 1 }
+        if mutableContent { aps["mutable-content"] = 1 }
+        if aps.isEmpty {
+            throw ValidationError(
+                "nothing to send: give --alert, --title, --badge, --sound, --content-available or --payload")
+        }
+        return (try JSONSerialization.data(withJSONObject: ["aps": aps], options: [.sortedKeys]), nil)
+    }
+}
+
+/// Results of `herald push --tokens` so far.
+final class Tally: Sendable {
+    let state = Mutex<(done: Int, reasons: [String: Int])>((0, [:]))
+}
+
+/// A one-line progress bar on standard error.
+final class ProgressBar: Sendable {
+    let total: Int
+    let enabled: Bool
+    let last = Mutex(-1)
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled
+    }
+
+    func update(_ done: Int) {
+        guard enabled else { return }
+        let percent = done * 100 / max(total, 1)
+        let changed = last.withLock { last -> Bool in
+            guard percent != last else { return false }
+            last = percent
+            return true
+        }
+        guard changed else { return }
+        let filled = percent * 30 / 100
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)".utf8))
+    }
+
+    func finish() {
+        if enabled { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

@@ -1,0 +1,288 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import HeraldCore
+import HeraldKit
+import HeraldProvider
+
+struct UpCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "up",
+        abstract: "Start a whole Herald on loopback: a push service, one device with a demo app, and a curl command.",
+        discussion: """
+            The first start makes a development CA, an admin token, a demo team, key (.p8) and app, and a \
+            device with the demo app installed (it asks for alert, sound and badge and registers for remote \
+            notifications). Later starts reuse all of it. Everything is written to <state>/up.json; the \
+            processes' logs go to <state>/gateway.log and <state>/device.log. Presentations are printed here. \
+            Ctrl-C stops everything.
+            """)
+
+    @Option(name: .long, help: "State directory (the gateway's and the device's live inside it).")
+    var state = ".herald"
+    @Option(name: .long, help: "Port of the gateway's TLS provider API (0 = any free port).")
+    var port = 2197
+    @Option(name: .long, help: "Port of the gateway's development listener, h2c and HTTP/1.1 (0 = any free port).")
+    var devPort = 2198
+    @Option(name: .long, help: "Port of the device link (0 = any free port).")
+    var linkPort = 5223
+    @Option(name: .long, help: "Port of the gateway's admin API (0 = any free port).")
+    var adminPort = 8080
+    @Option(name: .long, help: "Port of the device API (0 = any free port).")
+    var devicePort = 8081
+    @Option(name: .long, help: "The demo app's bundle id (its topic).")
+    var app = "dev.herald.demo"
+    @Option(name: .long, help: "The device's time zone (default: the system's).")
+    var timeZone: String?
+
+    static let team = "HERALDDEMO"
+
+    func validate() throws {
+        if let timeZone, TimeZone(identifier: timeZone) == nil {
+            throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
+        }
+    }
+
+    func run() async throws {
+        let root = URL(fileURLWithPath: state).standardizedFileURL
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let gatewayState = root.appendingPathComponent("gateway")
+        let deviceState = root.appendingPathComponent("device")
+        let executable = currentExecutable()
+        let children = Children()
+
+        // Signals go to the children in order (device first), then `up` ends.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let (events, sink) = AsyncStream.makeStream(of: String.self)
+        var sources: [any DispatchSourceSignal] = []
+        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { sink.yield(name) }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
+
+        do {
+            try FileManager.default.removeItem(at: gatewayState.appendingPathComponent("gateway.json"))
+        } catch {}
+        let gateway = try children.start(
+            "gateway", executable: executable,
+            arguments: [
+                "gateway", "--state", gatewayState.path, "--port", "\(port)", "--dev-port", "\(devPort)",
+                "--link-port", "\(linkPort)", "--admin-port", "\(adminPort)", "--log-level", "notice",
+            ],
+            log: root.appendingPathComponent("gateway.log"), stdout: false, events: sink)
+        let gatewayInfo = try await Self.waitForRuntime(
+            gatewayState.appendingPathComponent("gateway.json"), process: gateway, name: "gateway",
+            log: root.appendingPathComponent("gateway.log"), events: events, children: children)
+        do {
+            try await run(
+                root: root, gatewayInfo: gatewayInfo, deviceState: deviceState, executable: executable,
+                children: children, events: events, sink: sink)
+        } catch {
+            await children.stopAll()
+            throw error
+        }
+    }
+
+    func run(
+        root: URL, gatewayInfo: [String: Any], deviceState: URL, executable: String, children: Children,
+        events: AsyncStream<String>, sink: AsyncStream<String>.Continuation
+    ) async throws {
+        func info(_ key: String) throws -> String {
+            guard let value = gatewayInfo[key] as? String else {
+                throw ValidationError("the gateway's gateway.json has no \(key)")
+            }
+            return value
+        }
+        // The demo team, key and app, once.
+        let admin = HTTPJSONClient(base: try info("adminURL"), bearer: try info("adminToken"))
+        let previous = readRuntime(root.appendingPathComponent("up.json").path) ?? [:]
+        let teams = try await admin.json("GET", "/teams") as? [[String: Any]] ?? []
+        if !teams.contains(where: { $0["id"] as? String == Self.team }) {
+            _ = try await admin.json("POST", "/teams", ["id": Self.team, "name": "Herald demo"])
+        }
+        let keys = try await admin.json("GET", "/keys") as? [[String: Any]] ?? []
+        var keyID = previous["keyID"] as? String
+        var p8 = previous["p8"] as? String
+        if keyID == nil || p8 == nil || !FileManager.default.fileExists(atPath: p8!)
+            || !keys.contains(where: { $0["keyID"] as? String == keyID && $0["revoked"] as? Bool != true })
+        {
+            let key = try await admin.json("POST", "/keys", ["teamID": Self.team]) as? [String: Any] ?? [:]
+            guard let id = key["keyID"] as? String, let pem = key["privateKey"] as? String else {
+                throw ValidationError("the gateway did not return a key")
+            }
+            let path = root.appendingPathComponent("AuthKey_\(id).p8").path
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
+            else { throw ValidationError("could not write \(path)") }
+            keyID = id
+            p8 = path
+        }
+        let apps = try await admin.json("GET", "/apps") as? [[String: Any]] ?? []
+        if !apps.contains(where: { $0["bundleID"] as? String == app }) {
+            _ = try await admin.json("POST", "/apps", ["bundleID": app, "teamID": Self.team])
+        }
+
+        // The device, with the demo app.
+        do {
+            try FileManager.default.removeItem(at: deviceState.appendingPathComponent("device.json"))
+        } catch {}
+        var deviceArguments = [
+            "device", "--state", deviceState.path, "--gateway", try info("linkDevelopmentURL"), "--api-port",
+            "\(devicePort)", "--no-banner", "--log-level", "notice",
+        ]
+        if let timeZone { deviceArguments += ["--time-zone", timeZone] }
+        let device = try children.start(
+            "device", executable: executable, arguments: deviceArguments,
+            log: root.appendingPathComponent("device.log"), stdout: true, events: sink)
+        let deviceInfo = try await Self.waitForRuntime(
+            deviceState.appendingPathComponent("device.json"), process: device, name: "device",
+            log: root.appendingPathComponent("device.log"), events: events, children: children)
+        guard let deviceAPI = deviceInfo["apiURL"] as? String, let socket = deviceInfo["appLink"] as? String else {
+            throw ValidationError("the device's device.json has no apiURL or appLink")
+        }
+        // The demo app's executable: started by the device when a notification needs it, it prints
+        // what it is told (launch options, the response) and exits.
+        let demo = root.appendingPathComponent("demo-app.sh")
+        let script = """
+            #!/bin/sh
+            # The demo app of `herald up`: prints what it is told, then exits.
+            exec '\(executable)' app "$\(AppLink.Environment.bundleID)" listen --count 1
+
+            """
+        try Data(script.utf8).write(to: demo, options: .atomic)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: demo.path)
+        _ = try await HTTPJSONClient(base: deviceAPI).json(
+            "POST", "/apps",
+            ["bundleID": app, "apsEnvironment": APNsEnvironment.development.rawValue, "executable": demo.path])
+        // The demo app asks for alert, sound and badge and registers, as an app does at launch.
+        let center = try await UserNotificationCenter.connect(bundleID: app, state: .background, socketPath: socket)
+        let token: String
+        do {
+            _ = try await center.requestAuthorization(options: [.alert, .sound, .badge])
+            token = try await center.registerForRemoteNotifications()
+        } catch {
+            await center.close()
+            throw ValidationError("the demo app could not register: \(error)")
+        }
+        await center.close()
+        let status = try await HTTPJSONClient(base: deviceAPI).json("GET", "/status") as? [String: Any] ?? [:]
+
+        let jwt = try APNsSigningKey(p8File: p8!, keyID: keyID!, teamID: Self.team).token(issuedAt: Date())
+        let development = try info("developmentURL")
+        var up: [String: Any] = [
+            "providerURL": try info("providerURL"), "developmentURL": development,
+            "adminURL": try info("adminURL"), "adminToken": try info("adminToken"),
+            "caCertificate": try info("caCertificate"), "teamID": Self.team, "keyID": keyID!, "p8": p8!,
+            "topic": app, "environment": APNsEnvironment.development.rawValue, "deviceToken": token,
+            "deviceAPI": deviceAPI, "appLink": socket, "linkURL": try info("linkDevelopmentURL"),
+        ]
+        if let id = status["deviceID"] as? String { up["deviceID"] = id }
+        try JSONSerialization.data(withJSONObject: up, options: [.prettyPrinted, .sortedKeys])
+            .write(to: root.appendingPathComponent("up.json"), options: .atomic)
+        let payload = #"{"aps":{"alert":{"title":"Hello","body":"from Herald"},"sound":"default","badge":1}}"#
+        print(
+            """
+            herald is up
+              provider API (TLS, h2):   \(up["providerURL"]!)   CA \(up["caCertificate"]!)
+              development (h2c/HTTP1):  \(development)
+              admin API:                \(up["adminURL"]!)   (token in \(root.path)/gateway/admin-token)
+              device API:               \(deviceAPI)
+              demo app:                 \(app)   device token \(token)
+              key:                      team \(Self.team), key \(keyID!), \(p8!)
+              everything above:         \(root.path)/up.json
+
+            Send a push (the bearer token is valid for an hour; `herald push --alert Hi` signs its own):
+
+            curl --http2-prior-knowledge \(development)/3/device/\(token) \\
+              -H 'apns-topic: \(app)' -H 'authorization: bearer \(jwt)' \\
+              -d '\(payload)'
+
+            Then: `herald respond \(app)` opens it, `herald app \(app) delivered` lists it,
+            `herald app \(app) add --title Tea --body Ready --in 10` schedules one. Ctrl-C stops everything.
+
+            """)
+        fflush(nil)
+
+        // Until Ctrl-C, SIGTERM, or a child that stops by itself.
+        for await event in events {
+            if event.hasPrefix("SIG") {
+                FileHandle.standardError.write(Data("\(event): stopping the device and the gateway\n".utf8))
+                await children.stopAll()
+                return
+            }
+            await children.stopAll()
+            throw ValidationError("\(event); see the logs in \(root.path)")
+        }
+    }
+
+    /// Waits until a child has written its runtime file (with its own pid).
+    static func waitForRuntime(
+        _ file: URL, process: Process, name: String, log: URL, events: AsyncStream<String>, children: Children
+    ) async throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(120)
+        while true {
+            if let info = readRuntime(file.path), info["pid"] as? String == String(process.processIdentifier) {
+                return info
+            }
+            if !process.isRunning || Date() > deadline {
+                await children.stopAll()
+                let tail =
+                    (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(5)
+                    .joined(separator: "\n") ?? ""
+                throw ValidationError(
+                    "the \(name) did not start\(process.isRunning ? " within 120 s" : ""); \(log.path) ends with:\n\(tail)"
+                )
+            }
+            // Polling another process's runtime file: it has no other way to say it is ready.
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+/// The processes `herald up` started.
+final class Children: @unchecked Sendable {
+    private let lock = NSLock()
+    private var processes: [(String, Process)] = []
+    private var stopping = false
+
+    func start(
+        _ name: String, executable: String, arguments: [String], log: URL, stdout: Bool,
+        events: AsyncStream<String>.Continuation
+    ) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if !FileManager.default.fileExists(atPath: log.path) {
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        }
+        let handle = try FileHandle(forWritingTo: log)
+        handle.seekToEndOfFile()
+        process.standardError = handle
+        process.standardOutput = stdout ? FileHandle.standardOutput : FileHandle.nullDevice
+        process.terminationHandler = { [weak self] process in
+            guard let self, !self.isStopping else { return }
+            events.yield("the \(name) stopped (exit \(process.terminationStatus))")
+        }
+        try process.run()
+        lock.withLock { processes.append((name, process)) }
+        return process
+    }
+
+    var isStopping: Bool { lock.withLock { stopping } }
+
+    /// SIGTERM to each child, newest first, waiting for each to end.
+    func stopAll() async {
+        let list = lock.withLock { () -> [(String, Process)] in
+            stopping = true
+            return processes.reversed()
+        }
+        for (_, process) in list where process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            await Task.detached { process.waitUntilExit() }.value
+        }
+    }
+}

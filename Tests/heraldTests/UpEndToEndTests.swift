@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+
+/// `herald up` as a newcomer runs it: the real executable, its gateway and device children, curl,
+/// and the `herald` commands the README's tour uses.
+@Suite(.serialized) struct UpEndToEndTests {
+    /// A running `herald up` on free ports.
+    final class Up {
+        let state: URL
+        let process = Process()
+        let output = Pipe()
+        let reader: LineReader
+        var banner: [String] = []
+        var info: [String: String] = [:]
+
+        init(state: URL) throws {
+            self.state = state
+            process.executableURL = try heraldExecutable()
+            process.arguments = [
+                "up", "--state", state.path, "--port", "0", "--dev-port", "0", "--link-port", "0", "--admin-port",
+                "0", "--device-port", "0", "--time-zone", "Europe/Paris",
+            ]
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            reader = LineReader(output.fileHandleForReading)
+            try process.run()
+            // Everything up to the tour's last line.
+            while let line = reader.line() {
+                banner.append(line)
+                if line.contains("Ctrl-C stops everything") { break }
+            }
+            let data = try Data(contentsOf: state.appendingPathComponent("up.json"))
+            info = (try JSONSerialization.jsonObject(with: data) as? [String: String]) ?? [:]
+        }
+
+        /// Reads the terminal until a line contains `text`; returns the lines read.
+        func waitForLine(containing text: String) -> [String] {
+            var lines: [String] = []
+            while let line = reader.line() {
+                lines.append(line)
+                if line.contains(text) { return lines }
+            }
+            return lines
+        }
+
+        /// The curl command of the banner, as printed.
+        var curlCommand: String {
+            let start = banner.firstIndex { $0.hasPrefix("curl ") } ?? 0
+            return banner[start..<(start + 3)].joined(separator: "\n")
+        }
+
+        func herald(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+            try run(try heraldExecutable().path, arguments)
+        }
+
+        var device: [String] { ["--device-state", state.appendingPathComponent("device").path] }
+
+        func stop() -> Int32 {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
+        deinit {
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+    }
+
+    @Test func thePastedCurlPushArrivesIsTappedLaunchesTheAppAndRemovalGives410() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
+        let up = try Up(state: state)
+        #expect(up.banner.contains { $0.hasPrefix("herald is up") })
+        for key in [
+            "providerURL", "developmentURL", "adminURL", "adminToken", "caCertificate", "teamID", "keyID", "p8",
+            "topic", "environment", "deviceID", "deviceToken", "deviceAPI",
+        ] {
+            #expect(up.info[key]?.isEmpty == false, "up.json lacks \(key)")
+        }
+        #expect(up.info["deviceToken"]?.count == 64)
+        #expect(FileManager.default.fileExists(atPath: up.info["p8"] ?? ""))
+
+        // The curl command, pasted as printed.
+        let pasted = try run("/bin/sh", ["-c", up.curlCommand + " -sS -o /dev/null -w '%{http_code}'"])
+        #expect(pasted.stdout == "200", "\(up.curlCommand)\n\(pasted.stderr)")
+        let shown = up.waitForLine(containing: "Hello — from Herald")
+        #expect(shown.last == "[dev.herald.demo] Hello — from Herald (sound default, badge 1)", "\(shown)")
+
+        // It is in the device's delivered list, and the badge follows it.
+        let api = try #require(up.info["deviceAPI"])
+        let delivered = try curl([api + "/apps/dev.herald.demo/delivered"])
+        let list = try JSONSerialization.jsonObject(with: Data(delivered.body.utf8)) as? [[String: Any]]
+        #expect(list?.first?["title"] as? String == "Hello")
+        #expect(list?.first?["remote"] as? Bool == true)
+        #expect(try curl([api + "/apps/dev.herald.demo/badge"]).json?["badge"] as? Int == 1)
+
+        // Tapping it launches the (not running) demo app with the notification as launch options;
+        // the app is told of the response and the device waits for it to finish.
+        let id = try #require(list?.first?["identifier"] as? String)
+        let tapped = try up.herald(["respond", "dev.herald.demo"] + up.device)
+        #expect(tapped.status == 0, "\(tapped.stderr)")
+        let afterTap = up.waitForLine(containing: "didReceive")
+        #expect(
+            afterTap.contains { $0.hasPrefix("launched \(id): Hello from Herald (state foreground)") }, "\(afterTap)")
+        #expect(afterTap.last?.contains("action com.apple.UNNotificationDefaultActionIdentifier") == true)
+        let finished = up.waitForLine(containing: "response finished")
+        #expect(!finished.isEmpty)
+        #expect(try curl([api + "/apps/dev.herald.demo/delivered"]).body.contains(id) == false)
+
+        // A local notification from the shell, pending with its next fire date.
+        let added = try up.herald(
+            ["app", "dev.herald.demo", "add", "--id", "tea", "--title", "Tea", "--body", "Ready", "--in", "3600"]
+                + up.device)
+        #expect(added.status == 0, "\(added.stderr)")
+        let pending = try up.herald(["app", "dev.herald.demo", "pending", "--json"] + up.device)
+        let requests = try JSONSerialization.jsonObject(with: Data(pending.stdout.utf8)) as? [[String: Any]]
+        #expect((requests?.first?["request"] as? [String: Any])?["identifier"] as? String == "tea")
+        #expect(requests?.first?["nextFireDate"] is String)
+
+        // Removing the app: the next push to its token answers 410 Unregistered.
+        let removed = try up.herald(["device", "remove", "dev.herald.demo"] + up.device)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        let gone = try run("/bin/sh", ["-c", up.curlCommand + " -sS -i"])
+        #expect(gone.stdout.contains("HTTP/2 410"), "\(gone.stdout)")
+        #expect(gone.stdout.contains(#""reason":"Unregistered""#))
+
+        // SIGTERM stops the device and the gateway; the state is reused on the next start.
+        #expect(up.stop() == 0)
+        let keyID = up.info["keyID"]
+        let again = try Up(state: state)
+        #expect(again.info["keyID"] == keyID)
+        #expect(again.info["deviceID"] == up.info["deviceID"])
+        let status = try curl([try #require(again.info["deviceAPI"]) + "/status"])
+        #expect(status.json?["gateway"] as? String == "connected")
+        #expect(status.json?["timeZone"] as? String == "Europe/Paris")
+        #expect(again.stop() == 0)
+        try? FileManager.default.removeItem(at: state)
+    }
+}
