@@ -108,6 +108,7 @@ let package = Package(
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore"]),
+        .testTarget(name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore"]),
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [

@@ -40,6 +40,14 @@ public final class ManualDeviceClock: DeviceClock {
         var now: Date
         var sleepers: [Int: Sleeper] = [:]
         var next = 0
+        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Watchers whose count of sleepers has been reached.
+        mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
+            let ready = watchers.filter { $0.count <= sleepers.count }.map(\.continuation)
+            watchers.removeAll { $0.count <= sleepers.count }
+            return ready
+        }
     }
 
     let state: Mutex<State>
@@ -67,6 +75,19 @@ public final class ManualDeviceClock: DeviceClock {
         for continuation in woken { continuation.resume() }
     }
 
+    /// Returns once at least `count` tasks wait on the clock: a test's way to know that the code under
+    /// test has armed its timers before it moves time.
+    public func sleepers(atLeast count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.sleepers.count >= count { return true }
+                state.watchers.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
     /// Moves the clock forward by `seconds`.
     public func advance(by seconds: TimeInterval) { advance(to: now().addingTimeInterval(seconds)) }
 
@@ -78,11 +99,12 @@ public final class ManualDeviceClock: DeviceClock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if deadline <= state.now || Task.isCancelled { return true }
+                let (resumeNow, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if deadline <= state.now || Task.isCancelled { return (true, []) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return false
+                    return (false, state.satisfiedWatchers())
                 }
+                for watcher in watchers { watcher.resume() }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {

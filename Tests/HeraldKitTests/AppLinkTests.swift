@@ -1,0 +1,340 @@
+import Foundation
+import HeraldDevice
+import HeraldKit
+import Synchronization
+import Testing
+
+/// Records every log entry and lets a test wait for the next of a kind. `show` runs on the daemon;
+/// `next` only on the test's task (hence unchecked).
+final class LogWatcher: DevicePresenter, @unchecked Sendable {
+    let stream: AsyncStream<DeviceLogEntry>
+    let sink: AsyncStream<DeviceLogEntry>.Continuation
+    var iterator: AsyncStream<DeviceLogEntry>.Iterator?
+
+    init() {
+        (stream, sink) = AsyncStream.makeStream(of: DeviceLogEntry.self)
+    }
+
+    func show(_ entry: DeviceLogEntry) { sink.yield(entry) }
+
+    /// The next entry of `kind` (entries of other kinds are skipped).
+    func next(_ kind: DeviceLogEntry.Kind) async -> DeviceLogEntry? {
+        var it = iterator ?? stream.makeAsyncIterator()
+        defer { iterator = it }
+        while let entry = await it.next() {
+            if entry.kind == kind { return entry }
+        }
+        return nil
+    }
+}
+
+/// Records launches instead of starting processes.
+final class RecordingLauncher: AppLauncher {
+    let launches = Mutex<[(app: String, mode: LaunchMode, options: DeliveredNotification?)]>([])
+
+    func launch(_ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String)
+        throws -> Int32
+    {
+        launches.withLock { $0.append((app.bundleID, mode, launchOptions)) }
+        return 4242
+    }
+}
+
+/// What an app's delegate was told, in order; `didReceive` can be held to test the time budget.
+final class RecordingDelegate: UserNotificationCenterDelegate {
+    enum Told: Sendable, Equatable {
+        case willPresent(String)
+        case didReceive(String, action: String, text: String?)
+        case remote(String)
+    }
+
+    let told: AsyncStream<Told>
+    let sink: AsyncStream<Told>.Continuation
+    let answer: PresentationOptions
+    let hold: Bool
+    let release = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    init(answer: PresentationOptions = [], hold: Bool = false) {
+        (told, sink) = AsyncStream.makeStream(of: Told.self)
+        self.answer = answer
+        self.hold = hold
+    }
+
+    func willPresent(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> PresentationOptions
+    {
+        sink.yield(.willPresent(notification.identifier))
+        return answer
+    }
+
+    func didReceive(_ response: NotificationResponse, center: UserNotificationCenter) async {
+        sink.yield(
+            .didReceive(response.notification.identifier, action: response.actionIdentifier, text: response.userText))
+        if hold { await withCheckedContinuation { c in release.withLock { $0.append(c) } } }
+    }
+
+    func didReceiveRemoteNotification(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+        -> BackgroundFetchResult
+    {
+        sink.yield(.remote(notification.identifier))
+        return .newData
+    }
+
+    func releaseAll() {
+        for c in release.withLock({ list in
+            defer { list = [] }; return list
+        }) { c.resume() }
+    }
+}
+
+/// A device daemon in the test process: the service with a manual clock, its app link on a real
+/// Unix socket, and recorded presentations and launches.
+struct TestDevice {
+    let state: URL
+    let clock: ManualDeviceClock
+    let log = LogWatcher()
+    let launcher = RecordingLauncher()
+    let service: DeviceService
+    let server: AppLinkServer
+    let serving: Task<Void, Never>
+
+    static let start = Date(timeIntervalSince1970: 1_795_000_000)
+
+    init(state: URL? = nil, now: Date = TestDevice.start, userAllows: Bool = true) async throws {
+        // Unix socket paths are short: keep the directory near the root.
+        self.state = state ?? URL(fileURLWithPath: "/tmp/hk-\(UUID().uuidString.prefix(8))")
+        clock = ManualDeviceClock(now: now)
+        var configuration = DeviceService.Configuration()
+        configuration.stateDirectory = self.state.path
+        configuration.userAllows = userAllows
+        service = try await DeviceService(
+            configuration: configuration, clock: clock, launcher: launcher, presenters: [log])
+        await service.start()
+        server = try await AppLinkServer.bind(path: configuration.appLinkPath)
+        let server = self.server
+        let service = self.service
+        serving = Task { await server.run(service: service, logger: .init(label: "test")) }
+    }
+
+    func connect(_ app: String, _ state: AppRunState, delegate: (any UserNotificationCenterDelegate)? = nil)
+        async throws -> UserNotificationCenter
+    {
+        try await UserNotificationCenter.connect(
+            bundleID: app, state: state, socketPath: service.configuration.appLinkPath, delegate: delegate)
+    }
+
+    func stop() async {
+        await server.close()
+        await serving.value
+    }
+
+    func push(_ app: String, _ json: String, id: String) async throws {
+        try await service.apply(
+            .remoteNotification(app: app, payload: try Payload(json: json), apnsID: id, collapseID: nil))
+    }
+}
+
+@Suite struct AppLinkTests {
+    @Test func aForegroundAppIsAskedAndItsAnswerDecidesThePresentation() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "a"))
+        let delegate = RecordingDelegate(answer: [.banner, .sound])
+        let center = try await device.connect("a", .foreground, delegate: delegate)
+        #expect(try await center.requestAuthorization(options: [.alert, .sound, .badge]))
+        #expect(await device.service.runState(of: "a") == .foreground)
+
+        try await device.push("a", #"{"aps":{"alert":"hi","sound":"default","badge":4}}"#, id: "p1")
+        var told = delegate.told.makeAsyncIterator()
+        #expect(await told.next() == .willPresent("p1"))
+        let shown = try #require(await device.log.next(.presented)?.presentation)
+        #expect(shown.requestedByForegroundApp)
+        #expect(shown.sound == "default" && shown.alertStyle == "banner")
+        #expect(shown.badge == nil)  // the app did not ask for the badge
+        #expect(try await center.deliveredNotifications().map(\.identifier) == ["p1"])
+
+        // Closing the connection: the app is not running any more.
+        await center.close()
+        await device.service.waitUntilNotRunning("a")
+        await device.stop()
+    }
+
+    @Test func tappingANotificationOfANotRunningAppLaunchesItAndTheResponseWaitsForTheApp() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "b", executable: "/bin/true"))
+        let setup = try await device.connect("b", .background)
+        _ = try await setup.requestAuthorization(options: [.alert])
+        try await setup.add(
+            NotificationRequest(identifier: "n1", content: NotificationContent(title: "Lunch", body: "Pizza")))
+        #expect(try await setup.deliveredNotifications().map(\.identifier) == ["n1"])
+        await setup.close()
+        await device.service.waitUntilNotRunning("b")
+
+        try await device.service.apply(
+            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        let launch = try #require(device.launcher.launches.withLock { $0.first })
+        #expect(launch.app == "b" && launch.mode == .foreground && launch.options?.identifier == "n1")
+
+        // The launched app connects and gets the response that was held for it.
+        let delegate = RecordingDelegate()
+        let app = try await device.connect("b", .foreground, delegate: delegate)
+        var told = delegate.told.makeAsyncIterator()
+        #expect(await told.next() == .didReceive("n1", action: StandardAction.defaultIdentifier, text: nil))
+        let finished = try #require(await device.log.next(.finished))
+        #expect(finished.identifier == "n1" && finished.text.hasPrefix("response finished"))
+        #expect(try await app.deliveredNotifications().isEmpty)
+        await app.close()
+        await device.stop()
+    }
+
+    @Test func aBackgroundActionThatDoesNotFinishIsLoggedWhenItsBudgetRunsOut() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "c", executable: "/bin/true"))
+        let setup = try await device.connect("c", .background)
+        _ = try await setup.requestAuthorization(options: [.alert])
+        let reply = try NotificationAction(
+            identifier: "reply", title: "Reply", textInput: TextInput(buttonTitle: "Send"))
+        try await setup.setNotificationCategories([try NotificationCategory(identifier: "MSG", actions: [reply])])
+        var content = NotificationContent(title: "Ann", body: "Lunch?")
+        content.categoryIdentifier = "MSG"
+        try await setup.add(NotificationRequest(identifier: "m1", content: content))
+        await setup.close()
+        await device.service.waitUntilNotRunning("c")
+
+        try await device.service.apply(
+            .respond(app: "c", identifier: "m1", actionIdentifier: "reply", text: "yes"))
+        #expect(device.launcher.launches.withLock { $0.map(\.mode) } == [.background])
+        let delegate = RecordingDelegate(hold: true)
+        let app = try await device.connect("c", .background, delegate: delegate)
+        var told = delegate.told.makeAsyncIterator()
+        #expect(await told.next() == .didReceive("m1", action: "reply", text: "yes"))
+        // The budget (30 s) runs out in virtual time while the app is still at work.
+        await device.clock.sleepers(atLeast: 1)
+        device.clock.advance(by: 30)
+        let exceeded = try #require(await device.log.next(.budgetExceeded))
+        #expect(exceeded.identifier == "m1" && exceeded.text == "response did not finish within 30 s")
+        delegate.releaseAll()
+        await app.close()
+        await device.stop()
+    }
+
+    @Test func badgeAndSoundFollowTheUsersSettings() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "d"))
+        let app = try await device.connect("d", .background)
+        _ = try await app.requestAuthorization(options: [.alert, .sound, .badge])
+        await app.close()
+        await device.service.waitUntilNotRunning("d")
+
+        try await device.push("d", #"{"aps":{"alert":"one","sound":"default","badge":3}}"#, id: "p1")
+        var shown = try #require(await device.log.next(.presented)?.presentation)
+        #expect(shown.sound == "default" && shown.badge == 3)
+
+        // The user turns sounds and badges off in Settings.
+        var settings = try #require(await device.service.record("d")).settings
+        settings.soundSetting = .disabled
+        settings.badgeSetting = .disabled
+        try await device.service.apply(.updateSettings(app: "d", settings: settings))
+        try await device.push("d", #"{"aps":{"alert":"two","sound":"default","badge":7}}"#, id: "p2")
+        shown = try #require(await device.log.next(.presented)?.presentation)
+        #expect(shown.sound == nil && shown.badge == nil && shown.body == "two")
+        #expect(await device.service.record("d")?.badge == 3)
+        await device.stop()
+    }
+
+    @Test func aRestartKeepsPendingRequestsAndFiresTheMissedOneOnceMarkedLate() async throws {
+        let first = try await TestDevice()
+        try await first.service.install(InstalledApp(bundleID: "e"))
+        let app = try await first.connect("e", .background)
+        _ = try await app.requestAuthorization(options: [.alert])
+        let trigger = NotificationTrigger.timeInterval(try TimeIntervalTrigger(interval: 60))
+        try await app.add(
+            NotificationRequest(identifier: "soon", content: NotificationContent(body: "1"), trigger: trigger))
+        let later = NotificationTrigger.timeInterval(try TimeIntervalTrigger(interval: 7200))
+        try await app.add(
+            NotificationRequest(identifier: "later", content: NotificationContent(body: "2"), trigger: later))
+        #expect(try await app.pendingNotificationRequests().map(\.identifier) == ["soon", "later"])
+        await app.close()
+        await first.stop()
+
+        // The daemon was down while "soon" fell due; it starts again ten minutes later.
+        let second = try await TestDevice(state: first.state, now: TestDevice.start.addingTimeInterval(600))
+        let fired = try #require(await second.log.next(.presented)?.presentation)
+        #expect(fired.body == "1" && fired.late)
+        let reopened = try await second.connect("e", .background)
+        #expect(try await reopened.pendingNotificationRequests().map(\.identifier) == ["later"])
+        #expect(try await reopened.deliveredNotifications().map(\.identifier) == ["soon"])
+        // Later ticks do not fire it again; "later" fires at its time.
+        await second.service.tick()
+        second.clock.advance(to: TestDevice.start.addingTimeInterval(7200))
+        let next = try #require(await second.log.next(.presented)?.presentation)
+        #expect(next.body == "2" && !next.late)
+        #expect(try await reopened.deliveredNotifications().map(\.identifier) == ["later", "soon"])
+        await reopened.close()
+        await second.stop()
+    }
+
+    @Test func errorsCarryApplesDomainsAndCodes() async throws {
+        let device = try await TestDevice(userAllows: false)
+        try await device.service.install(InstalledApp(bundleID: "f"))
+        let app = try await device.connect("f", .foreground)
+        #expect(try await app.requestAuthorization(options: [.alert]) == false)
+        await #expect(throws: NotificationError.self) {
+            try await app.add(NotificationRequest(identifier: "x", content: NotificationContent(body: "no")))
+        }
+        do {
+            try await app.setBadgeCount(-1)
+            Issue.record("a negative badge was accepted")
+        } catch let error as NotificationError {
+            #expect(error.code == .badgeInputInvalid)
+        }
+        do {
+            _ = try await app.registerForRemoteNotifications()
+            Issue.record("registered without an aps-environment")
+        } catch let error as AppLinkFailure {
+            #expect(error.domain == AppLink.cocoaErrorDomain && error.code == 3000)
+        }
+        await #expect(throws: (any Error).self) { _ = try await device.connect("not.installed", .foreground) }
+        await app.close()
+        await device.stop()
+    }
+
+    @Test func reconnectDelaysDoubleUpToTheirCapWithJitter() {
+        #expect(DeviceService.reconnectDelay(failures: 1, base: 0.5, maximum: 30, jitter: 1) == 0.5)
+        #expect(DeviceService.reconnectDelay(failures: 3, base: 0.5, maximum: 30, jitter: 1) == 2)
+        #expect(DeviceService.reconnectDelay(failures: 3, base: 0.5, maximum: 30, jitter: 0) == 1)
+        #expect(DeviceService.reconnectDelay(failures: 20, base: 0.5, maximum: 30, jitter: 1) == 30)
+        #expect(DeviceService.reconnectDelay(failures: 1000, base: 0.5, maximum: 30, jitter: 0.5) == 22.5)
+    }
+
+    @Test func preferredLanguagesComeFromTheLocaleEnvironment() {
+        #expect(UserNotificationCenter.preferredLanguages(environment: [:]) == ["en"])
+        #expect(UserNotificationCenter.preferredLanguages(environment: ["LANG": "fr_CA.UTF-8"]) == ["fr-CA"])
+        #expect(
+            UserNotificationCenter.preferredLanguages(environment: ["LANGUAGE": "pt_BR:pt", "LANG": "en_US.UTF-8"])
+                == ["pt-BR", "pt", "en-US"])
+        #expect(UserNotificationCenter.preferredLanguages(environment: ["LC_ALL": "C", "LANG": "de_DE"]) == ["en"])
+    }
+
+    @Test func appLinkFramesRoundTripAndBadLinesNameTheField() throws {
+        let frame = AppLinkFrame.call(id: 7, call: .setBadge(badge: 2))
+        let line = try frame.encodedLine()
+        #expect(line.last == UInt8(ascii: "\n"))
+        #expect(!line.dropLast().contains(UInt8(ascii: "\n")))
+        #expect(try AppLinkFrame(line: line) == frame)
+        #expect(throws: AppLinkFailure.self) { try AppLinkFrame(line: Array(#"{"call":{"id":1}}"#.utf8)) }
+        do {
+            _ = try AppLinkFrame(line: Array(#"{"call":{"id":1,"call":{"setBadge":{"badge":"two"}}}}"#.utf8))
+        } catch let failure as AppLinkFailure {
+            #expect(failure.message.contains("call.setBadge.badge"), "\(failure.message)")
+        }
+        #expect(AppLinkFrame.answerID(line: Array(#"{"result":{"id":9,"result":{"bogus":{}}}}"#.utf8)) == 9)
+    }
+}
+
+extension DeviceService {
+    /// Waits until the daemon has seen an app's connection close (it happens on the daemon's side
+    /// of the socket, after the client closed).
+    func waitUntilNotRunning(_ app: String) async {
+        while runState(of: app) != .notRunning { await Task.yield() }
+    }
+}
