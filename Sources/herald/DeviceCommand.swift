@@ -68,9 +68,7 @@ struct DeviceRun: AsyncParsableCommand {
             throw ValidationError("--gateway must be a ws:// or wss:// URL, such as ws://127.0.0.1:5223/device/v1")
         }
         guard backgroundBudget > 0 else { throw ValidationError("--background-budget must be more than 0 seconds") }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
-        }
+        try validateLogLevel(logLevel)
     }
 
     func run() async throws {

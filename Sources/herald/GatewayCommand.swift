@@ -6,10 +6,6 @@ import HeraldGateway
 import HeraldProvider
 import Logging
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 extension APNsEnvironment: ExpressibleByArgument {}
 extension SQLiteGatewayStore.Durability: ExpressibleByArgument {}
 
@@ -72,9 +68,7 @@ struct GatewayCommand: AsyncParsableCommand {
         guard backgroundBudget >= 0 else { throw ValidationError("--background-budget must not be negative") }
         guard offlineDepth >= 1 else { throw ValidationError("--offline-depth must be at least 1") }
         guard tokenRate >= 0 else { throw ValidationError("--token-rate must not be negative") }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
-        }
+        try validateLogLevel(logLevel)
     }
 
     func run() async throws {
@@ -140,14 +134,14 @@ struct KeysNew: AsyncParsableCommand {
 
     func run() async throws {
         let admin = try AdminClient(state: state, url: adminURL, token: adminToken)
-        if try await admin.send("GET", "/teams").1.contains(where: { ($0["id"] as? String) == team }) == false {
+        if try await admin.send("GET", "/teams").contains(where: { ($0["id"] as? String) == team }) == false {
             _ = try await admin.send("POST", "/teams", body: ["id": team])
         }
         var body: [String: Any] = ["teamID": team]
         if let keyId { body["keyID"] = keyId }
         if !topics.isEmpty { body["topics"] = topics }
         if let environment { body["environment"] = environment.rawValue }
-        let (_, rows) = try await admin.send("POST", "/keys", body: body)
+        let rows = try await admin.send("POST", "/keys", body: body)
         guard let key = rows.first, let keyID = key["keyID"] as? String, let pem = key["privateKey"] as? String else {
             throw ValidationError("the gateway did not return a key")
         }
@@ -197,6 +191,13 @@ struct KeysToken: ParsableCommand {
     }
 }
 
+/// Checks a `--log-level` option.
+func validateLogLevel(_ level: String) throws {
+    guard Logger.Level(rawValue: level) != nil else {
+        throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
+    }
+}
+
 /// A small client for the gateway's admin API.
 struct AdminClient {
     let url: String
@@ -218,26 +219,11 @@ struct AdminClient {
         self.token = resolvedToken
     }
 
-    /// Sends a request; returns the status and the JSON body as a list of objects (one for an object body).
-    func send(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> (Int, [[String: Any]]) {
-        guard let target = URL(string: url + path) else { throw ValidationError("bad admin URL \(url)") }
-        var request = URLRequest(url: target)
-        request.httpMethod = method
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "authorization")
-        if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
-            request.setValue("application/json", forHTTPHeaderField: "content-type")
-        }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let parsed = data.isEmpty ? nil : try? JSONSerialization.jsonObject(with: data)
-        guard (200..<300).contains(status) else {
-            let message = ((parsed as? [String: Any])?["error"] as? [String: Any])?["message"] as? String
-            throw ValidationError(
-                "\(method) \(path): HTTP \(status) \(message ?? String(decoding: data, as: UTF8.self))")
-        }
-        if let list = parsed as? [[String: Any]] { return (status, list) }
-        if let object = parsed as? [String: Any] { return (status, [object]) }
-        return (status, [])
+    /// Sends a request; returns the JSON body as a list of objects (one for an object body).
+    func send(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> [[String: Any]] {
+        let parsed = try await HTTPJSONClient(base: url, bearer: token).json(method, path, body)
+        if let list = parsed as? [[String: Any]] { return list }
+        if let object = parsed as? [String: Any] { return [object] }
+        return []
     }
 }
