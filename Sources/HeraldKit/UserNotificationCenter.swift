@@ -61,10 +61,13 @@ public final class UserNotificationCenter: Sendable {
         var closed: (any Error)?
         var state: AppRunState
         var delegate: (any UserNotificationCenterDelegate)?
+        /// Hands events to the delegate, one after another.
+        var eventTask: Task<Void, Never>?
     }
 
     let shared: Mutex<Shared>
     let outbox: AsyncStream<AppLinkFrame>.Continuation
+    let eventSink: AsyncStream<AppLinkEvent>.Continuation
     let tokenContinuation: AsyncStream<String>.Continuation
     let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
     let done: Task<Void, Never>
@@ -78,12 +81,14 @@ public final class UserNotificationCenter: Sendable {
     private init(
         bundleID: String, state: AppRunState, launchOptions: DeliveredNotification?,
         delegate: (any UserNotificationCenterDelegate)?, channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
-        outbox: AsyncStream<AppLinkFrame>.Continuation, done: Task<Void, Never>
+        outbox: AsyncStream<AppLinkFrame>.Continuation, eventSink: AsyncStream<AppLinkEvent>.Continuation,
+        done: Task<Void, Never>
     ) {
         self.bundleID = bundleID
         self.launchOptions = launchOptions
         self.channel = channel
         self.outbox = outbox
+        self.eventSink = eventSink
         self.done = done
         shared = Mutex(Shared(state: state, delegate: delegate))
         (tokenChanges, tokenContinuation) = AsyncStream.makeStream(of: String.self)
@@ -127,14 +132,15 @@ public final class UserNotificationCenter: Sendable {
         }
         let center = UserNotificationCenter(
             bundleID: bundleID, state: state, launchOptions: launchOptions, delegate: delegate, channel: channel,
-            outbox: outbox, done: task)
+            outbox: outbox, eventSink: eventSink, done: task)
         box.center.withLock { $0 = center }
-        Task { [weak center] in
+        let eventTask = Task { [weak center] in
             for await event in events {
                 guard let center else { return }
                 await center.handle(event)
             }
         }
+        center.shared.withLock { $0.eventTask = eventTask }
         do {
             _ = try await center.call(.hello(bundleID: bundleID, state: state))
         } catch {
@@ -251,7 +257,7 @@ public final class UserNotificationCenter: Sendable {
             tokenContinuation.yield(token)
         case .stateChanged(let state):
             shared.withLock { $0.state = state }
-            if state == .notRunning { await close() }
+            if state == .notRunning { await closeLink() }
         }
     }
 
@@ -260,8 +266,15 @@ public final class UserNotificationCenter: Sendable {
         shared.withLock { $0.delegate = delegate }
     }
 
-    /// Disconnects: the app is not running any more.
+    /// Disconnects: the app is not running any more. Events already received are handed to the
+    /// delegate first, and their answers (such as the end of a `didReceive`) sent.
     public func close() async {
+        eventSink.finish()
+        await shared.withLock { $0.eventTask }?.value
+        await closeLink()
+    }
+
+    func closeLink() async {
         outbox.finish()
         try? await channel.channel.close()
         await done.value

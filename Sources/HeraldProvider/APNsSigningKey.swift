@@ -69,16 +69,21 @@ public final class APNsTokenCache: Sendable {
     }
 
     /// The token to send now: the current one, or a new one if it has reached `refreshAge`.
+    /// Signing happens under the lock, so concurrent first requests share one token (ES256
+    /// signatures differ every time, and APNs refuses a second token on a connection within 20
+    /// minutes with `TooManyProviderTokenUpdates`).
     public func token() throws -> String {
         let now = self.now()
-        if let (token, issuedAt) = current.withLock({ $0 }), now.timeIntervalSince(issuedAt) < refreshAge,
-            now >= issuedAt
-        {
+        let key = self.key
+        let refreshAge = self.refreshAge
+        return try current.withLock { current throws -> String in
+            if let (token, issuedAt) = current, now.timeIntervalSince(issuedAt) < refreshAge, now >= issuedAt {
+                return token
+            }
+            let token = try key.token(issuedAt: now)
+            current = (token, now)
             return token
         }
-        let token = try key.token(issuedAt: now)
-        current.withLock { $0 = (token, now) }
-        return token
     }
 
     /// Drops `token` (APNs said it expired, for instance after the clock jumped), so the next

@@ -271,6 +271,17 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
 }
 
 @Suite struct APNsPiecesTests {
+    @Test func concurrentFirstRequestsShareOneToken() async throws {
+        // ES256 signatures differ on every signing: two first requests signing at once would send two
+        // tokens on one connection, which APNs answers with TooManyProviderTokenUpdates.
+        let cache = APNsTokenCache(key: APNsSigningKey(keyID: "KEY1234567", teamID: "TEAM123456", privateKey: .init()))
+        let tokens = await withTaskGroup(of: String.self) { group in
+            for _ in 0..<64 { group.addTask { (try? cache.token()) ?? "" } }
+            return await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(tokens.count == 1 && tokens.first?.isEmpty == false)
+    }
+
     @Test func applePresets() {
         #expect(APNsServer.production.url == "https://api.push.apple.com:443")
         #expect(APNsServer.sandbox.url == "https://api.sandbox.push.apple.com:443")

@@ -119,6 +119,26 @@ import Testing
         #expect((requests?.first?["request"] as? [String: Any])?["identifier"] as? String == "tea")
         #expect(requests?.first?["nextFireDate"] is String)
 
+        // herald push takes its defaults from up.json; an .apns file names its topic; --tokens sums up.
+        let upFile = state.appendingPathComponent("up.json").path
+        let pushed = try up.herald(["push", "--up", upFile, "--title", "Second", "--alert", "push", "--badge", "2"])
+        #expect(pushed.status == 0 && pushed.stdout.hasPrefix("200 apns-id "), "\(pushed.stderr)")
+        #expect(
+            up.waitForLine(containing: "Second — push").last == "[dev.herald.demo] Second — push (sound none, badge 2)")
+        let apns = state.appendingPathComponent("hello.apns")
+        try Data(#"{"Simulator Target Bundle":"dev.herald.demo","aps":{"alert":"from a file"}}"#.utf8).write(to: apns)
+        let fromFile = try up.herald(["push", "--up", upFile, apns.path])
+        #expect(fromFile.status == 0, "\(fromFile.stderr)")
+        #expect(up.waitForLine(containing: "from a file").last?.hasPrefix("[dev.herald.demo] from a file") == true)
+        let tokens = state.appendingPathComponent("tokens.txt")
+        try Data("\(up.info["deviceToken"]!)\n# a comment\n\(String(repeating: "ab", count: 32))\n".utf8).write(
+            to: tokens)
+        let many = try up.herald(["push", "--up", upFile, "--tokens", tokens.path, "--alert", "many", "--json"])
+        #expect(many.status == 1)
+        let summary = try JSONSerialization.jsonObject(with: Data(many.stdout.utf8)) as? [String: Any]
+        #expect(summary?["sent"] as? Int == 2)
+        #expect(summary?["results"] as? [String: Int] == ["200": 1, "400 BadDeviceToken": 1], "\(many.stdout)")
+
         // Removing the app: the next push to its token answers 410 Unregistered.
         let removed = try up.herald(["device", "remove", "dev.herald.demo"] + up.device)
         #expect(removed.status == 0, "\(removed.stderr)")
