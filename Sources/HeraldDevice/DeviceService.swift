@@ -65,7 +65,6 @@ public actor DeviceService {
 
     /// Work an app was given time for: a background wake or a response.
     struct Outstanding {
-        var kind: String
         var started: Date
         var timer: Task<Void, Never>
     }
@@ -500,7 +499,7 @@ public actor DeviceService {
             do { try await clock.sleep(until: deadline) } catch { return }
             await self?.expire(key, app: app, identifier: identifier, kind: kind, budget: budget)
         }
-        outstanding[key] = Outstanding(kind: kind, started: started, timer: timer)
+        outstanding[key] = Outstanding(started: started, timer: timer)
     }
 
     func expire(_ key: String, app: String, identifier: String, kind: String, budget: TimeInterval) {

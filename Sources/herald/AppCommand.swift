@@ -151,7 +151,7 @@ struct AppCommand: AsyncParsableCommand {
             }
         case .add:
             let request = NotificationRequest(
-                identifier: id ?? UUID().uuidString, content: try content(), trigger: try trigger())
+                identifier: id ?? UUID().uuidString, content: content(), trigger: try trigger())
             try await center.add(request)
             if json { return try printJSON(["identifier": request.identifier]) }
             print("added \(request.identifier)")
@@ -206,13 +206,11 @@ struct AppCommand: AsyncParsableCommand {
         }
     }
 
-    func content() throws -> NotificationContent {
-        var content = NotificationContent(
+    func content() -> NotificationContent {
+        NotificationContent(
             title: title, subtitle: subtitle, body: body, badge: setBadge,
             sound: sound.map { $0 == "default" ? .default : .named($0) }, categoryIdentifier: categoryID,
             threadIdentifier: thread)
-        content.userInfo = [:]
-        return content
     }
 
     func trigger() throws -> NotificationTrigger? {
