@@ -106,6 +106,21 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Examples: apps on HeraldKit (and a provider on HeraldProvider), each run against a real daemon
+        // by the end-to-end tests in heraldTests.
+        .executableTarget(name: "RemindMe", dependencies: ["HeraldKit"], path: "Examples/RemindMe"),
+        .executableTarget(name: "MoodTracker", dependencies: ["HeraldKit"], path: "Examples/MoodTracker"),
+        .executableTarget(name: "Invites", dependencies: ["HeraldKit"], path: "Examples/Invites"),
+        .executableTarget(name: "Alarm", dependencies: ["HeraldKit"], path: "Examples/Alarm"),
+        .executableTarget(name: "Arrival", dependencies: ["HeraldKit"], path: "Examples/Arrival"),
+        .executableTarget(
+            name: "ParcelApp",
+            dependencies: ["HeraldKit", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            path: "Examples/ParcelApp"),
+        .executableTarget(
+            name: "ParcelServer",
+            dependencies: ["HeraldProvider", .product(name: "Hummingbird", package: "hummingbird")],
+            path: "Examples/ParcelServer"),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore"]),
         .testTarget(name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore"]),
@@ -130,6 +145,7 @@ let package = Package(
             name: "heraldTests",
             dependencies: [
                 "herald", "HeraldDevice", "HeraldCore",
+                "RemindMe", "MoodTracker", "Invites", "Alarm", "Arrival", "ParcelApp", "ParcelServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -46,6 +46,9 @@ public enum AppLinkCall: Sendable, Hashable, Codable {
     case setBadge(badge: Int)
     case registerForRemoteNotifications
     case unregisterForRemoteNotifications
+    /// Asks the user (once) to let the app use the device's location, which location triggers need
+    /// (`CLLocationManager.requestWhenInUseAuthorization`); later calls return the current answer.
+    case requestLocationAuthorization
     /// The app's answer to a `willPresent` event.
     case willPresentAnswer(identifier: String, options: PresentationOptions)
     /// The app finished handling a `didReceive` event (its completion handler ran).
@@ -70,6 +73,7 @@ public enum AppLinkResult: Sendable, Hashable, Codable {
     case pending(requests: [PendingRequest])
     case delivered(notifications: [DeliveredNotification])
     case token(token: String)
+    case locationAuthorization(granted: Bool)
 }
 
 /// Something the daemon tells an app without being asked.

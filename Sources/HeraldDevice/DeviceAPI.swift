@@ -96,6 +96,18 @@ public struct DeviceAPI: Sendable {
     }
 
     struct BadgeView: Codable { var badge: Int }
+    struct ClockView: Codable {
+        var now: Date
+        var manual: Bool
+        var timeZone: String
+        var nextWake: Date?
+    }
+    struct ClockBody: Codable {
+        /// Seconds to move forward.
+        var advance: Double?
+        /// A time to move forward to.
+        var to: Date?
+    }
     struct TimeZoneBody: Codable { var identifier: String }
     struct StatusView: Codable {
         var deviceID: String?
@@ -218,6 +230,28 @@ public struct DeviceAPI: Sendable {
             try await Self.mapped { try await service.setTimeZone(zone) }
             return Self.json(TimeZoneBody(identifier: zone.identifier))
         }
+        router.get("/clock") { _, _ in Self.json(await Self.clock(service)) }
+        router.post("/clock") { request, _ in
+            let body = try await Self.decode(ClockBody.self, request)
+            let target: Date
+            switch (body.advance, body.to) {
+            case (let seconds?, nil):
+                guard seconds >= 0, seconds.isFinite else {
+                    throw HTTPError(.badRequest, message: "advance: must be 0 or more seconds")
+                }
+                target = await service.now.addingTimeInterval(seconds)
+            case (nil, let date?): target = date
+            default: throw HTTPError(.badRequest, message: "give exactly one of advance (seconds) and to (a date)")
+            }
+            do {
+                try await service.advanceClock(to: target)
+            } catch DeviceService.ClockError.notManual {
+                throw HTTPError(.conflict, message: "\(DeviceService.ClockError.notManual)")
+            } catch {
+                throw HTTPError(.badRequest, message: "to: \(error)")
+            }
+            return Self.json(await Self.clock(service))
+        }
         router.get("/location") { _, _ in
             guard let fix = await service.location else {
                 throw HTTPError(.notFound, message: "the device has had no location fix yet")
@@ -240,6 +274,12 @@ public struct DeviceAPI: Sendable {
             throw HTTPError(.notFound, message: "app \(app) is not installed")
         }
         return record
+    }
+
+    static func clock(_ service: DeviceService) async -> ClockView {
+        ClockView(
+            now: await service.now, manual: service.clockIsManual, timeZone: await service.timeZone.identifier,
+            nextWake: await service.nextWake)
     }
 
     static func view(_ record: AppRecord, _ service: DeviceService) async -> AppView {

@@ -214,7 +214,10 @@ public struct DeviceEngine: Sendable {
             try modify(app) { $0.settings = settings }
             return []
         case .setLocationAuthorization(let app, let allowed):
-            try modify(app) { $0.locationAuthorized = allowed }
+            try modify(app) {
+                $0.locationAuthorized = allowed
+                $0.locationDecided = true
+            }
             return []
         case .respond(let app, let identifier, let actionIdentifier, let text):
             return try respond(app, identifier, actionIdentifier, text)
@@ -412,11 +415,12 @@ public struct DeviceEngine: Sendable {
         let visible = payload.aps.hasUserVisibleContent
         var actions: [DeviceAction] = []
         if payload.aps.contentAvailable {
-            actions.append(
-                .backgroundWake(app: app, notification: notification, budget: configuration.backgroundBudget))
+            // Launch first, so that the wake waits for the launched app to connect.
             if record.runState == .notRunning {
                 actions.append(.launchApp(app: app, mode: .background, launchOptions: notification))
             }
+            actions.append(
+                .backgroundWake(app: app, notification: notification, budget: configuration.backgroundBudget))
             if !visible { return actions }
         }
         let settings = record.settings

@@ -57,6 +57,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var badge: Int = 0
     /// The user's location authorization for this app; location triggers never fire without it.
     public var locationAuthorized: Bool = false
+    /// Whether the user has decided about location (asked by the app, or set in Settings); optional so
+    /// that records saved before it existed still load.
+    public var locationDecided: Bool?
     /// Remote notifications waiting for the app's service extension (`mutable-content`), by identifier:
     /// kept with the record so that a restart still shows them (the original, once the deadline passed).
     public var awaitingExtension: [String: AwaitingExtension] = [:]

@@ -71,6 +71,9 @@ public actor DeviceService {
 
     public let configuration: Configuration
     let clock: any DeviceClock
+    /// Real time for the network: reconnect delays and the wait for the push service. It stays the
+    /// system's clock when the device's clock is manual, so a stopped device clock never stalls the link.
+    let networkClock: any DeviceClock
     let store: any DeviceStore
     let launcher: any AppLauncher
     let presenters: [any DevicePresenter]
@@ -99,7 +102,8 @@ public actor DeviceService {
     /// Opens the store in the state directory and loads every app's record.
     public init(
         configuration: Configuration, clock: any DeviceClock = SystemDeviceClock(),
-        store: (any DeviceStore)? = nil, launcher: any AppLauncher = ProcessLauncher(),
+        networkClock: any DeviceClock = SystemDeviceClock(), store: (any DeviceStore)? = nil,
+        launcher: any AppLauncher = ProcessLauncher(),
         presenters: [any DevicePresenter] = [], logger: Logger = Logger(label: "herald.device")
     ) async throws {
         let directory = URL(fileURLWithPath: configuration.stateDirectory)
@@ -107,6 +111,7 @@ public actor DeviceService {
         let store = try store ?? SQLiteDeviceStore(path: directory.appendingPathComponent("device.sqlite").path)
         self.configuration = configuration
         self.clock = clock
+        self.networkClock = networkClock
         self.store = store
         self.launcher = launcher
         self.presenters = presenters
@@ -169,7 +174,7 @@ public actor DeviceService {
                 failures: failures, base: configuration.reconnectBase, maximum: configuration.reconnectMaximum,
                 jitter: Double.random(in: 0...1))
             logger.info("reconnecting to the push service", metadata: ["in": "\(String(format: "%.2f", delay)) s"])
-            do { try await clock.sleep(until: clock.now().addingTimeInterval(delay)) } catch { break }
+            do { try await networkClock.sleep(until: networkClock.now().addingTimeInterval(delay)) } catch { break }
         }
         await gateway?.close()
     }
@@ -306,7 +311,7 @@ public actor DeviceService {
         guard configuration.gatewayURL != nil, seconds > 0 else { return false }
         nextWaiter += 1
         let id = nextWaiter
-        let clock = self.clock
+        let clock = self.networkClock
         let deadline = clock.now().addingTimeInterval(seconds)
         let timeout = Task { [weak self] in
             try? await clock.sleep(until: deadline)
@@ -599,6 +604,46 @@ public actor DeviceService {
     /// The device's time zone.
     public var timeZone: TimeZone { engine.configuration.timeZone }
 
+    /// The device's time.
+    public var now: Date { clock.now() }
+
+    /// Whether the device's clock moves only when told (``advanceClock(to:)``).
+    public nonisolated var clockIsManual: Bool { clock is ManualDeviceClock }
+
+    /// Moves a manual clock forward to `date` and fires what fell due on the way, in order, before it
+    /// returns. Each wake on the way is a step of its own, so a repeating trigger fires once per
+    /// occurrence, and a notification scheduled by an app in between (a snooze) fires in its turn.
+    public func advanceClock(to date: Date) async throws(ClockError) {
+        guard let manual = clock as? ManualDeviceClock else { throw .notManual }
+        guard date >= manual.now() else { throw .backwards(now: manual.now()) }
+        while let wake = engine.nextWake, wake <= date, wake > manual.now() {
+            manual.advance(to: wake)
+            await tick()
+        }
+        manual.advance(to: date)
+        await tick()
+        note(.system, app: "device", "clock advanced to \(Self.clockText(date))")
+    }
+
+    static func clockText(_ date: Date) -> String {
+        ISO8601DateFormatter().string(from: date)
+    }
+
+    /// Why the clock could not be moved.
+    public enum ClockError: Error, CustomStringConvertible, Sendable {
+        /// The device runs on the system's clock.
+        case notManual
+        /// The clock never goes back.
+        case backwards(now: Date)
+
+        public var description: String {
+            switch self {
+            case .notManual: "the device runs on the system clock; start it with --manual-clock to move time"
+            case .backwards(let now): "the clock never goes back; it is \(DeviceService.clockText(now))"
+            }
+        }
+    }
+
     /// Moves the device to another time zone: floating triggers follow.
     public func setTimeZone(_ zone: TimeZone) async throws {
         try await apply(.timeZoneChanged(zone))
@@ -696,6 +741,12 @@ public actor DeviceService {
             return .done
         case .delivered:
             return .delivered(notifications: try need(app).delivered)
+        case .requestLocationAuthorization:
+            if try need(app).locationDecided != true {
+                try await apply(.setLocationAuthorization(app: app, allowed: configuration.userAllows))
+                note(.system, app: app, "location \(configuration.userAllows ? "allowed" : "denied")")
+            }
+            return .locationAuthorization(granted: try need(app).locationAuthorized)
         case .removeDelivered(let identifiers):
             try await apply(.removeDelivered(app: app, identifiers: identifiers))
             return .done

@@ -50,6 +50,9 @@ public final class UserNotificationCenter: Sendable {
     public let bundleID: String
     /// The notification that launched the app, when the daemon launched it for one (launch options).
     public let launchOptions: DeliveredNotification?
+    /// How the daemon launched this process (foreground for a tap, background for a background action or
+    /// a `content-available` push); `nil` when the user started it.
+    public let launchMode: LaunchMode?
     /// How the app runs now.
     public var state: AppRunState { shared.withLock { $0.state } }
     /// The app's device token whenever it changes (after `registerForRemoteNotifications`, a device reset, …).
@@ -63,6 +66,9 @@ public final class UserNotificationCenter: Sendable {
         var delegate: (any UserNotificationCenterDelegate)?
         /// Hands events to the delegate, one after another.
         var eventTask: Task<Void, Never>?
+        /// A response or background wake has been handled and answered (or the link closed).
+        var launchWorkDone = false
+        var launchWorkWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     let shared: Mutex<Shared>
@@ -79,12 +85,13 @@ public final class UserNotificationCenter: Sendable {
     }
 
     private init(
-        bundleID: String, state: AppRunState, launchOptions: DeliveredNotification?,
+        bundleID: String, state: AppRunState, launchMode: LaunchMode?, launchOptions: DeliveredNotification?,
         delegate: (any UserNotificationCenterDelegate)?, channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
         outbox: AsyncStream<AppLinkFrame>.Continuation, eventSink: AsyncStream<AppLinkEvent>.Continuation,
         done: Task<Void, Never>
     ) {
         self.bundleID = bundleID
+        self.launchMode = launchMode
         self.launchOptions = launchOptions
         self.channel = channel
         self.outbox = outbox
@@ -131,7 +138,8 @@ public final class UserNotificationCenter: Sendable {
             await Self.pump(channel: channel, frames: frames, events: eventSink, center: box)
         }
         let center = UserNotificationCenter(
-            bundleID: bundleID, state: state, launchOptions: launchOptions, delegate: delegate, channel: channel,
+            bundleID: bundleID, state: state, launchMode: launched, launchOptions: launchOptions, delegate: delegate,
+            channel: channel,
             outbox: outbox, eventSink: eventSink, done: task)
         box.center.withLock { $0 = center }
         let eventTask = Task { [weak center] in
@@ -214,6 +222,7 @@ public final class UserNotificationCenter: Sendable {
             return Array(shared.waiting.values)
         }
         for continuation in waiting { continuation.resume(throwing: error) }
+        launchWorkFinished()
         outbox.finish()
         tokenContinuation.finish()
     }
@@ -245,11 +254,13 @@ public final class UserNotificationCenter: Sendable {
         case .didReceive(let response):
             await delegate?.didReceive(response, center: self)
             _ = try? await call(.responseHandled(identifier: response.notification.identifier))
+            launchWorkFinished()
         case .remoteNotification(let notification):
             _ = await delegate?.didReceiveRemoteNotification(notification, center: self)
         case .backgroundWake(let notification, _):
             let result = await delegate?.didReceiveRemoteNotification(notification, center: self) ?? .noData
             _ = try? await call(.backgroundFinished(identifier: notification.identifier, result: result))
+            launchWorkFinished()
         case .serviceExtension(let notification, _):
             let content = await delegate?.serviceExtension(notification, center: self)
             _ = try? await call(.serviceExtensionFinished(identifier: notification.identifier, content: content))
@@ -258,6 +269,30 @@ public final class UserNotificationCenter: Sendable {
         case .stateChanged(let state):
             shared.withLock { $0.state = state }
             if state == .notRunning { await closeLink() }
+        }
+    }
+
+    func launchWorkFinished() {
+        let waiters = shared.withLock { shared in
+            shared.launchWorkDone = true
+            defer { shared.launchWorkWaiters = [] }
+            return shared.launchWorkWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// For a process the daemon launched (``launchMode`` is set): returns once the delegate has handled
+    /// the response or background wake it was launched for and the answer has gone to the daemon, or
+    /// the link has closed. Returns at once for a process the user started. An app that has nothing
+    /// else to do then calls ``close()`` and exits, as a backgrounded app is suspended.
+    public func waitForLaunchWork() async {
+        guard launchMode != nil else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = shared.withLock { shared in
+                if !shared.launchWorkDone { shared.launchWorkWaiters.append(continuation) }
+                return shared.launchWorkDone
+            }
+            if done { continuation.resume() }
         }
     }
 
@@ -281,6 +316,16 @@ public final class UserNotificationCenter: Sendable {
     }
 
     // MARK: - UNUserNotificationCenter
+
+    /// Asks the user (once) to let the app use the device's location, which location triggers need
+    /// (Core Location's `requestWhenInUseAuthorization`); later calls return the current answer, which
+    /// the user can change in Settings (the device API).
+    public func requestLocationAuthorization() async throws -> Bool {
+        guard case .locationAuthorization(let granted) = try await call(.requestLocationAuthorization) else {
+            throw Self.unexpected("requestLocationAuthorization")
+        }
+        return granted
+    }
 
     /// Asks the user (once) to allow `options`; later calls return the first answer.
     public func requestAuthorization(options: AuthorizationOptions) async throws -> Bool {

@@ -10,7 +10,7 @@ struct DeviceCommand: AsyncParsableCommand {
         abstract: "Run the device daemon, or manage a running one (install and remove apps, move it, list its log).",
         subcommands: [
             DeviceRun.self, DeviceInstall.self, DeviceRemove.self, DeviceApps.self, DeviceSet.self,
-            DeviceLog.self,
+            DeviceLog.self, DeviceClockCommand.self,
         ],
         defaultSubcommand: DeviceRun.self)
 }
@@ -55,6 +55,12 @@ struct DeviceRun: AsyncParsableCommand {
     var deny = false
     @Option(name: .long, help: "Seconds of background time for content-available pushes and background actions.")
     var backgroundBudget: Double = 30
+    @Flag(
+        name: .long,
+        help: "The device's clock stands still and moves only when told (herald device clock --advance): for tests.")
+    var manualClock = false
+    @Option(name: .long, help: "With --manual-clock: the time it starts at (ISO 8601 with offset). Default: now.")
+    var startTime: String?
     @Flag(name: .long, help: "Do not print the ready banner (presentations are still printed).")
     var noBanner = false
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -68,6 +74,10 @@ struct DeviceRun: AsyncParsableCommand {
             throw ValidationError("--gateway must be a ws:// or wss:// URL, such as ws://127.0.0.1:5223/device/v1")
         }
         guard backgroundBudget > 0 else { throw ValidationError("--background-budget must be more than 0 seconds") }
+        if let startTime {
+            guard manualClock else { throw ValidationError("--start-time needs --manual-clock") }
+            _ = try parseDate(startTime, field: "--start-time")
+        }
         try validateLogLevel(logLevel)
     }
 
@@ -82,8 +92,12 @@ struct DeviceRun: AsyncParsableCommand {
         configuration.engine.timeZone = timeZone.flatMap(TimeZone.init(identifier:)) ?? .current
         if !language.isEmpty { configuration.engine.preferredLanguages = language }
         configuration.engine.backgroundBudget = backgroundBudget
+        let clock: any DeviceClock =
+            manualClock
+            ? ManualDeviceClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())
+            : SystemDeviceClock()
         let service = try await DeviceService(
-            configuration: configuration, presenters: [TerminalPresenter()], logger: logger)
+            configuration: configuration, clock: clock, presenters: [TerminalPresenter()], logger: logger)
         let daemon = DeviceDaemon(service: service, apiHost: apiHost, apiPort: apiPort, logger: logger)
         let banner = !noBanner
         try await daemon.run { info in
@@ -231,5 +245,61 @@ struct DeviceLog: AsyncParsableCommand {
                 "\(entry["date"] as? String ?? "")  [\(entry["app"] as? String ?? "")] \(entry["text"] as? String ?? "")"
             )
         }
+    }
+}
+
+struct DeviceClockCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock",
+        abstract: "Show a running device's clock, or move a manual one forward (firing what falls due).",
+        discussion: """
+            Only a device started with --manual-clock can be moved. Moving fires every notification that \
+            falls due on the way, in order, before the command returns.
+              herald device clock --advance 90        # 90 seconds
+              herald device clock --advance 2h        # also s, m, h, d
+              herald device clock --to 2026-12-24T09:00:00+01:00
+            """)
+
+    @Option(name: .long, help: "Move forward by this long: seconds, or a number with s, m, h or d.")
+    var advance: String?
+    @Option(name: .long, help: "Move forward to this instant (ISO 8601 with offset).")
+    var to: String?
+    @OptionGroup var device: DeviceLocation
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func validate() throws {
+        if advance != nil && to != nil { throw ValidationError("give --advance or --to, not both") }
+        if let advance, Self.seconds(advance) == nil {
+            throw ValidationError("--advance: '\(advance)' is not a duration such as 90, 15m, 2h or 1d")
+        }
+        if let to { _ = try parseDate(to, field: "--to") }
+    }
+
+    /// `90`, `90s`, `15m`, `2h`, `1d` as seconds.
+    static func seconds(_ text: String) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        guard let last = text.last else { return nil }
+        let (number, unit) = units[last].map { (text.dropLast(), $0) } ?? (Substring(text), 1)
+        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+        return value * unit
+    }
+
+    func run() async throws {
+        let client = try device.client()
+        let answer: Any?
+        if let advance, let seconds = Self.seconds(advance) {
+            answer = try await client.json("POST", "/clock", ["advance": seconds])
+        } else if let to {
+            answer = try await client.json("POST", "/clock", ["to": to])
+        } else {
+            answer = try await client.json("GET", "/clock")
+        }
+        let clock = answer as? [String: Any] ?? [:]
+        if json { return try printJSONObject(clock) }
+        print(
+            "\(clock["now"] as? String ?? "?")  \(clock["timeZone"] as? String ?? "")  "
+                + ((clock["manual"] as? Bool ?? false) ? "manual" : "system clock")
+                + ((clock["nextWake"] as? String).map { "  next wake \($0)" } ?? ""))
     }
 }

@@ -33,6 +33,12 @@ struct UpCommand: AsyncParsableCommand {
     var app = "dev.herald.demo"
     @Option(name: .long, help: "The device's time zone (default: the system's).")
     var timeZone: String?
+    @Option(
+        name: .customLong("install"),
+        help: ArgumentHelp(
+            "Also install an app of yours: BUNDLE=EXECUTABLE (repeatable). Its topic joins the demo team, so a push "
+                + "signed with the demo key reaches it once it registers.", valueName: "bundle=executable"))
+    var installs: [String] = []
 
     static let team = "HERALDDEMO"
 
@@ -40,6 +46,21 @@ struct UpCommand: AsyncParsableCommand {
         if let timeZone, TimeZone(identifier: timeZone) == nil {
             throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
         }
+        for install in installs {
+            guard let (bundle, path) = Self.install(install), !bundle.isEmpty, !path.isEmpty else {
+                throw ValidationError("--install: '\(install)' is not BUNDLE=EXECUTABLE")
+            }
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw ValidationError("--install: \(path) is not an executable file")
+            }
+        }
+    }
+
+    /// `BUNDLE=EXECUTABLE`, the executable made absolute.
+    static func install(_ text: String) -> (String, String)? {
+        guard let equals = text.firstIndex(of: "=") else { return nil }
+        let path = String(text[text.index(after: equals)...])
+        return (String(text[..<equals]), URL(fileURLWithPath: path).standardizedFileURL.path)
     }
 
     func run() async throws {
@@ -122,8 +143,9 @@ struct UpCommand: AsyncParsableCommand {
             p8 = path
         }
         let apps = try await admin.json("GET", "/apps") as? [[String: Any]] ?? []
-        if !apps.contains(where: { $0["bundleID"] as? String == app }) {
-            _ = try await admin.json("POST", "/apps", ["bundleID": app, "teamID": Self.team])
+        let extra = installs.compactMap(Self.install)
+        for bundle in [app] + extra.map(\.0) where !apps.contains(where: { $0["bundleID"] as? String == bundle }) {
+            _ = try await admin.json("POST", "/apps", ["bundleID": bundle, "teamID": Self.team])
         }
 
         // The device, with the demo app.
@@ -158,6 +180,11 @@ struct UpCommand: AsyncParsableCommand {
         _ = try await HTTPJSONClient(base: deviceAPI).json(
             "POST", "/apps",
             ["bundleID": app, "apsEnvironment": APNsEnvironment.development.rawValue, "executable": demo.path])
+        for (bundle, path) in extra {
+            _ = try await HTTPJSONClient(base: deviceAPI).json(
+                "POST", "/apps",
+                ["bundleID": bundle, "apsEnvironment": APNsEnvironment.development.rawValue, "executable": path])
+        }
         // The demo app asks for alert, sound and badge and registers, as an app does at launch.
         let center = try await UserNotificationCenter.connect(bundleID: app, state: .background, socketPath: socket)
         let token: String
@@ -184,6 +211,7 @@ struct UpCommand: AsyncParsableCommand {
         try JSONSerialization.data(withJSONObject: up, options: [.prettyPrinted, .sortedKeys])
             .write(to: root.appendingPathComponent("up.json"), options: .atomic)
         let payload = #"{"aps":{"alert":{"title":"Hello","body":"from Herald"},"sound":"default","badge":1}}"#
+        let installed = extra.map { "  installed:                \($0.0)   \($0.1)\n" }.joined()
         print(
             """
             herald is up
@@ -192,7 +220,7 @@ struct UpCommand: AsyncParsableCommand {
               admin API:                \(up["adminURL"]!)   (token in \(root.path)/gateway/admin-token)
               device API:               \(deviceAPI)
               demo app:                 \(app)   device token \(token)
-              key:                      team \(Self.team), key \(keyID!), \(p8!)
+            \(installed)  key:                      team \(Self.team), key \(keyID!), \(p8!)
               everything above:         \(root.path)/up.json
 
             Send a push (the bearer token is valid for an hour; `herald push --alert Hi` signs its own):

@@ -261,7 +261,8 @@ import Testing
         let actions = try e.handle(
             .remoteNotification(app: app, payload: payload, apnsID: "w", collapseID: nil), now: t0)
         #expect(actions.count == 2)
-        guard case .backgroundWake(_, let n, let budget) = actions[0], case .launchApp(_, .background, _) = actions[1]
+        // The launch comes first: the wake is held for the launched app until it connects.
+        guard case .launchApp(_, .background, _) = actions[0], case .backgroundWake(_, let n, let budget) = actions[1]
         else {
             Issue.record("\(actions)")
             return

@@ -12,18 +12,25 @@ import Testing
         let reader: LineReader
         var banner: [String] = []
         var info: [String: String] = [:]
+        let watchdog: DispatchWorkItem
 
-        init(state: URL) throws {
+        init(state: URL, extra: [String] = []) throws {
             self.state = state
             process.executableURL = try heraldExecutable()
-            process.arguments = [
-                "up", "--state", state.path, "--port", "0", "--dev-port", "0", "--link-port", "0", "--admin-port",
-                "0", "--device-port", "0", "--time-zone", "Europe/Paris",
-            ]
+            process.arguments =
+                [
+                    "up", "--state", state.path, "--port", "0", "--dev-port", "0", "--link-port", "0", "--admin-port",
+                    "0", "--device-port", "0", "--time-zone", "Europe/Paris",
+                ] + extra
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             reader = LineReader(output.fileHandleForReading)
             try process.run()
+            // A safety net, not a wait: if a test hangs reading the terminal, `up` stops everything
+            // (its SIGTERM stops the device and the gateway), the output ends and the test fails.
+            let pid = process.processIdentifier
+            watchdog = DispatchWorkItem { kill(pid, SIGTERM) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 240, execute: watchdog)
             // Everything up to the tour's last line.
             while let line = reader.line() {
                 banner.append(line)
@@ -56,12 +63,14 @@ import Testing
         var device: [String] { ["--device-state", state.appendingPathComponent("device").path] }
 
         func stop() -> Int32 {
+            watchdog.cancel()
             kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
             return process.terminationStatus
         }
 
         deinit {
+            watchdog.cancel()
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
@@ -138,6 +147,19 @@ import Testing
         let summary = try JSONSerialization.jsonObject(with: Data(many.stdout.utf8)) as? [String: Any]
         #expect(summary?["sent"] as? Int == 2)
         #expect(summary?["results"] as? [String: Int] == ["200": 1, "400 BadDeviceToken": 1], "\(many.stdout)")
+
+        // A content-available push wakes the (not running) demo app in the background; the device
+        // waits for it to finish its fetch.
+        let background = state.appendingPathComponent("background.json")
+        try Data(#"{"aps":{"content-available":1},"news":3}"#.utf8).write(to: background)
+        let woke = try up.herald(
+            ["push", "--up", upFile, "--payload", background.path, "--push-type", "background", "--priority", "5"])
+        #expect(woke.status == 0, "\(woke.stderr)")
+        let fetched = up.reader.lines(containing: ["remoteNotification", "background fetch finished"])
+        #expect(fetched.contains { $0.contains("[dev.herald.demo] woken in the background for 30 s") }, "\(fetched)")
+        #expect(fetched.contains { $0.contains("[dev.herald.demo] launched in the background") }, "\(fetched)")
+        #expect(fetched.contains { $0.hasPrefix("remoteNotification ") }, "\(fetched)")
+        #expect(fetched.contains { $0.contains("background fetch finished after") && $0.hasSuffix("(newData)") })
 
         // Removing the app: the next push to its token answers 410 Unregistered.
         let removed = try up.herald(["device", "remove", "dev.herald.demo"] + up.device)
