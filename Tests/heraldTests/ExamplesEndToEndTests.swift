@@ -63,25 +63,28 @@ final class Child {
     }
 }
 
-/// A real `herald device` with a manual clock and no push service: tests move its time with
-/// `herald device clock`, as a user testing their schedules would.
-final class ManualClockDevice {
+/// A real `herald device`. With `start`, its clock is manual: tests move its time with `herald device
+/// clock`, as a user testing their schedules would.
+final class DeviceProcess {
     let state: URL
     let daemon: Child
     let apiURL: String
+    /// What the daemon printed up to its ready banner (what it fired on starting comes before it).
+    let startup: [String]
     let watchdog: DispatchWorkItem
+    let ownsState: Bool
 
-    init(start: String, timeZone: String = "Europe/Paris", extra: [String] = []) throws {
+    init(start: String? = nil, timeZone: String = "Europe/Paris", state: URL? = nil, extra: [String] = []) throws {
         // Unix socket paths are short: keep the directory near the root.
-        state = URL(fileURLWithPath: "/tmp/hx-\(UUID().uuidString.prefix(8))")
+        ownsState = state == nil
+        let state = state ?? URL(fileURLWithPath: "/tmp/hx-\(UUID().uuidString.prefix(8))")
+        self.state = state
         daemon = try Child(
             try heraldExecutable(),
-            [
-                "device", "--state", state.path, "--api-port", "0", "--manual-clock", "--start-time", start,
-                "--time-zone", timeZone,
-            ] + extra)
-        let banner = daemon.waitForLine(containing: "apiURL:")
-        apiURL = String(banner.last?.split(separator: " ").last ?? "")
+            ["device", "--state", state.path, "--api-port", "0", "--time-zone", timeZone]
+                + (start.map { ["--manual-clock", "--start-time", $0] } ?? []) + extra)
+        startup = daemon.waitForLine(containing: "apiURL:")
+        apiURL = String(startup.last?.split(separator: " ").last ?? "")
         // A safety net, not a wait: a test that hangs reading the daemon's output ends with it.
         let pid = daemon.process.processIdentifier
         watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
@@ -105,10 +108,9 @@ final class ManualClockDevice {
     }
 
     /// Runs an example as the user would (it connects over the app link) and returns its output lines.
-    func example(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> [String] {
-        let child = try Child(try exampleExecutable(name), arguments, environment: appLink.merging(environment) { $1 })
-        let (status, lines) = child.finish()
-        #expect(status == 0, "\(name) \(arguments) exited with \(status): \(lines)")
+    func example(_ name: String, _ arguments: [String], status expected: Int32 = 0) throws -> [String] {
+        let (status, lines) = try Child(try exampleExecutable(name), arguments, environment: appLink).finish()
+        #expect(status == expected, "\(name) \(arguments) exited with \(status): \(lines)")
         return lines
     }
 
@@ -138,11 +140,17 @@ final class ManualClockDevice {
         try eventually("\(app) \(state)") { try self.app(app)["state"] as? String == state }
     }
 
-    deinit {
+    /// Stops the daemon (SIGTERM) and returns its exit status; the state directory stays.
+    func stop() -> Int32 {
         watchdog.cancel()
         kill(daemon.process.processIdentifier, SIGTERM)
         daemon.process.waitUntilExit()
-        try? FileManager.default.removeItem(at: state)
+        return daemon.process.terminationStatus
+    }
+
+    deinit {
+        if daemon.process.isRunning { _ = stop() }
+        if ownsState { try? FileManager.default.removeItem(at: state) }
     }
 }
 
@@ -150,7 +158,7 @@ final class ManualClockDevice {
 /// the daemon launches them for responses, and `herald` commands act as the user and move time.
 @Suite(.serialized) struct ExamplesEndToEndTests {
     @Test func remindMeKeepsOneReminderFollowsTravelAndShowsTheTextWhenTappedOrInTheForeground() throws {
-        let device = try ManualClockDevice(start: "2026-11-23T08:00:00+01:00")
+        let device = try DeviceProcess(start: "2026-11-23T08:00:00+01:00")
         let app = "dev.herald.remindme"
         try device.install(app, example: "RemindMe")
 
@@ -192,7 +200,7 @@ final class ManualClockDevice {
     }
 
     @Test func moodTrackerAsksOnceSchedulesThreeDailyRemindersAndLogsOneInTheForeground() throws {
-        let device = try ManualClockDevice(start: "2026-11-23T10:30:00+01:00")
+        let device = try DeviceProcess(start: "2026-11-23T10:30:00+01:00")
         let app = "dev.herald.moodtracker"
         try device.install(app, example: "MoodTracker")
 
@@ -218,7 +226,7 @@ final class ManualClockDevice {
     }
 
     @Test func moodTrackerSaysWhatToDoWhenTheUserSaidNo() throws {
-        let device = try ManualClockDevice(start: "2026-11-23T10:30:00+01:00", extra: ["--deny"])
+        let device = try DeviceProcess(start: "2026-11-23T10:30:00+01:00", extra: ["--deny"])
         let app = "dev.herald.moodtracker"
         try device.install(app, example: "MoodTracker")
         #expect(try device.example("MoodTracker", []).count == 1)
@@ -229,7 +237,7 @@ final class ManualClockDevice {
     }
 
     @Test func alarmSnoozesByReschedulingAndStopsInTheBackground() throws {
-        let device = try ManualClockDevice(start: "2026-11-23T07:00:00Z")
+        let device = try DeviceProcess(start: "2026-11-23T07:00:00Z")
         let app = "dev.herald.alarm"
         try device.install(app, example: "Alarm")
         #expect(try device.example("Alarm", ["start", "300"]) == ["Alarm: rings in 300 s"])
@@ -257,7 +265,7 @@ final class ManualClockDevice {
     }
 
     @Test func arrivalFiresOnceOnEnteringTheRegionAndTheAppTellsFriends() throws {
-        let device = try ManualClockDevice(start: "2026-11-23T07:00:00Z")
+        let device = try DeviceProcess(start: "2026-11-23T07:00:00Z")
         let app = "dev.herald.arrival"
         try device.install(app, example: "Arrival")
         // The Eiffel Tower, 200 m.
@@ -281,6 +289,15 @@ final class ManualClockDevice {
         #expect(
             device.daemon.waitForLine(containing: "Arrival: ").last
                 == "Arrival: telling friends you arrived at destination")
+    }
+
+    @Test func arrivalSaysWhenTheUserKeepsLocationOff() throws {
+        let device = try DeviceProcess(start: "2026-11-23T07:00:00Z", extra: ["--deny"])
+        try device.install("dev.herald.arrival", example: "Arrival")
+        #expect(
+            try device.example("Arrival", ["watch", "48.8584", "2.2945", "200"], status: 1)
+                == ["Arrival: location is off for this app; turn it on in Settings"])
+        #expect(try device.pending("dev.herald.arrival").isEmpty)
     }
 
     @Test func invitesAndParcelsOverThePushServiceAnswerAndLocalizeThroughTheRealApps() throws {

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+
+/// `herald device` against a real `herald gateway`: the link survives a gateway restart and a device
+/// restart; the device clock's API refuses what it cannot do.
+@Suite(.serialized) struct DeviceEndToEndTests {
+    @Test func theDeviceReconnectsAfterAGatewayRestartAndGetsWhatWasStoredWhileItWasDown() throws {
+        let p = try Provisioned()
+        let link = try #require(p.gateway.info["linkDevelopmentURL"])
+        let linkPort = try #require(URLComponents(string: link)?.port)
+        let device = try DeviceProcess(extra: ["--gateway", link])
+        let app = Provisioned.topic
+        try device.herald(["device", "install", app, "--aps-environment", "development"])
+        try device.herald(["app", app, "authorize", "--options", "alert"])
+        var token = ""
+        try eventually("a token for \(app)") {
+            token = try device.app(app)["token"] as? String ?? ""
+            return token.count == 64
+        }
+        #expect(try p.push(token: token, body: #"{"aps":{"alert":"first"}}"#).status == 200)
+        #expect(device.daemon.waitForLine(containing: "first").last == "[\(app)] first (sound none)")
+
+        // The gateway stops; the device notices and keeps trying with backoff until it is back on the
+        // same port.
+        #expect(p.gateway.stop() == 0)
+        try eventually("the device sees the gateway gone") {
+            (try device.get("/status") as? [String: Any])?["gateway"] as? String == "disconnected"
+        }
+        let restarted = try Provisioned(
+            arguments: ["--link-port", "\(linkPort)"], state: p.gateway.state, existing: p)
+        try eventually("the device reconnects") {
+            (try device.get("/status") as? [String: Any])?["gateway"] as? String == "connected"
+        }
+        #expect(try device.app(app)["token"] as? String == token)
+        #expect(try restarted.push(token: token, body: #"{"aps":{"alert":"second"}}"#).status == 200)
+        #expect(device.daemon.waitForLine(containing: "second").last == "[\(app)] second (sound none)")
+
+        // The device stops; a push is stored, and the restarted device gets it once.
+        #expect(device.stop() == 0)
+        #expect(try restarted.push(token: token, body: #"{"aps":{"alert":"stored"}}"#).status == 200)
+        let again = try DeviceProcess(state: device.state, extra: ["--gateway", link])
+        #expect(again.daemon.waitForLine(containing: "stored").last == "[\(app)] stored (sound none)")
+        let delivered = try again.delivered(app).compactMap { $0["body"] as? String }
+        #expect(delivered == ["stored", "second", "first"])
+    }
+
+    @Test func aRestartKeepsPendingNotificationsAndFiresTheMissedOneOnceMarkedLate() throws {
+        let app = "dev.herald.restart"
+        let first = try DeviceProcess(start: "2026-11-23T08:00:00+01:00")
+        try first.herald(["device", "install", app])
+        try first.herald(["app", app, "authorize", "--options", "alert"])
+        try first.herald(["app", app, "add", "--id", "tea", "--title", "Tea", "--in", "600"])
+        try first.herald(["app", app, "add", "--id", "news", "--title", "News", "--calendar", "hour=20", "--repeats"])
+        #expect(first.stop() == 0)
+
+        // Back an hour later: the missed one fires once, marked late; the repeating one waits for 20:00.
+        let second = try DeviceProcess(start: "2026-11-23T09:00:00+01:00", state: first.state)
+        // It fires on starting, before the ready banner.
+        #expect(second.startup.contains("[\(app)] Tea (sound none, late)"), "\(second.startup)")
+        #expect(try second.pending(app).map(\.id) == ["news"])
+        #expect(try second.pending(app).first?.next == "2026-11-23T19:00:00.000Z")
+        #expect(second.stop() == 0)
+        let third = try DeviceProcess(start: "2026-11-23T09:30:00+01:00", state: first.state)
+        #expect(try third.delivered(app).compactMap { $0["title"] as? String } == ["Tea"])
+        #expect(try third.delivered(app).first?["late"] as? Bool == true)
+        #expect(try third.pending(app).map(\.id) == ["news"])
+    }
+
+    @Test func theClockMovesOnlyWhenManualAndNeverBack() throws {
+        let manual = try DeviceProcess(start: "2026-11-23T08:00:00Z", timeZone: "Asia/Tokyo")
+        #expect(try manual.herald(["device", "clock"]).hasPrefix("2026-11-23T08:00:00.000Z  Asia/Tokyo  manual"))
+        #expect(try manual.herald(["device", "clock", "--advance", "1d"]).hasPrefix("2026-11-24T08:00:00.000Z"))
+        let back = try run(
+            try heraldExecutable().path, ["device", "clock", "--to", "2026-11-23T09:00:00Z"] + manual.location)
+        #expect(back.status != 0)
+        #expect(back.stderr.contains("400") && back.stderr.contains("the clock never goes back"), "\(back.stderr)")
+        let both = try curl([
+            "-X", "POST", manual.apiURL + "/clock", "-d", #"{"advance":1,"to":"2027-01-01T00:00:00Z"}"#,
+        ])
+        #expect(both.status == 400 && both.body.contains("exactly one of advance"), "\(both.body)")
+        let bad = try run(try heraldExecutable().path, ["device", "clock", "--advance", "soon"] + manual.location)
+        #expect(bad.status != 0 && bad.stderr.contains("'soon' is not a duration"), "\(bad.stderr)")
+
+        let system = try DeviceProcess()
+        let refused = try curl(["-X", "POST", system.apiURL + "/clock", "-d", #"{"advance":60}"#])
+        #expect(refused.status == 409 && refused.body.contains("--manual-clock"), "\(refused.body)")
+        #expect(try system.herald(["device", "clock"]).contains("system clock"))
+    }
+}
