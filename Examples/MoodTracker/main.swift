@@ -25,16 +25,18 @@ final class MoodTracker: UserNotificationCenterDelegate {
 
 let app = MoodTracker()
 let center = try await UserNotificationCenter.connect(bundleID: bundleID, state: .foreground, delegate: app)
+var allowed = true
 switch try await center.notificationSettings().authorizationStatus {
 case .notDetermined:
     print("MoodTracker: We would like to remind you to track your mood. To do it, we need your permission.")
-    _ = try await center.requestAuthorization(options: [.alert, .sound, .badge])
+    allowed = try await center.requestAuthorization(options: [.alert, .sound, .badge])
 case .denied:
     print("MoodTracker: Notifications are off. Turn them on in Settings to get mood reminders.")
+    allowed = false
 default: break
 }
-if try await center.notificationSettings().authorizationStatus == .authorized {
-    // One repeating request per hour: adding an identifier again replaces it, so there are never duplicates.
+if allowed {
+    // One repeating request per hour; only missing ones are added, so a second run changes nothing.
     let scheduled = Set(try await center.pendingNotificationRequests().map(\.identifier))
     for hour in hours where !scheduled.contains("mood-\(hour)") {
         let content = NotificationContent(body: "Have you tracked your mood yet?", sound: .default)

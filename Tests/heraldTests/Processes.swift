@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+
+/// The path of a built example executable (built beside `herald`).
+func exampleExecutable(_ name: String) throws -> URL {
+    try heraldExecutable().deletingLastPathComponent().appendingPathComponent(name)
+}
+
+extension LineReader {
+    /// Reads until every one of `texts` has appeared in some line, in any order (a launched app's
+    /// output and the daemon's reach the same pipe in either order); returns the lines read.
+    func lines(containing texts: [String]) -> [String] {
+        var lines: [String] = []
+        var missing = texts
+        while !missing.isEmpty, let line = line() {
+            lines.append(line)
+            missing.removeAll { line.contains($0) }
+        }
+        return lines
+    }
+}
+
+/// A started process whose standard output is read line by line.
+final class Child {
+    let process = Process()
+    let output = Pipe()
+    let reader: LineReader
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        reader = LineReader(output.fileHandleForReading)
+        try process.run()
+    }
+
+    /// Reads until a line contains `text`; returns the lines read (the last one matches, unless the
+    /// output ended first).
+    func waitForLine(containing text: String) -> [String] {
+        var lines: [String] = []
+        while let line = reader.line() {
+            lines.append(line)
+            if line.contains(text) { return lines }
+        }
+        return lines
+    }
+
+    /// Waits for the process to end; returns its remaining output.
+    func finish() -> (status: Int32, lines: [String]) {
+        var lines: [String] = []
+        while let line = reader.line() { lines.append(line) }
+        process.waitUntilExit()
+        return (process.terminationStatus, lines)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// A real `herald device`. With `start`, its clock is manual: tests move its time with `herald device
+/// clock`, as a user testing their schedules would.
+final class DeviceProcess {
+    let state: URL
+    let daemon: Child
+    let apiURL: String
+    /// What the daemon printed up to its ready banner (what it fired on starting comes before it).
+    let startup: [String]
+    let watchdog: DispatchWorkItem
+    let ownsState: Bool
+
+    init(start: String? = nil, timeZone: String = "Europe/Paris", state: URL? = nil, extra: [String] = []) throws {
+        // Unix socket paths are short: keep the directory near the root.
+        ownsState = state == nil
+        let state = state ?? URL(fileURLWithPath: "/tmp/hx-\(UUID().uuidString.prefix(8))")
+        self.state = state
+        daemon = try Child(
+            try heraldExecutable(),
+            ["device", "--state", state.path, "--api-port", "0", "--time-zone", timeZone]
+                + (start.map { ["--manual-clock", "--start-time", $0] } ?? []) + extra)
+        startup = daemon.waitForLine(containing: "apiURL:")
+        apiURL = String(startup.last?.split(separator: " ").last ?? "")
+        // A safety net, not a wait: a test that hangs reading the daemon's output ends with it.
+        let pid = daemon.process.processIdentifier
+        watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 180, execute: watchdog)
+    }
+
+    var location: [String] { ["--device-state", state.path] }
+    var appLink: [String: String] { ["HERALD_APP_LINK": state.appendingPathComponent("app.sock").path] }
+
+    /// Runs a `herald` command against this device and expects it to succeed.
+    @discardableResult
+    func herald(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let result = try run(try heraldExecutable().path, arguments + location)
+        #expect(result.status == 0, "herald \(arguments): \(result.stderr)", sourceLocation: sourceLocation)
+        return result.stdout
+    }
+
+    /// Installs an example as `bundleID`, with the example as the executable the device launches.
+    func install(_ bundleID: String, example: String) throws {
+        try herald(["device", "install", bundleID, "--executable", try exampleExecutable(example).path])
+    }
+
+    /// Runs an example as the user would (it connects over the app link) and returns its output lines.
+    func example(_ name: String, _ arguments: [String], status expected: Int32 = 0) throws -> [String] {
+        let (status, lines) = try Child(try exampleExecutable(name), arguments, environment: appLink).finish()
+        #expect(status == expected, "\(name) \(arguments) exited with \(status): \(lines)")
+        return lines
+    }
+
+    /// Starts an example that keeps running (in the foreground).
+    func start(_ name: String, _ arguments: [String]) throws -> Child {
+        try Child(try exampleExecutable(name), arguments, environment: appLink)
+    }
+
+    func get(_ path: String) throws -> Any? {
+        try JSONSerialization.jsonObject(with: Data(try curl([apiURL + path]).body.utf8))
+    }
+
+    func pending(_ app: String) throws -> [(id: String, next: String?)] {
+        (try get("/apps/\(app)/pending") as? [[String: Any]] ?? []).map {
+            ($0["identifier"] as? String ?? "", $0["nextFireDate"] as? String)
+        }
+    }
+
+    func delivered(_ app: String) throws -> [[String: Any]] {
+        try get("/apps/\(app)/delivered") as? [[String: Any]] ?? []
+    }
+
+    func app(_ app: String) throws -> [String: Any] { try get("/apps/\(app)") as? [String: Any] ?? [:] }
+
+    /// Waits until the app counts as running in `state` (it has connected).
+    func waitUntil(_ app: String, is state: String) throws {
+        try eventually("\(app) \(state)") { try self.app(app)["state"] as? String == state }
+    }
+
+    /// Stops the daemon (SIGTERM) and returns its exit status; the state directory stays.
+    func stop() -> Int32 {
+        watchdog.cancel()
+        kill(daemon.process.processIdentifier, SIGTERM)
+        daemon.process.waitUntilExit()
+        return daemon.process.terminationStatus
+    }
+
+    deinit {
+        if daemon.process.isRunning { _ = stop() }
+        if ownsState { try? FileManager.default.removeItem(at: state) }
+    }
+}
