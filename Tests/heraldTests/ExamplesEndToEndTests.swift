@@ -44,6 +44,19 @@ import Testing
         let kinds = log.filter { $0["app"] as? String == app }.map { $0["kind"] as? String ?? "" }
         #expect(kinds.contains("willPresent") && !kinds.contains("presented"), "\(log)")
         #expect(try device.app(app)["badge"] as? Int == 0)
+
+        // The user turns sounds and badges off in Settings: the next reminder shows without either.
+        _ = try device.example("RemindMe", ["set", "Water the plants", "--in", "60"])
+        let settings = try curl([
+            "-X", "PATCH", device.apiURL + "/apps/\(app)/settings", "-d",
+            #"{"soundSetting":"disabled","badgeSetting":"disabled"}"#,
+        ])
+        #expect(settings.status == 200, "\(settings.body)")
+        try device.herald(["device", "clock", "--advance", "1m"])
+        #expect(
+            device.daemon.waitForLine(containing: "Did you forget").last
+                == "[dev.herald.remindme] Did you forget something? (sound none)")
+        #expect(try device.app(app)["badge"] as? Int == 0)
     }
 
     @Test func moodTrackerAsksOnceSchedulesThreeDailyRemindersAndLogsOneInTheForeground() throws {
