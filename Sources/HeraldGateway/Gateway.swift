@@ -27,6 +27,11 @@ public final class Gateway: Sendable {
         public var linkHost: String = "0.0.0.0"
         /// Port of the device link (5223; 0 picks a free port): TLS, and cleartext from loopback.
         public var linkPort: Int = 5223
+        /// Port of the legacy binary provider interface (2195; 0 picks a free port; `nil` = off),
+        /// on `host`, TLS with a client certificate.
+        public var binaryPort: Int? = 2195
+        /// Port of the feedback service (2196; 0 picks a free port; `nil` = off), on `host`.
+        public var feedbackPort: Int? = 2196
         /// Acknowledgement timeout, batching window and background budget of the device link.
         public var link = DeviceLinkServer.Configuration()
         /// The environment requests address when their authority names none.
@@ -126,6 +131,20 @@ public final class Gateway: Sendable {
                 host: configuration.linkHost, port: configuration.linkPort, tls: linkTLS, directory: directory,
                 router: router, configuration: configuration.link, group: group, logger: logger)
         }
+        let legacyTLS = try GatewayStateDirectory.legacyTLSContext(
+            certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
+        var legacy: [LegacyServer] = []
+        for (service, port) in [
+            (LegacyServer.Service.binary, configuration.binaryPort), (.feedback, configuration.feedbackPort),
+        ] {
+            guard let port else { continue }
+            legacy.append(
+                try await Self.listening(service.rawValue, configuration.host, port) {
+                    try await LegacyServer.start(
+                        service, host: configuration.host, port: port, tls: legacyTLS, ca: ca, api: api, router: router,
+                        directory: directory, environment: configuration.environment, group: group, logger: logger)
+                })
+        }
         let admin = AdminAPI(directory: directory, router: router, faults: faults, ca: ca, token: adminToken)
         let (adminPort, adminReady) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
@@ -187,6 +206,10 @@ public final class Gateway: Sendable {
             let linkPort = link.localAddress?.port ?? 0
             info["linkURL"] = "wss://localhost:\(linkPort)\(DeviceLink.path)"
             info["linkDevelopmentURL"] = "ws://127.0.0.1:\(linkPort)\(DeviceLink.path)"
+            for server in legacy {
+                let key = server.service == .binary ? "binaryAddress" : "feedbackAddress"
+                info[key] = "localhost:\(server.localAddress?.port ?? 0)"
+            }
             if let development { info["developmentURL"] = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
             try state.writeRuntime(info)
             logger.info("gateway ready", metadata: info.filter { $0.key != "adminToken" }.mapValues { .string($0) })
@@ -196,6 +219,7 @@ public final class Gateway: Sendable {
             logger.info("stopping: GOAWAY to providers, finishing streams in flight")
             await provider.shutdown()
             await development?.shutdown()
+            for server in legacy { await server.shutdown() }
             await link.shutdown()
             // What is still lingering in the delivery log goes to disk before the process ends.
             _ = try? await router.committer.commit(StoreBatch())

@@ -209,6 +209,18 @@ public struct GatewayDirectory: Sendable {
         return registration
     }
 
+    /// A push reached a token whose app was removed (through the legacy binary interface, which
+    /// does not answer it): the token goes back on the app's feedback list with its removal time,
+    /// unless the app has been registered again meanwhile.
+    public func noteFailedDelivery(_ registration: Registration, removedAt: Date) async throws {
+        guard registry.registration(registration.token, in: registration.environment)?.invalidation == .appRemoved
+        else { return }
+        let feedback = FeedbackEntry(
+            bundleID: registration.bundleID, token: registration.token, environment: registration.environment,
+            removedAt: removedAt)
+        try await store.save([], feedback: [feedback], device: nil)
+    }
+
     /// Resets a device: its generation goes up and every token it had answers 410 `Unregistered`.
     @discardableResult
     public func resetDevice(_ deviceID: String, now: Date) async throws -> DeviceRecord {

@@ -123,4 +123,24 @@ public struct GatewayStateDirectory: Sendable {
         }
         return try NIOSSLContext(configuration: configuration)
     }
+
+    /// The TLS context of the legacy binary gateway and feedback service: no ALPN, and a client
+    /// certificate is required (``LegacyServer`` checks it against the CA and the environment
+    /// during the handshake).
+    public static func legacyTLSContext(certificatePEM: String, keyPEM: String, ca: GatewayCA) throws -> NIOSSLContext {
+        let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map {
+            NIOSSLCertificateSource.certificate($0)
+        }
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain,
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)))
+        configuration.minimumTLSVersion = .tlsv12
+        // TLS 1.2 at most, as the interface had: under TLS 1.3 a client counts the handshake done
+        // before the server has checked its certificate, and a provider that writes and closes at
+        // once can end the connection while the server is still checking.
+        configuration.maximumTLSVersion = .tlsv12
+        configuration.certificateVerification = .noHostnameVerification
+        configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(try ca.certificatePEM.utf8)))
+        return try NIOSSLContext(configuration: configuration)
+    }
 }

@@ -132,6 +132,45 @@ public struct ProviderAPI: Sendable {
             expiration = value
         }
 
+        return decide(
+            apnsID: apnsID, token: token, tokenText: tokenText, topic: topic, environment: environment,
+            priority: priority, pushType: pushType, expiration: expiration, collapseID: request.collapseID,
+            body: request.body, authorization: request.authorization, connection: &connection, now: now)
+    }
+
+    /// Decides a notification from the legacy binary interface (spec/APNS.md §4). Its topic is the
+    /// certificate's bundle id and its environment the connection's; it gets a generated `apns-id`
+    /// and keeps the provider's identifier for the delivery log. The answer is the HTTP/2 API's:
+    /// the binary transport turns a refusal into its error status (``LegacyBinary/Status/init(reason:)``).
+    public func handle(
+        binary notification: LegacyBinary.Notification, connection: inout ProviderConnectionState, now: Date
+    ) -> Decision {
+        let apnsID = RandomUUID.timeOrderedLowercaseString(at: now)
+        let token = DeviceToken(bytes: notification.token)
+        guard let topic = connection.certificate?.bundleID, !topic.isEmpty else {
+            return .respond(.error(.missingTopic, apnsID: apnsID), delay: nil)
+        }
+        let decision = decide(
+            apnsID: apnsID, token: token, tokenText: Substring(token.hex), topic: topic,
+            environment: connection.defaultEnvironment,
+            priority: notification.priority.flatMap { PushPriority(rawValue: Int($0)) }, pushType: nil,
+            expiration: notification.expiration.map(Int64.init), collapseID: nil,
+            body: ByteBuffer(bytes: notification.payload), authorization: nil, connection: &connection, now: now)
+        guard case .accept(var push, let delay) = decision else { return decision }
+        push.binaryIdentifier = notification.identifier
+        return .accept(push, delay: delay)
+    }
+
+    /// What every transport shares once the request's fields are read: fault rules, shutdown,
+    /// authentication, body, topic, token, priority and rate.
+    private func decide(
+        apnsID: String, token: DeviceToken, tokenText: Substring, topic: String, environment: APNsEnvironment,
+        priority: PushPriority?, pushType: PushType?, expiration: Int64?, collapseID: String?, body: ByteBuffer,
+        authorization: String?, connection: inout ProviderConnectionState, now: Date
+    ) -> Decision {
+        func fail(_ reason: APNsReason, timestamp: Int64? = nil) -> Decision {
+            .respond(.error(reason, apnsID: apnsID, timestamp: timestamp), delay: nil)
+        }
         // Injected faults.
         var delay: TimeAmount?
         if let rule = faults.match(topic: topic, tokenHex: tokenText) {
@@ -158,7 +197,7 @@ public struct ProviderAPI: Sendable {
             teamID = app.teamID
         } else {
             switch connection.authenticate(
-                authorization: request.authorization, environment: environment, registry: registry, now: now)
+                authorization: authorization, environment: environment, registry: registry, now: now)
             {
             case .failure(let reason): return failLater(reason)
             case .success(let key):
@@ -169,13 +208,13 @@ public struct ProviderAPI: Sendable {
         if registry.team(teamID)?.suspended == true { return failLater(.forbidden) }
 
         // Body.
-        let size = request.body.readableBytes
+        let size = body.readableBytes
         if size == 0 { return failLater(.payloadEmpty) }
         let limit = (pushType ?? .alert).maximumPayloadSize
         if size > limit { return failLater(.payloadTooLarge) }
         let summary: PayloadSummary
         do {
-            summary = try PayloadSummary.scan(request.body)
+            summary = try PayloadSummary.scan(body)
         } catch {
             return failLater(.payloadEmpty)
         }
@@ -213,7 +252,7 @@ public struct ProviderAPI: Sendable {
             apnsID: apnsID,
             uniqueID: environment == .development ? RandomUUID.timeOrderedLowercaseString(at: now) : nil,
             registration: registration, topic: topic, pushType: type, priority: effectivePriority,
-            expiration: expiration, collapseID: request.collapseID, payload: request.body,
+            expiration: expiration, collapseID: collapseID, payload: body,
             contentAvailable: summary.contentAvailable, receivedAt: now)
         return .accept(push, delay: delay)
     }

@@ -126,6 +126,8 @@ public struct AcceptedPush: Sendable {
     public var contentAvailable: Bool
     /// When the gateway accepted it.
     public var receivedAt: Date
+    /// The provider's identifier, for a notification from the legacy binary interface.
+    public var binaryIdentifier: UInt32? = nil
 }
 
 /// Comparisons of header text that ignore ASCII case, without allocating (they run for every

@@ -236,7 +236,9 @@ public final class PushRouter: Sendable {
     private func accepted(_ push: AcceptedPush) -> DeliveryEvent {
         DeliveryEvent(
             apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .accepted, at: push.receivedAt,
-            detail: "device \(push.registration.deviceID), topic \(push.topic)")
+            detail: push.binaryIdentifier.map {
+                "device \(push.registration.deviceID), topic \(push.topic), binary interface identifier \($0)"
+            } ?? "device \(push.registration.deviceID), topic \(push.topic)")
     }
 
     private func event(_ push: AcceptedPush, _ kind: DeliveryEvent.Kind, _ at: Date, _ detail: String? = nil)

@@ -342,4 +342,13 @@ public final class SQLiteGatewayStore: GatewayStore {
     public func storedCount() async throws -> Int {
         try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stored") ?? 0 }
     }
+
+    /// How many tokens a topic's feedback list holds in an environment, without emptying it.
+    public func feedbackCount(bundleID: String, environment: APNsEnvironment) async throws -> Int {
+        try await writer.read { db in
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM feedback WHERE bundleID = ? AND environment = ?",
+                arguments: [bundleID, environment.rawValue]) ?? 0
+        }
+    }
 }

@@ -53,6 +53,14 @@ struct GatewayCommand: AsyncParsableCommand {
     var linkPort = 5223
     @Option(
         name: .long,
+        help: "Port of the legacy binary provider interface (TLS with an app certificate; 0 = any free port).")
+    var binaryPort = 2195
+    @Option(name: .long, help: "Port of the legacy feedback service (TLS with an app certificate; 0 = any free port).")
+    var feedbackPort = 2196
+    @Flag(name: .long, help: "Do not open the legacy binary interface and feedback service.")
+    var noLegacy = false
+    @Option(
+        name: .long,
         help: "Seconds a provider's answer waits for a connected device's acknowledgement before the push is stored.")
     var ackTimeout: Double = 2
     @Option(name: .long, help: "Seconds a priority-5 push may wait to go to a device with others (0 = at once).")
@@ -87,12 +95,17 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.durability = durability
         configuration.linkHost = linkHost
         configuration.linkPort = linkPort
+        configuration.binaryPort = noLegacy ? nil : binaryPort
+        configuration.feedbackPort = noLegacy ? nil : feedbackPort
         configuration.link.acknowledgementTimeout = .nanoseconds(Int64(ackTimeout * 1e9))
         configuration.link.qos = LinkQoS.Configuration(batchWindow: batchWindow, backgroundBudget: backgroundBudget)
         let gateway = try await Gateway.open(configuration, logger: logger)
         try await gateway.run { info in
             var text = "herald gateway ready\n"
-            for key in ["providerURL", "developmentURL", "linkURL", "linkDevelopmentURL", "adminURL", "caCertificate"] {
+            for key in [
+                "providerURL", "developmentURL", "linkURL", "linkDevelopmentURL", "binaryAddress", "feedbackAddress",
+                "adminURL", "caCertificate",
+            ] {
                 if let value = info[key] { text += "  \(key): \(value)\n" }
             }
             text += "  admin token: \(gateway.state.adminTokenPath)\n"

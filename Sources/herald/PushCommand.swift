@@ -80,6 +80,18 @@ struct PushCommand: AsyncParsableCommand {
     var cert: String?
     @Option(name: .long, help: "Certificate authentication: the certificate's private key (PEM).")
     var certKey: String?
+    @Flag(
+        name: .long,
+        help: "Send over the legacy binary interface (TLS with an app certificate, which names the topic).")
+    var binary = false
+    @Option(name: .long, help: "With --binary: the binary gateway's host:port (default: up.json's binaryAddress).")
+    var binaryAddress: String?
+    @Option(name: .long, help: "With --binary: command 0 (simple), 1 (enhanced) or 2 (frame, the default).")
+    var binaryCommand: UInt8 = 2
+    @Option(
+        name: .long,
+        help: "With --binary: the TLS server name the gateway's certificate must carry (default: the host).")
+    var serverName: String?
     @Option(name: .long, help: "The `herald up` state file to take defaults from.")
     var up = ".herald/up.json"
     @Option(name: .long, help: "With --tokens: requests in flight at once.")
@@ -101,12 +113,35 @@ struct PushCommand: AsyncParsableCommand {
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
         if payload != nil && apnsFile != nil { throw ValidationError("give --payload or an .apns file, not both") }
+        if binary {
+            if apple != nil { throw ValidationError("--binary: Apple retired the binary interface in 2021") }
+            if p8 != nil || keyId != nil || team != nil {
+                throw ValidationError("--binary authenticates with --cert and --cert-key, not a .p8 key")
+            }
+            guard binaryCommand <= 2 else { throw ValidationError("--binary-command must be 0, 1 or 2") }
+            if let priority, priority != 10 && priority != 5 {
+                throw ValidationError("--priority must be 10 or 5 over the binary interface")
+            }
+            if priority != nil && binaryCommand != 2 { throw ValidationError("--priority needs --binary-command 2") }
+            if expiration != nil && binaryCommand == 0 {
+                throw ValidationError("--expiration needs --binary-command 1 or 2")
+            }
+            for (given, name) in [
+                (pushType != nil, "--push-type"), (collapseId != nil, "--collapse-id"), (apnsId != nil, "--apns-id"),
+                (url != nil, "--url"),
+            ] where given {
+                throw ValidationError("\(name) has no place in the binary interface")
+            }
+        } else if binaryAddress != nil || serverName != nil {
+            throw ValidationError("--binary-address and --server-name go with --binary")
+        }
     }
 
     func run() async throws {
         let defaults = apple == nil ? readRuntime(up) ?? [:] : [:]
         func fromUp(_ key: String) -> String? { defaults[key] as? String }
         let (body, fileTopic) = try payloadBytes()
+        if binary { return try await sendBinary(body, defaults: defaults) }
         guard let topic = topic ?? fileTopic ?? fromUp("topic") else {
             throw ValidationError("--topic is required (or an .apns file with \"Simulator Target Bundle\")")
         }
@@ -137,16 +172,7 @@ struct PushCommand: AsyncParsableCommand {
         let caPEM = try (ca ?? (apple == nil ? fromUp("caCertificate") : nil)).map {
             try String(contentsOfFile: $0, encoding: .utf8)
         }
-        let targets: [String]
-        if let tokens {
-            targets = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
-            if targets.isEmpty { throw ValidationError("--tokens: \(tokens) has no tokens") }
-        } else if let one = token ?? fromUp("deviceToken") {
-            targets = [one]
-        } else {
-            throw ValidationError("--token is required")
-        }
+        let targets = try targetTokens(defaults)
         let client = try APNsClient(
             configuration: .init(
                 server: server, authentication: authentication, trustedCAPEM: caPEM,
@@ -235,6 +261,78 @@ struct PushCommand: AsyncParsableCommand {
             for (outcome, n) in reasons.sorted(by: { $0.value > $1.value }) { print("  \(n)  \(outcome)") }
         }
         if reasons.keys.contains(where: { $0 != "200" }) { throw ExitCode(1) }
+    }
+
+    /// `--binary`: one notification per token over the legacy binary interface; failures come
+    /// back as error packets (the client sends what followed a refused one again).
+    func sendBinary(_ body: Data, defaults: [String: Any]) async throws {
+        let endpoint = try legacyEndpoint(
+            address: binaryAddress, addressKey: "binaryAddress", cert: cert, certKey: certKey, ca: ca,
+            serverName: serverName, defaults: defaults)
+        let targets = try targetTokens(defaults)
+        let client = APNsBinaryClient(endpoint: endpoint)
+        var notifications: [LegacyBinary.Notification] = []
+        for target in targets {
+            guard let token = DeviceToken(hex: target) else {
+                throw ValidationError("--token: '\(target)' is not hex")
+            }
+            notifications.append(
+                LegacyBinary.Notification(
+                    command: binaryCommand, expiration: expiration.map { UInt32(clamping: $0) }, token: token.bytes,
+                    payload: Array(body), priority: priority.map(UInt8.init)))
+        }
+        let identifiers: [UInt32]
+        let failures: [APNsBinaryClient.Failure]
+        // From the first byte out to the gateway's close: by then every notification was routed.
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            identifiers = try await client.send(notifications)
+            failures = try await client.close()
+        } catch {
+            throw ValidationError("binary gateway \(endpoint.host):\(endpoint.port): \(error)")
+        }
+        let elapsed = (clock.now - start) / .milliseconds(1) / 1000
+        let rate = Double(identifiers.count) / max(elapsed, 1e-6)
+        if json {
+            var object: [String: Any] = [
+                "sent": identifiers.count, "seconds": elapsed, "perSecond": rate.rounded(),
+                "connections": await client.connectionsOpened,
+                "failures": failures.map {
+                    ["identifier": Int($0.identifier), "status": Int($0.status.rawValue), "reason": "\($0.status)"]
+                },
+            ]
+            if identifiers.count <= 1000 { object["identifiers"] = identifiers.map(Int.init) }
+            try printJSONObject(object)
+        } else {
+            let range =
+                identifiers.count == 1
+                ? "identifier \(identifiers[0])" : "identifiers \(identifiers.first ?? 0)…\(identifiers.last ?? 0)"
+            print("sent \(identifiers.count) over the binary interface (command \(binaryCommand), \(range))")
+            if identifiers.count > 1 {
+                print(String(format: "  %.3f s, %.0f notifications/s", elapsed, rate))
+            }
+            for failure in failures {
+                print(
+                    "  refused: identifier \(failure.identifier): status \(failure.status.rawValue) (\(failure.status))"
+                )
+            }
+        }
+        if !failures.isEmpty { throw ExitCode(1) }
+    }
+
+    /// `--tokens`' lines, `--token`, or the demo device's token from `herald up`.
+    func targetTokens(_ defaults: [String: Any]) throws -> [String] {
+        if let tokens {
+            let list = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            if list.isEmpty { throw ValidationError("--tokens: \(tokens) has no tokens") }
+            return list
+        }
+        guard let one = token ?? defaults["deviceToken"] as? String else {
+            throw ValidationError("--token is required")
+        }
+        return [one]
     }
 
     /// The payload's bytes, and the topic an `.apns` file names.

@@ -27,6 +27,10 @@ struct UpCommand: AsyncParsableCommand {
     var linkPort = 5223
     @Option(name: .long, help: "Port of the gateway's admin API (0 = any free port).")
     var adminPort = 8080
+    @Option(name: .long, help: "Port of the legacy binary provider interface, on loopback (0 = any free port).")
+    var binaryPort = 2195
+    @Option(name: .long, help: "Port of the legacy feedback service, on loopback (0 = any free port).")
+    var feedbackPort = 2196
     @Option(name: .long, help: "Port of the device API (0 = any free port).")
     var devicePort = 8081
     @Option(name: .long, help: "The demo app's bundle id (its topic).")
@@ -91,7 +95,8 @@ struct UpCommand: AsyncParsableCommand {
             "gateway", executable: executable,
             arguments: [
                 "gateway", "--state", gatewayState.path, "--port", "\(port)", "--dev-port", "\(devPort)",
-                "--link-port", "\(linkPort)", "--admin-port", "\(adminPort)", "--log-level", "notice",
+                "--link-port", "\(linkPort)", "--admin-port", "\(adminPort)", "--binary-port", "\(binaryPort)",
+                "--feedback-port", "\(feedbackPort)", "--log-level", "notice",
             ],
             log: root.appendingPathComponent("gateway.log"), stdout: false, events: sink)
         let gatewayInfo = try await Self.waitForRuntime(
@@ -146,6 +151,24 @@ struct UpCommand: AsyncParsableCommand {
         let extra = installs.compactMap(Self.install)
         for bundle in [app] + extra.map(\.0) where !apps.contains(where: { $0["bundleID"] as? String == bundle }) {
             _ = try await admin.json("POST", "/apps", ["bundleID": bundle, "teamID": Self.team])
+        }
+        // The demo app's certificate for the legacy binary interface and feedback service, once.
+        let binaryCertificate = root.appendingPathComponent("demo-app-cert.pem")
+        let binaryKey = root.appendingPathComponent("demo-app-key.pem")
+        if !FileManager.default.fileExists(atPath: binaryCertificate.path)
+            || !FileManager.default.fileExists(atPath: binaryKey.path) || previous["topic"] as? String != app
+        {
+            let issued =
+                try await admin.json("POST", "/apps/\(app)/certificates", ["environments": ["development"]])
+                as? [String: Any] ?? [:]
+            guard let certificate = issued["certificate"] as? String, let key = issued["privateKey"] as? String else {
+                throw ValidationError("the gateway did not issue a certificate for \(app)")
+            }
+            try Data(certificate.utf8).write(to: binaryCertificate, options: .atomic)
+            guard
+                FileManager.default.createFile(
+                    atPath: binaryKey.path, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600])
+            else { throw ValidationError("could not write \(binaryKey.path)") }
         }
 
         // The device, with the demo app.
@@ -206,6 +229,8 @@ struct UpCommand: AsyncParsableCommand {
             "caCertificate": try info("caCertificate"), "teamID": Self.team, "keyID": keyID!, "p8": p8!,
             "topic": app, "environment": APNsEnvironment.development.rawValue, "deviceToken": token,
             "deviceAPI": deviceAPI, "appLink": socket, "linkURL": try info("linkDevelopmentURL"),
+            "binaryAddress": try info("binaryAddress"), "feedbackAddress": try info("feedbackAddress"),
+            "binaryCertificate": binaryCertificate.path, "binaryPrivateKey": binaryKey.path,
         ]
         if let id = status["deviceID"] as? String { up["deviceID"] = id }
         try JSONSerialization.data(withJSONObject: up, options: [.prettyPrinted, .sortedKeys])
@@ -217,6 +242,7 @@ struct UpCommand: AsyncParsableCommand {
             herald is up
               provider API (TLS, h2):   \(up["providerURL"]!)   CA \(up["caCertificate"]!)
               development (h2c/HTTP1):  \(development)
+              binary / feedback (TLS):  \(up["binaryAddress"]!) / \(up["feedbackAddress"]!)   certificate \(binaryCertificate.path)
               admin API:                \(up["adminURL"]!)   (token in \(root.path)/gateway/admin-token)
               device API:               \(deviceAPI)
               demo app:                 \(app)   device token \(token)
@@ -230,7 +256,9 @@ struct UpCommand: AsyncParsableCommand {
               -d '\(payload)'
 
             Then: `herald respond \(app)` opens it, `herald app \(app) delivered` lists it,
-            `herald app \(app) add --title Tea --body Ready --in 10` schedules one. Ctrl-C stops everything.
+            `herald app \(app) add --title Tea --body Ready --in 10` schedules one.
+            `herald push --binary --alert Hi` sends over the legacy binary interface; `herald feedback` reads
+            the feedback service. Ctrl-C stops everything.
 
             """)
         fflush(nil)

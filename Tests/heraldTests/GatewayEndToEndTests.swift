@@ -79,7 +79,7 @@ final class GatewayProcess {
         process.arguments =
             [
                 "gateway", "--state", self.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
-                "--link-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
             ] + arguments
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -361,7 +361,7 @@ struct Provisioned {
             try heraldExecutable().path,
             [
                 "gateway", "--state", state, "--port", "\(tlsPort)", "--dev-port", "0", "--admin-port", "0",
-                "--link-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
             ])
         #expect(provider.status != 0)
         #expect(provider.stderr.contains("provider API could not listen on 0.0.0.0:\(tlsPort)"), "\(provider.stderr)")
@@ -369,7 +369,7 @@ struct Provisioned {
             try heraldExecutable().path,
             [
                 "gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "\(adminPort)",
-                "--link-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
             ])
         #expect(admin.status != 0)
         #expect(admin.stderr.contains("admin API could not listen on 127.0.0.1:\(adminPort)"), "\(admin.stderr)")
@@ -378,7 +378,7 @@ struct Provisioned {
             try heraldExecutable().path,
             [
                 "gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "0",
-                "--link-port", "\(linkPort)",
+                "--link-port", "\(linkPort)", "--binary-port", "0", "--feedback-port", "0",
             ])
         #expect(link.status != 0)
         #expect(link.stderr.contains("device link could not listen on 0.0.0.0:\(linkPort)"), "\(link.stderr)")

@@ -20,7 +20,8 @@ import Testing
             process.arguments =
                 [
                     "up", "--state", state.path, "--port", "0", "--dev-port", "0", "--link-port", "0", "--admin-port",
-                    "0", "--device-port", "0", "--time-zone", "Europe/Paris",
+                    "0", "--device-port", "0", "--binary-port", "0", "--feedback-port", "0", "--time-zone",
+                    "Europe/Paris",
                 ] + extra
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
@@ -84,7 +85,8 @@ import Testing
         #expect(up.banner.contains { $0.hasPrefix("herald is up") })
         for key in [
             "providerURL", "developmentURL", "adminURL", "adminToken", "caCertificate", "teamID", "keyID", "p8",
-            "topic", "environment", "deviceID", "deviceToken", "deviceAPI",
+            "topic", "environment", "deviceID", "deviceToken", "deviceAPI", "binaryAddress", "feedbackAddress",
+            "binaryCertificate", "binaryPrivateKey",
         ] {
             #expect(up.info[key]?.isEmpty == false, "up.json lacks \(key)")
         }
@@ -161,12 +163,37 @@ import Testing
         #expect(fetched.contains { $0.hasPrefix("remoteNotification ") }, "\(fetched)")
         #expect(fetched.contains { $0.contains("background fetch finished after") && $0.hasSuffix("(newData)") })
 
-        // Removing the app: the next push to its token answers 410 Unregistered.
+        // The legacy binary interface, with the demo app's certificate from up.json: commands 2 and 1
+        // arrive; a bad token comes back as its error status.
+        let binary = try up.herald(["push", "--up", upFile, "--binary", "--alert", "over the binary interface"])
+        #expect(binary.stdout == "sent 1 over the binary interface (command 2, identifier 1)\n", "\(binary.stderr)")
+        #expect(
+            up.waitForLine(containing: "over the binary interface").last?.hasPrefix("[dev.herald.demo] over") == true)
+        let enhanced = try up.herald(
+            ["push", "--up", upFile, "--binary", "--binary-command", "1", "--alert", "enhanced", "--expiration", "0"])
+        #expect(enhanced.status == 0, "\(enhanced.stderr)")
+        #expect(up.waitForLine(containing: "enhanced").last?.hasPrefix("[dev.herald.demo] enhanced") == true)
+        let refused = try up.herald(["push", "--up", upFile, "--binary", "--alert", "x", "--token", "00ff"])
+        #expect(refused.status == 1)
+        #expect(refused.stdout.contains("refused: identifier 1: status 5 (Invalid token size)"), "\(refused.stdout)")
+        #expect(try up.herald(["feedback", "--up", upFile]).stdout == "the feedback list is empty\n")
+
+        // Removing the app: the next push to its token answers 410 Unregistered, and the token is on
+        // the feedback list once; a binary push to it is dropped without an error and lists it again.
         let removed = try up.herald(["device", "remove", "dev.herald.demo"] + up.device)
         #expect(removed.status == 0, "\(removed.stderr)")
         let gone = try run("/bin/sh", ["-c", up.curlCommand + " -sS -i"])
         #expect(gone.stdout.contains("HTTP/2 410"), "\(gone.stdout)")
         #expect(gone.stdout.contains(#""reason":"Unregistered""#))
+        let feedback = try up.herald(["feedback", "--up", upFile, "--json"])
+        let tuples = try JSONSerialization.jsonObject(with: Data(feedback.stdout.utf8)) as? [[String: Any]]
+        #expect(
+            tuples?.map { $0["token"] as? String } == [up.info["deviceToken"]], "\(feedback.stdout) \(feedback.stderr)")
+        #expect(try up.herald(["feedback", "--up", upFile]).stdout == "the feedback list is empty\n")
+        #expect(try up.herald(["push", "--up", upFile, "--binary", "--alert", "to nobody"]).status == 0)
+        try eventually("the token listed again") {
+            try up.herald(["feedback", "--up", upFile]).stdout.contains(up.info["deviceToken"]!)
+        }
 
         // SIGTERM stops the device and the gateway; the state is reused on the next start.
         #expect(up.stop() == 0)

@@ -1,0 +1,372 @@
+import Foundation
+import HeraldCore
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import X509
+
+/// The legacy binary provider interface (port 2195) or the feedback service (port 2196), spec/APNS.md
+/// §4: TLS with a client certificate from the gateway's CA, which names the topic (its `UID`) and
+/// the environments it may be used in. A listener serves one environment, as Apple's separate
+/// sandbox and production hosts did; a certificate not valid for it fails the handshake.
+public final class LegacyServer: Sendable {
+    /// Which of the two services a listener runs.
+    public enum Service: String, Sendable {
+        /// The binary gateway: commands 0, 1 and 2 in, error packets out.
+        case binary = "binary gateway"
+        /// The feedback service: the topic's feedback tuples out, then close.
+        case feedback = "feedback service"
+    }
+
+    let serverChannel: any Channel
+    let registry: ChannelRegistry
+    let service: Service
+
+    /// The bound address.
+    public var localAddress: SocketAddress? { serverChannel.localAddress }
+
+    init(serverChannel: any Channel, registry: ChannelRegistry, service: Service) {
+        self.serverChannel = serverChannel
+        self.registry = registry
+        self.service = service
+    }
+
+    /// Binds a listener. `tls` must require client certificates
+    /// (``GatewayStateDirectory/legacyTLSContext(certificatePEM:keyPEM:ca:)``).
+    public static func start(
+        _ service: Service, host: String, port: Int, tls: NIOSSLContext, ca: GatewayCA, api: ProviderAPI,
+        router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment, group: any EventLoopGroup,
+        logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> LegacyServer {
+        let registry = ChannelRegistry()
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A provider's TLS close_notify ends its input only: what it sent is processed, and
+            // the connection closes once that has been routed (or after an error packet).
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { channel in
+                registry.add(channel)
+                channel.closeFuture.whenComplete { _ in registry.remove(channel) }
+                return channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(
+                        NIOSSLServerHandler(context: tls) { certificates, promise in
+                            promise.succeed(Self.verify(certificates, ca: ca, environment: environment, now: now()))
+                        })
+                    switch service {
+                    case .binary:
+                        try sync.addHandler(
+                            BinaryProviderHandler(
+                                api: api, router: router, directory: directory, ca: ca, environment: environment,
+                                logger: logger, now: now))
+                    case .feedback:
+                        try sync.addHandler(
+                            FeedbackHandler(
+                                directory: directory, ca: ca, environment: environment, logger: logger, now: now))
+                    }
+                }
+            }
+        let channel = try await bootstrap.bind(host: host, port: port).get()
+        return LegacyServer(serverChannel: channel, registry: registry, service: service)
+    }
+
+    /// The handshake's verdict on the client's certificate: issued by this CA, within its
+    /// validity, with a UID, and valid for the connection's environment.
+    static func verify(_ certificates: [NIOSSLCertificate], ca: GatewayCA, environment: APNsEnvironment, now: Date)
+        -> NIOSSLVerificationResult
+    {
+        guard let leaf = certificates.first, let der = try? leaf.toDERBytes(),
+            let certificate = try? Certificate(derEncoded: der)
+        else { return .failed }
+        let grant = ca.grant(for: certificate, now: now)
+        guard grant.problem == nil, grant.environments.contains(environment) else { return .failed }
+        return .certificateVerified
+    }
+
+    /// Stops: no new connections; a binary connection gets the shutdown status (10) with the last
+    /// identifier it processed, and closes once what it accepted has been routed. After `timeout`
+    /// whatever is left is closed.
+    public func shutdown(timeout: TimeAmount = .seconds(10)) async {
+        try? await serverChannel.close()
+        let open = registry.all
+        for channel in open {
+            channel.pipeline.fireUserInboundEventTriggered(ProviderShutdownEvent())
+        }
+        let deadline = NIODeadline.now() + timeout
+        for channel in open {
+            let remaining = deadline - .now()
+            if remaining > .zero {
+                let scheduled = channel.eventLoop.scheduleTask(in: remaining) { channel.close(promise: nil) }
+                try? await channel.closeFuture.get()
+                scheduled.cancel()
+            } else {
+                try? await channel.close()
+            }
+        }
+    }
+}
+
+/// One binary-interface connection: reads notifications as a stream, hands each to the provider
+/// API's logic and the router, and on the first refusal writes the error packet and closes,
+/// processing nothing after it.
+final class BinaryProviderHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let api: ProviderAPI
+    let router: PushRouter
+    let directory: GatewayDirectory
+    let ca: GatewayCA
+    let logger: Logger
+    let now: @Sendable () -> Date
+    var connection: ProviderConnectionState
+    var buffer: ByteBuffer?
+    /// Set once an error packet (or the shutdown packet) is written: nothing more is read.
+    var finished = false
+    var packetSent = false
+    /// The provider ended its side (TLS close_notify): close once what it sent has been routed.
+    var inputEnded = false
+    var closing = false
+    var lastProcessed: UInt32 = 0
+    var inFlight = 0
+    /// Reading stops while this many accepted notifications wait on the router.
+    static let maximumInFlight = 4096
+    var readPending = false
+    var context: ChannelHandlerContext?
+
+    init(
+        api: ProviderAPI, router: PushRouter, directory: GatewayDirectory, ca: GatewayCA, environment: APNsEnvironment,
+        logger: Logger, now: @escaping @Sendable () -> Date
+    ) {
+        self.api = api
+        self.router = router
+        self.directory = directory
+        self.ca = ca
+        self.logger = logger
+        self.now = now
+        self.connection = ProviderConnectionState(defaultEnvironment: environment)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted = event as? TLSUserEvent {
+            connection.certificate = ProviderServer.grant(channel: context.channel, ca: ca, now: now())
+        } else if event is ProviderShutdownEvent {
+            finish(.shutdown, identifier: lastProcessed, context: context)
+            return
+        } else if case .inputClosed = event as? ChannelEvent {
+            inputEnded = true
+            closeIfDrained()
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !finished else { return }
+        var bytes = unwrapInboundIn(data)
+        if buffer == nil {
+            buffer = bytes
+        } else {
+            buffer!.writeBuffer(&bytes)
+        }
+        while !finished, let readable = buffer, readable.readableBytes > 0 {
+            let result = readable.withUnsafeReadableBytes { LegacyBinary.parse($0) }
+            switch result {
+            case .needMoreBytes:
+                buffer!.discardReadBytes()
+                return
+            case .failure(let status, let identifier):
+                finish(status, identifier: identifier, context: context)
+            case .notification(let notification, let consumed):
+                buffer!.moveReaderIndex(forwardBy: consumed)
+                process(notification, context: context)
+            }
+        }
+        buffer = nil
+    }
+
+    private func process(_ notification: LegacyBinary.Notification, context: ChannelHandlerContext) {
+        let decision = api.handle(binary: notification, connection: &connection, now: now())
+        lastProcessed = notification.identifier
+        if case .respond(let response, nil) = decision, response.status != 410 {
+            router.metrics.answered(response, after: .zero)
+            finish(
+                LegacyBinary.Status(reason: response.reason ?? .internalServerError),
+                identifier: notification.identifier, context: context)
+            return
+        }
+        inFlight += 1
+        let token = DeviceToken(bytes: notification.token)
+        router.carryOut(decision, on: context.eventLoop) { [self] response in
+            inFlight -= 1
+            switch response.status {
+            case 200:
+                break
+            case 410:
+                // The binary interface does not report a removed app: the push is dropped and the
+                // token is (again) on the feedback list, which is how such a provider learns of it.
+                dropped(token, apnsID: response.apnsID, identifier: notification.identifier)
+            default:
+                if let context = self.context {
+                    finish(
+                        LegacyBinary.Status(reason: response.reason ?? .internalServerError),
+                        identifier: notification.identifier, context: context)
+                }
+            }
+            resumeReadingIfNeeded()
+            closeIfDrained()
+        }
+    }
+
+    private func dropped(_ token: DeviceToken, apnsID: String, identifier: UInt32) {
+        let environment = connection.defaultEnvironment
+        router.committer.submitLog([
+            DeliveryEvent(
+                apnsID: apnsID, uniqueID: nil, kind: .discarded, at: now(),
+                detail:
+                    "binary interface identifier \(identifier): the token is no longer valid; it is on the feedback list"
+            )
+        ])
+        guard let registration = directory.registry.registration(token, in: environment),
+            registration.invalidation == .appRemoved, let removedAt = registration.invalidatedAt
+        else { return }
+        let directory = self.directory
+        let logger = self.logger
+        Task {
+            do {
+                try await directory.noteFailedDelivery(registration, removedAt: removedAt)
+            } catch {
+                logger.error("feedback list write failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Writes the error packet (once) and stops reading; the connection closes once what was
+    /// accepted before it has been routed.
+    private func finish(_ status: LegacyBinary.Status, identifier: UInt32, context: ChannelHandlerContext) {
+        guard !finished else { return }
+        finished = true
+        buffer = nil
+        if status != .shutdown {
+            logger.info(
+                "binary provider refused",
+                metadata: ["status": "\(status.rawValue) \(status)", "identifier": "\(identifier)"])
+        }
+        let packet = context.channel.allocator.buffer(bytes: LegacyBinary.errorPacket(status, identifier: identifier))
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(packet)).whenComplete { _ in
+            bound.value.packetSent = true
+            bound.value.closeIfDrained()
+        }
+    }
+
+    private func closeIfDrained() {
+        guard finished ? packetSent : inputEnded, inFlight == 0, let context, !closing else { return }
+        closing = true
+        if inputEnded {
+            context.close(promise: nil)
+            return
+        }
+        // After an error packet the provider may still be writing. Closing the socket now would
+        // answer its next bytes with a reset, which can destroy the packet before the provider reads
+        // it. So end our side only (TLS close_notify) and go on reading, discarding, until the
+        // provider closes too; after `linger`, close regardless.
+        context.close(mode: .output, promise: nil)
+        let channel = context.channel
+        context.eventLoop.scheduleTask(in: Self.linger) { channel.close(promise: nil) }
+    }
+
+    /// How long a connection that was sent an error packet waits for the provider to close.
+    static let linger = TimeAmount.seconds(10)
+
+    // Back pressure: no new reads while many accepted notifications wait on the router.
+    func read(context: ChannelHandlerContext) {
+        if inFlight >= Self.maximumInFlight {
+            readPending = true
+            return
+        }
+        context.read()
+    }
+
+    private func resumeReadingIfNeeded() {
+        guard readPending, inFlight < Self.maximumInFlight / 2, let context else { return }
+        readPending = false
+        context.read()
+    }
+}
+
+/// One feedback connection: once the handshake names the certificate's topic, writes every
+/// feedback tuple of that topic in the connection's environment (the list is emptied by reading)
+/// and closes.
+final class FeedbackHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let directory: GatewayDirectory
+    let ca: GatewayCA
+    let environment: APNsEnvironment
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    init(
+        directory: GatewayDirectory, ca: GatewayCA, environment: APNsEnvironment, logger: Logger,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.directory = directory
+        self.ca = ca
+        self.environment = environment
+        self.logger = logger
+        self.now = now
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // a provider has nothing to say here
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard case .handshakeCompleted = event as? TLSUserEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        guard let grant = ProviderServer.grant(channel: context.channel, ca: ca, now: now()), grant.problem == nil
+        else {
+            context.close(promise: nil)
+            return
+        }
+        let directory = self.directory
+        let environment = self.environment
+        let logger = self.logger
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        Task {
+            var bytes: [UInt8] = []
+            do {
+                let entries = try await directory.store.takeFeedback(bundleID: grant.bundleID, environment: environment)
+                for entry in entries {
+                    let seconds = UInt32(clamping: Int64(entry.removedAt.timeIntervalSince1970.rounded(.down)))
+                    bytes += LegacyBinary.FeedbackTuple(time: seconds, token: entry.token.bytes).encoded()
+                }
+                logger.info(
+                    "feedback read",
+                    metadata: [
+                        "topic": "\(grant.bundleID)", "environment": "\(environment)", "tuples": "\(entries.count)",
+                    ])
+            } catch {
+                logger.error("feedback read failed", metadata: ["error": "\(error)"])
+            }
+            let answer = bytes
+            loop.execute {
+                let context = bound.value
+                context.writeAndFlush(NIOAny(context.channel.allocator.buffer(bytes: answer))).whenComplete { _ in
+                    bound.value.close(promise: nil)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldProvider
+
+struct FeedbackCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "feedback",
+        abstract: "Read the legacy feedback service: the tokens of an app that was removed from its devices.",
+        discussion: """
+            The app certificate names the app. The service empties its list as it is read: act on what this \
+            prints (drop a token only if the device did not register it again after the time shown). Without \
+            options the address, certificate and CA come from `herald up`'s up.json.
+            """)
+
+    @Option(name: .long, help: "The feedback service's host:port (default: up.json's feedbackAddress).")
+    var address: String?
+    @Option(name: .long, help: "The app certificate (PEM).")
+    var cert: String?
+    @Option(name: .long, help: "The certificate's private key (PEM).")
+    var certKey: String?
+    @Option(name: .long, help: "CA certificate (PEM) to trust, e.g. the gateway's ca.pem.")
+    var ca: String?
+    @Option(name: .long, help: "The TLS server name the service's certificate must carry (default: the host).")
+    var serverName: String?
+    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
+    var up = ".herald/up.json"
+    @Flag(name: .long, help: "Print the tuples as JSON.")
+    var json = false
+
+    func validate() throws {
+        if (cert == nil) != (certKey == nil) { throw ValidationError("--cert and --cert-key go together") }
+    }
+
+    func run() async throws {
+        let endpoint = try legacyEndpoint(
+            address: address, addressKey: "feedbackAddress", cert: cert, certKey: certKey, ca: ca,
+            serverName: serverName, defaults: readRuntime(up) ?? [:])
+        let tuples: [LegacyBinary.FeedbackTuple]
+        do {
+            tuples = try await APNsFeedbackReader.read(endpoint)
+        } catch {
+            throw ValidationError("feedback service \(endpoint.host):\(endpoint.port): \(error)")
+        }
+        let formatter = ISO8601DateFormatter()
+        if json {
+            return try printJSONObject(
+                tuples.map {
+                    [
+                        "time": Int($0.time),
+                        "date": formatter.string(from: Date(timeIntervalSince1970: TimeInterval($0.time))),
+                        "token": DeviceToken(bytes: $0.token).hex,
+                    ] as [String: Any]
+                })
+        }
+        if tuples.isEmpty { print("the feedback list is empty") }
+        for tuple in tuples {
+            print(
+                "\(formatter.string(from: Date(timeIntervalSince1970: TimeInterval(tuple.time))))  \(DeviceToken(bytes: tuple.token).hex)"
+            )
+        }
+    }
+}
+
+/// A legacy endpoint from the options, falling back on `herald up`'s up.json: the address under
+/// `addressKey`, the demo app's certificate and the gateway's CA.
+func legacyEndpoint(
+    address: String?, addressKey: String, cert: String?, certKey: String?, ca: String?, serverName: String?,
+    defaults: [String: Any]
+) throws -> APNsLegacyEndpoint {
+    func fromUp(_ key: String) -> String? { defaults[key] as? String }
+    guard let text = address ?? fromUp(addressKey) else {
+        throw ValidationError("give the service's host:port (no up.json from `herald up` found)")
+    }
+    guard let (host, port) = APNsLegacyEndpoint.address(text) else {
+        throw ValidationError("'\(text)' is not host:port")
+    }
+    guard let certPath = cert ?? fromUp("binaryCertificate"), let keyPath = certKey ?? fromUp("binaryPrivateKey") else {
+        throw ValidationError("give --cert and --cert-key (an app certificate from the gateway's CA)")
+    }
+    func read(_ path: String, _ option: String) throws -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ValidationError("\(option): cannot read \(path)")
+        }
+    }
+    return APNsLegacyEndpoint(
+        host: host, port: port, certificateChainPEM: try read(certPath, "--cert"),
+        privateKeyPEM: try read(keyPath, "--cert-key"),
+        caPEM: try (ca ?? fromUp("caCertificate")).map { try read($0, "--ca") }, serverName: serverName)
+}
