@@ -13,62 +13,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REQUESTS=${1:-200000}
 
-need=()
-command -v h2load >/dev/null || need+=(nghttp2-client)
-command -v nginx >/dev/null || need+=(nginx)
-command -v curl >/dev/null || need+=(curl)
-if [ ${#need[@]} -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
-
-swift build -c release --product herald >/dev/null
-HERALD="$(swift build -c release --show-bin-path)/herald"
-
-WORK=$(mktemp -d)
-cleanup() {
-    [ -n "${DEV_PID:-}" ] && kill "$DEV_PID" 2>/dev/null && wait "$DEV_PID" 2>/dev/null || true
-    [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null || true
+source scripts/lib/bench-gateway.sh
+bench_extra_cleanup() {
     [ -f "$WORK/nginx/nginx.pid" ] && nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" -s stop 2>/dev/null || true
-    rm -rf "$WORK"
 }
-trap cleanup EXIT
-
-# The gateway, provisioned through its admin API.
-"$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --link-port 0 --no-legacy --log-level warning \
-    > "$WORK/gw.out" 2>&1 &
-GW_PID=$!
-until grep -q "herald gateway ready" "$WORK/gw.out" 2>/dev/null; do
-    kill -0 "$GW_PID" 2>/dev/null || { cat "$WORK/gw.out"; exit 1; }
-    sleep 0.1
-done
-json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
-ADMIN=$(json "$WORK/gw/gateway.json" adminURL)
-PROVIDER=$(json "$WORK/gw/gateway.json" providerURL)
-AUTH="authorization: Bearer $(json "$WORK/gw/gateway.json" adminToken)"
-"$HERALD" keys new --state "$WORK/gw" --team BENCH12345 --key-id BENCHKEY01 --out "$WORK/key.p8" >/dev/null
-curl -sf -X POST "$ADMIN/apps" -H "$AUTH" -d '{"bundleID":"com.example.bench","teamID":"BENCH12345"}' >/dev/null
-# The device: connected over the device link (loopback), acknowledging everything.
-"$HERALD" test-device --gateway-state "$WORK/gw" --identity "$WORK/device.json" --device-id bench-device \
-    --topic com.example.bench --quiet --json > "$WORK/device.out" 2>&1 &
-DEV_PID=$!
-until grep -q '"ready"' "$WORK/device.out" 2>/dev/null; do
-    kill -0 "$DEV_PID" 2>/dev/null || { cat "$WORK/device.out"; exit 1; }
-    sleep 0.1
-done
-TOKEN=$(head -1 "$WORK/device.out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"]["com.example.bench"])')
-JWT=$("$HERALD" keys token --p8 "$WORK/key.p8" --key-id BENCHKEY01 --team BENCH12345)
-
-# A 200-byte alert payload.
-python3 - "$WORK/payload.json" <<'PY'
-import json, sys
-body = {"aps": {"alert": {"title": "Benchmark", "body": ""}, "sound": "default", "badge": 1}}
-base = len(json.dumps(body, separators=(",", ":")))
-body["aps"]["alert"]["body"] = "x" * (200 - base)
-text = json.dumps(body, separators=(",", ":"))
-assert len(text) == 200, len(text)
-open(sys.argv[1], "w").write(text)
-PY
+bench_setup h2load:nghttp2-client nginx:nginx curl:curl -- --no-legacy
 
 # nginx: HTTP/2 over TLS with the gateway's own certificate, answering 200 on the same path.
 mkdir -p "$WORK/nginx"

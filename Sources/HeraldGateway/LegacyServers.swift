@@ -92,21 +92,7 @@ public final class LegacyServer: Sendable {
     /// whatever is left is closed.
     public func shutdown(timeout: TimeAmount = .seconds(10)) async {
         try? await serverChannel.close()
-        let open = registry.all
-        for channel in open {
-            channel.pipeline.fireUserInboundEventTriggered(ProviderShutdownEvent())
-        }
-        let deadline = NIODeadline.now() + timeout
-        for channel in open {
-            let remaining = deadline - .now()
-            if remaining > .zero {
-                let scheduled = channel.eventLoop.scheduleTask(in: remaining) { channel.close(promise: nil) }
-                try? await channel.closeFuture.get()
-                scheduled.cancel()
-            } else {
-                try? await channel.close()
-            }
-        }
+        await registry.stopAll(timeout: timeout)
     }
 }
 
@@ -195,14 +181,14 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
 
     private func process(_ notification: LegacyBinary.Notification, context: ChannelHandlerContext) {
         let decision = api.handle(binary: notification, connection: &connection, now: now())
-        lastProcessed = notification.identifier
         if case .respond(let response, nil) = decision, response.status != 410 {
             router.metrics.answered(response, after: .zero)
-            finish(
-                LegacyBinary.Status(reason: response.reason ?? .internalServerError),
-                identifier: notification.identifier, context: context)
+            let status = LegacyBinary.Status(reason: response.reason ?? .internalServerError)
+            // Shutdown names the last notification processed, and this one was not.
+            finish(status, identifier: status == .shutdown ? lastProcessed : notification.identifier, context: context)
             return
         }
+        lastProcessed = notification.identifier
         inFlight += 1
         let token = DeviceToken(bytes: notification.token)
         router.carryOut(decision, on: context.eventLoop) { [self] response in

@@ -168,9 +168,6 @@ public struct ProviderAPI: Sendable {
         priority: PushPriority?, pushType: PushType?, expiration: Int64?, collapseID: String?, body: ByteBuffer,
         authorization: String?, connection: inout ProviderConnectionState, now: Date
     ) -> Decision {
-        func fail(_ reason: APNsReason, timestamp: Int64? = nil) -> Decision {
-            .respond(.error(reason, apnsID: apnsID, timestamp: timestamp), delay: nil)
-        }
         // Injected faults.
         var delay: TimeAmount?
         if let rule = faults.match(topic: topic, tokenHex: tokenText) {

@@ -119,7 +119,22 @@ public final class ProviderServer: Sendable {
     public func shutdown(timeout: TimeAmount = .seconds(10)) async {
         api.beginShutdown()
         try? await serverChannel.close()
-        let open = registry.all
+        await registry.stopAll(timeout: timeout)
+    }
+}
+
+/// The open connections of a listener.
+final class ChannelRegistry: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
+    func remove(_ channel: any Channel) { channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }
+    var all: [any Channel] { channels.withLock { Array($0.values) } }
+    var count: Int { channels.withLock { $0.count } }
+
+    /// Tells every open connection to stop (``ProviderShutdownEvent``) and waits for each to close;
+    /// after `timeout` closes whatever is left.
+    func stopAll(timeout: TimeAmount) async {
+        let open = all
         for channel in open {
             channel.pipeline.fireUserInboundEventTriggered(ProviderShutdownEvent())
         }
@@ -135,15 +150,6 @@ public final class ProviderServer: Sendable {
             }
         }
     }
-}
-
-/// The open connections of a listener.
-final class ChannelRegistry: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-    func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
-    func remove(_ channel: any Channel) { channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }
-    var all: [any Channel] { channels.withLock { Array($0.values) } }
-    var count: Int { channels.withLock { $0.count } }
 }
 
 func configureHTTP2(

@@ -328,6 +328,9 @@ public actor APNsBinaryClient {
         }
         if let index {
             pending = Array(history[(index + 1)...]) + pending
+        } else if status == .shutdown && identifier == 0 {
+            // Stopped before it processed any notification with an identifier: all of them go again.
+            pending = history + pending
         }
         return true
     }

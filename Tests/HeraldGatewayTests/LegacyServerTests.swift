@@ -225,6 +225,23 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
         #expect(try await connection.received.get() == LegacyBinary.errorPacket(.shutdown, identifier: 6))
     }
 
+    /// A gateway that has begun stopping processes nothing more: status 10 names the last
+    /// notification processed (none here), so the client sends them all again elsewhere.
+    @Test func aStoppingGatewayNamesTheLastNotificationItProcessed() async throws {
+        let h = try await LegacyHarness()
+        let (device, inbox, token) = try await h.connectDevice("binary-7")
+        defer { Task { await device.close() } }
+        let endpoint = try h.endpoint(h.binary)
+        let first = LegacyBinary.Notification(identifier: 3, token: token.bytes, payload: alert("before"))
+        #expect(try await rawExchange(endpoint, first.encoded()) == [])
+        h.f.api.beginShutdown()
+        let bytes = [5, 6].flatMap {
+            LegacyBinary.Notification(identifier: $0, token: token.bytes, payload: alert("late")).encoded()
+        }
+        #expect(try await rawExchange(endpoint, bytes) == LegacyBinary.errorPacket(.shutdown, identifier: 0))
+        #expect(try await inbox.waitForPushes(1).map(\.payload) == [Data(alert("before"))])
+    }
+
     @Test func certificatesAreCheckedAtTheHandshake() async throws {
         let h = try await LegacyHarness()
         let (device, inbox, token) = try await h.connectDevice("binary-5")
