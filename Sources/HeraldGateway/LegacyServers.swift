@@ -218,7 +218,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
             DeliveryEvent(
                 apnsID: apnsID, uniqueID: nil, kind: .discarded, at: now(),
                 detail:
-                    "binary interface identifier \(identifier): the token is no longer valid; it is on the feedback list"
+                    "binary interface identifier \(identifier): the token is no longer valid (a removed app's token goes on the feedback list)"
             )
         ])
         guard let registration = directory.registry.registration(token, in: environment),
