@@ -183,8 +183,9 @@ final class LegacyConnection: Sendable {
 /// side, so once it returns every notification sent has been either accepted or reported in
 /// ``failures``.
 ///
-/// A simple notification (command 0) carries no identifier: a failure after one is reported with
-/// identifier 0 and nothing is sent again.
+/// A simple notification (command 0) carries no identifier: an error packet naming identifier 0
+/// cannot say which one failed, so nothing is sent again (except after a shutdown, which names 0
+/// when nothing with an identifier was processed: then everything goes again).
 public actor APNsBinaryClient {
     /// A notification the service refused.
     public struct Failure: Sendable, Equatable {
@@ -196,20 +197,15 @@ public actor APNsBinaryClient {
         public var notification: LegacyBinary.Notification?
     }
 
-    struct Sent {
-        var identifier: UInt32
-        var notification: LegacyBinary.Notification
-    }
-
     /// The endpoint.
     public let endpoint: APNsLegacyEndpoint
     let group: any EventLoopGroup
     let historyLimit: Int
     private var connection: LegacyConnection?
     /// What went out on the current connection (the newest `historyLimit`).
-    private var history: [Sent] = []
+    private var history: [LegacyBinary.Notification] = []
     /// What must go out again on the next connection.
-    private var pending: [Sent] = []
+    private var pending: [LegacyBinary.Notification] = []
     private var nextIdentifier: UInt32 = 1
     /// Failures so far, oldest first.
     public private(set) var failures: [Failure] = []
@@ -237,16 +233,15 @@ public actor APNsBinaryClient {
     /// Sends notifications in one write and returns their identifiers.
     @discardableResult
     public func send(_ notifications: [LegacyBinary.Notification]) async throws -> [UInt32] {
-        var batch: [Sent] = []
-        batch.reserveCapacity(notifications.count)
-        for var n in notifications {
-            if n.command != 0 {
-                n.identifier = nextIdentifier
+        if notifications.isEmpty { return [] }
+        var batch = notifications
+        for i in batch.indices {
+            if batch[i].command != 0 {
+                batch[i].identifier = nextIdentifier
                 nextIdentifier = nextIdentifier == .max ? 1 : nextIdentifier + 1
             } else {
-                n.identifier = 0
+                batch[i].identifier = 0
             }
-            batch.append(Sent(identifier: n.identifier, notification: n))
         }
         try await write(batch)
         return batch.map(\.identifier)
@@ -268,7 +263,7 @@ public actor APNsBinaryClient {
         }
     }
 
-    private func write(_ batch: [Sent]) async throws {
+    private func write(_ batch: [LegacyBinary.Notification]) async throws {
         var batch = batch
         var closedWithoutAnswer = 0
         while true {
@@ -278,7 +273,7 @@ public actor APNsBinaryClient {
             batch = []
             if all.isEmpty { return }
             var bytes: [UInt8] = []
-            for sent in all { sent.notification.encode(into: &bytes) }
+            for notification in all { notification.encode(into: &bytes) }
             history += all
             if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
             do {
@@ -323,8 +318,7 @@ public actor APNsBinaryClient {
         else { return false }
         let index = identifier == 0 ? nil : history.lastIndex { $0.identifier == identifier }
         if status != .shutdown {
-            failures.append(
-                Failure(status: status, identifier: identifier, notification: index.map { history[$0].notification }))
+            failures.append(Failure(status: status, identifier: identifier, notification: index.map { history[$0] }))
         }
         if let index {
             pending = Array(history[(index + 1)...]) + pending

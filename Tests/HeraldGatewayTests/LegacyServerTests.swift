@@ -113,6 +113,14 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
         #expect(await client.connectionsOpened == 1)
     }
 
+    @Test func endpointAddressesParse() {
+        #expect(APNsLegacyEndpoint.address("localhost:2195")! == ("localhost", 2195))
+        #expect(APNsLegacyEndpoint.address("[::1]:2196")! == ("::1", 2196))
+        for bad in ["localhost", ":2195", "host:0", "host:70000", "host:x"] {
+            #expect(APNsLegacyEndpoint.address(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func aBurstOfTenThousandOnOneConnectionIsAllDelivered() async throws {
         let h = try await LegacyHarness()
         let (device, inbox, token) = try await h.connectDevice("binary-burst")
