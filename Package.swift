@@ -130,6 +130,7 @@ let package = Package(
             dependencies: [
                 "HeraldGateway", "HeraldCore", "HeraldDevice", "HeraldProvider",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

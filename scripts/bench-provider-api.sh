@@ -8,7 +8,8 @@
 #   scripts/bench-provider-api.sh [requests]
 #
 # Needs h2load (Debian: nghttp2-client), nginx and curl; installs them with apt-get if missing.
-# Prints both rates and the ratio; record the result in BENCHMARKS.md.
+# Prints both rates, the ratio, and the gateway's and test device's CPU time per request during the
+# gateway run (from /proc); record the result in BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REQUESTS=${1:-200000}
@@ -56,7 +57,11 @@ run_h2load() {
     echo "$rate|$codes"
 }
 
+# CPU time (user + system, clock ticks) of a process and all its threads.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+GW_CPU0=$(cpu_ticks "$GW_PID"); DEV_CPU0=$(cpu_ticks "$DEV_PID")
 H=$(run_h2load "$PROVIDER/3/device/$TOKEN")
+GW_CPU1=$(cpu_ticks "$GW_PID"); DEV_CPU1=$(cpu_ticks "$DEV_PID")
 N=$(run_h2load "https://127.0.0.1:$NGINX_PORT/3/device/$TOKEN")
 HR=${H%%|*}; NR=${N%%|*}
 echo "herald gateway: $HR req/s (${H#*|})"
@@ -66,3 +71,6 @@ METRICS=$(curl -sf "$ADMIN/metrics")
 ACKED=$(echo "$METRICS" | grep '^herald_deliveries_total{result="acknowledged"}' | awk '{print $2}')
 STORED=$(echo "$METRICS" | grep '^herald_pushes_stored_total' | awk '{print $2}')
 echo "delivered to the device and acknowledged: $ACKED; stored instead (no acknowledgement in time): $STORED"
+python3 -c "
+n, tick = $REQUESTS, $(getconf CLK_TCK)
+print(f'CPU per request: gateway {($GW_CPU1 - $GW_CPU0) / tick / n * 1e6:.1f} us, test device {($DEV_CPU1 - $DEV_CPU0) / tick / n * 1e6:.1f} us')"

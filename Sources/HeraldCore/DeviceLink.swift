@@ -143,62 +143,94 @@ extension LinkMessage {
         /// The envelope from a flat object read without `JSONDecoder`; `nil` when a field has a
         /// form `JSONDecoder` might read differently (or reject), so that it decides.
         init?(flat fields: [String: FlatJSONObject.Value]) {
-            guard case .string(let type)? = fields["type"] else { return nil }
-            self.type = type
+            self.init(type: "")
+            var known: [String] = []
             for (key, value) in fields {
-                switch (key, value) {
-                case ("type", _): continue
-                case ("request", .integer(let v)):
-                    guard let v = Int(exactly: v) else { return nil }
-                    request = v
-                case ("generation", .integer(let v)):
-                    guard let v = Int(exactly: v) else { return nil }
-                    generation = v
-                case ("expiration", .integer(let v)): expiration = v
-                case ("priority", .integer(let v)):
-                    guard let p = Int(exactly: v).flatMap(PushPriority.init(rawValue:)) else { return nil }
-                    priority = p
-                case ("device", .string(let v)): device = v
-                case ("topic", .string(let v)): topic = v
-                case ("code", .string(let v)): code = v
-                case ("message", .string(let v)): message = v
-                case ("apnsID", .string(let v)): apnsID = v
-                case ("uniqueID", .string(let v)): uniqueID = v
-                case ("collapseID", .string(let v)): collapseID = v
-                case ("environment", .string(let v)):
-                    guard let e = APNsEnvironment(rawValue: v) else { return nil }
-                    environment = e
-                case ("pushType", .string(let v)):
-                    guard let t = PushType(rawValue: v) else { return nil }
-                    pushType = t
-                case ("token", .string(let v)):
-                    guard let t = DeviceToken(hex: v) else { return nil }
-                    token = t
-                case ("nonce", .string(let v)):
-                    guard let d = Data(base64Encoded: v) else { return nil }
-                    nonce = d
-                case ("publicKey", .string(let v)):
-                    guard let d = Data(base64Encoded: v) else { return nil }
-                    publicKey = d
-                case ("signature", .string(let v)):
-                    guard let d = Data(base64Encoded: v) else { return nil }
-                    signature = d
-                case ("payload", .string(let v)):
-                    guard let d = Data(base64Encoded: v) else { return nil }
-                    payload = d
-                case ("ids", .strings(let v)): ids = v
-                case (let other, _) where CodingKeys(stringValue: other) == nil:
-                    continue  // an unknown field is ignored, as JSONDecoder ignores it
-                default:
-                    return nil
-                }
+                guard set(key, value, known: &known) else { return nil }
             }
+            guard known.contains("type") else { return nil }
+        }
+
+        /// The envelope straight from the JSON text, read as ``init(flat:)`` reads a parsed object
+        /// but without building one: a device reads a `push` per notification, the gateway an `ack`
+        /// per read.
+        init?(flatJSON bytes: UnsafeRawBufferPointer) {
+            self.init(type: "")
+            var known: [String] = []
+            var envelope = self
+            guard FlatJSONObject.forEachField(of: bytes, { envelope.set($0, $1, known: &known) }),
+                known.contains("type")
+            else { return nil }
+            self = envelope
+        }
+
+        /// Takes one field; `false` when `JSONDecoder` should decide instead (a known field twice,
+        /// or in a form it might read differently). `known` collects the known fields taken.
+        mutating func set(_ key: String, _ value: FlatJSONObject.Value, known: inout [String]) -> Bool {
+            if key == "type" {
+                guard case .string(let v) = value, !known.contains(key) else { return false }
+                type = v
+                known.append(key)
+                return true
+            }
+            switch (key, value) {
+            case ("request", .integer(let v)):
+                guard let v = Int(exactly: v) else { return false }
+                request = v
+            case ("generation", .integer(let v)):
+                guard let v = Int(exactly: v) else { return false }
+                generation = v
+            case ("expiration", .integer(let v)): expiration = v
+            case ("priority", .integer(let v)):
+                guard let p = Int(exactly: v).flatMap(PushPriority.init(rawValue:)) else { return false }
+                priority = p
+            case ("device", .string(let v)): device = v
+            case ("topic", .string(let v)): topic = v
+            case ("code", .string(let v)): code = v
+            case ("message", .string(let v)): message = v
+            case ("apnsID", .string(let v)): apnsID = v
+            case ("uniqueID", .string(let v)): uniqueID = v
+            case ("collapseID", .string(let v)): collapseID = v
+            case ("environment", .string(let v)):
+                guard let e = APNsEnvironment(rawValue: v) else { return false }
+                environment = e
+            case ("pushType", .string(let v)):
+                guard let t = PushType(rawValue: v) else { return false }
+                pushType = t
+            case ("token", .string(let v)):
+                guard let t = DeviceToken(hex: v) else { return false }
+                token = t
+            case ("nonce", .string(let v)):
+                guard let d = Data(base64Encoded: v) else { return false }
+                nonce = d
+            case ("publicKey", .string(let v)):
+                guard let d = Data(base64Encoded: v) else { return false }
+                publicKey = d
+            case ("signature", .string(let v)):
+                guard let d = Data(base64Encoded: v) else { return false }
+                signature = d
+            case ("payload", .string(let v)):
+                guard let d = Data(base64Encoded: v) else { return false }
+                payload = d
+            case ("ids", .strings(let v)): ids = v
+            case (let other, _) where CodingKeys(stringValue: other) == nil:
+                return true  // an unknown field is ignored, as JSONDecoder ignores it
+            default:
+                return false
+            }
+            guard !known.contains(key) else { return false }
+            known.append(key)
+            return true
         }
     }
 
     /// The message as JSON (one WebSocket text frame).
     public func encoded() -> Data {
-        if case .push(let push) = self { return Data(push.encodedMessage()) }
+        switch self {
+        case .push(let push): return Data(push.encodedMessage())
+        case .ack(let ids): return Data(Self.encodedAck(ids))
+        default: break
+        }
         var e: Envelope
         switch self {
         case .challenge(let nonce):
@@ -247,10 +279,7 @@ extension LinkMessage {
         case .resetDevice(let request):
             e = Envelope(type: "resetDevice")
             e.request = request
-        case .ack(let ids):
-            e = Envelope(type: "ack")
-            e.ids = ids
-        case .push:
+        case .push, .ack:
             preconditionFailure("handled above")
         }
         let encoder = JSONEncoder()
@@ -265,7 +294,7 @@ extension LinkMessage {
     /// read without `JSONDecoder`; anything else, and anything that reader declines, is decoded
     /// by `JSONDecoder`.
     public init(json: Data) throws(LinkMessageError) {
-        let fast = json.withUnsafeBytes { FlatJSONObject.parse($0).flatMap(Envelope.init(flat:)) }
+        let fast = json.withUnsafeBytes { Envelope(flatJSON: $0) }
         if let fast {
             try self.init(envelope: fast)
         } else {
@@ -335,6 +364,20 @@ extension LinkMessage {
         } catch {
             throw LinkMessageError("not a JSON object")
         }
+    }
+}
+
+extension LinkMessage {
+    /// The `ack` message, written by hand: a device sends one per read of notifications.
+    static func encodedAck(_ ids: [String]) -> [UInt8] {
+        var w = JSONWriter(capacity: 24 + ids.count * 40)
+        w.raw(#"{"type":"ack","ids":["#)
+        for (i, id) in ids.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.string(id)
+        }
+        w.raw("]}")
+        return w.bytes
     }
 }
 

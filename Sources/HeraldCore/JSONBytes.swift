@@ -131,8 +131,19 @@ public enum FlatJSONObject {
 
     /// Parses `bytes` as one flat JSON object, or answers `nil`.
     public static func parse(_ bytes: UnsafeRawBufferPointer) -> [String: Value]? {
+        var result: [String: Value] = [:]
+        let read = forEachField(of: bytes) { key, value in result.updateValue(value, forKey: key) == nil }
+        return read ? result : nil
+    }
+
+    /// Reads `bytes` as one flat JSON object, handing each field to `field` in order, without
+    /// building a dictionary; `false` when the text is not such an object or `field` answered `false`
+    /// (then fields before the fault have been handed over already).
+    public static func forEachField(
+        of bytes: UnsafeRawBufferPointer, _ field: (String, Value) -> Bool
+    ) -> Bool {
         var reader = Reader(bytes: bytes)
-        return reader.object()
+        return reader.object(field)
     }
 
     private struct Reader {
@@ -160,23 +171,22 @@ public enum FlatJSONObject {
             return i < bytes.count ? bytes[i] : nil
         }
 
-        mutating func object() -> [String: Value]? {
-            guard expect(UInt8(ascii: "{")) else { return nil }
-            var result: [String: Value] = [:]
+        mutating func object(_ field: (String, Value) -> Bool) -> Bool {
+            guard expect(UInt8(ascii: "{")) else { return false }
             if peek() == UInt8(ascii: "}") {
                 i += 1
             } else {
                 while true {
                     guard peek() == UInt8(ascii: "\""), let key = string(), expect(UInt8(ascii: ":")),
-                        let value = value(), result.updateValue(value, forKey: key) == nil
-                    else { return nil }
+                        let value = value(), field(key, value)
+                    else { return false }
                     if expect(UInt8(ascii: ",")) { continue }
-                    guard expect(UInt8(ascii: "}")) else { return nil }
+                    guard expect(UInt8(ascii: "}")) else { return false }
                     break
                 }
             }
             skipSpace()
-            return i == bytes.count ? result : nil
+            return i == bytes.count
         }
 
         mutating func value() -> Value? {

@@ -156,7 +156,8 @@ public actor DeviceService {
                 await linked(client)
                 for await event in client.events {
                     switch event {
-                    case .push(let push): await take(push, from: client)
+                    case .pushes(let pushes):
+                        for push in pushes { await take(push, from: client) }
                     case .reset: await registerAll(client)
                     case .closed(let reason):
                         logger.notice("device link closed", metadata: ["reason": "\(reason ?? "none")"])

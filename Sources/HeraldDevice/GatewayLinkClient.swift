@@ -52,8 +52,10 @@ public struct DeviceIdentity: Sendable {
 
 /// Something that happened on a device link.
 public enum GatewayLinkEvent: Sendable, Equatable {
-    /// A notification (never one whose `apns-id` was already seen on this client).
-    case push(LinkPush)
+    /// Notifications that arrived together, in the order they arrived (never one whose `apns-id`
+    /// was already seen on this client). One event per read rather than per notification: under
+    /// load a read carries many, and each event wakes the consumer.
+    case pushes([LinkPush])
     /// The device was reset: every token it had is void.
     case reset(generation: Int)
     /// The link closed; `reason` says why when the gateway said.
@@ -262,6 +264,8 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     var nextRequest = 0
     var pending: [Int: EventLoopPromise<LinkMessage>] = [:]
     var toAcknowledge: [String] = []
+    /// Notifications read in this read cycle, handed over together at its end.
+    var arrived: [LinkPush] = []
     /// `apns-id`s already seen, at most ``seenLimit``; `seenOrder[seenHead...]` holds them oldest first.
     var seen: Set<String> = []
     var seenOrder: [String] = []
@@ -286,6 +290,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         for (_, promise) in pending { promise.fail(failure) }
         pending = [:]
         welcome.fail(failure)
+        handOver()
         events.yield(.closed(reason: closeReason))
         events.finish()
         context.fireChannelInactive()
@@ -307,6 +312,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        handOver()
         if !toAcknowledge.isEmpty {
             send(.ack(toAcknowledge))
             toAcknowledge = []
@@ -336,11 +342,12 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
                     seenHead = 0
                 }
             }
-            events.yield(.push(push))
+            arrived.append(push)
         case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _):
             pending.removeValue(forKey: request)?.succeed(message)
         case .reset(let request, let generation):
             if let request { pending.removeValue(forKey: request)?.succeed(message) }
+            handOver()
             events.yield(.reset(generation: generation))
         case .error(nil, let code, let text):
             closeReason = "\(code): \(text)"
@@ -348,6 +355,13 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         default:
             break
         }
+    }
+
+    /// Yields the notifications read so far as one event.
+    func handOver() {
+        if arrived.isEmpty { return }
+        events.yield(.pushes(arrived))
+        arrived = []
     }
 
     func request(_ make: (Int) -> LinkMessage, promise: EventLoopPromise<LinkMessage>) {

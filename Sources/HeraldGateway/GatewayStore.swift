@@ -94,23 +94,19 @@ public struct DeliveryEvent: Sendable, Codable, Equatable {
 }
 
 extension DeliveryEvent {
-    /// The event as JSON (the form the SQLite store keeps), written by hand: this runs for every
-    /// push on the hot path, and a `JSONEncoder` costs more than the rest of the write.
-    var jsonRecord: Data {
-        var w = JSONWriter(capacity: 160)
-        write(to: &w)
-        return Data(w.bytes)
-    }
-
-    /// Appends the event's JSON to `w`.
-    func write(to w: inout JSONWriter) {
-        w.raw(#"{"apnsID":"#)
-        w.string(apnsID)
-        if let uniqueID {
-            w.raw(#","uniqueID":"#)
-            w.string(uniqueID)
+    /// Appends the event's JSON to `w`; without `identifiers`, only its kind, time and detail.
+    func write(to w: inout JSONWriter, identifiers: Bool) {
+        w.raw("{")
+        if identifiers {
+            w.raw(#""apnsID":"#)
+            w.string(apnsID)
+            if let uniqueID {
+                w.raw(#","uniqueID":"#)
+                w.string(uniqueID)
+            }
+            w.raw(",")
         }
-        w.raw(#","kind":"#)
+        w.raw(#""kind":"#)
         w.string(kind.rawValue)
         w.raw(#","at":"#)
         w.integer(Int64((at.timeIntervalSince1970 * 1000).rounded()))
@@ -119,6 +115,37 @@ extension DeliveryEvent {
             w.string(detail)
         }
         w.raw("}")
+    }
+
+    /// A run of events of one push (accepted, delivered, acknowledged come together) as the SQLite
+    /// store keeps it, written by hand as this runs for every push: a JSON array of the events
+    /// without their identifiers, which the row's columns hold once for all of them.
+    static func writeRun(_ events: ArraySlice<DeliveryEvent>) -> Data {
+        var w = JSONWriter(capacity: 24 + 64 * events.count)
+        w.raw("[")
+        for (i, event) in zip(events.indices, events) {
+            if i > events.startIndex { w.raw(",") }
+            event.write(to: &w, identifiers: false)
+        }
+        w.raw("]")
+        return Data(w.bytes)
+    }
+}
+
+/// An element of a delivery-log record as stored: the identifiers are absent from runs (the row
+/// has them) and present in records written before runs were.
+struct StoredDeliveryEvent: Decodable {
+    var apnsID: String?
+    var uniqueID: String?
+    var kind: DeliveryEvent.Kind
+    var at: Date
+    var detail: String?
+
+    /// The event, taking the identifiers the record leaves out from its row.
+    func event(apnsID rowApnsID: String, uniqueID rowUniqueID: String?) -> DeliveryEvent {
+        DeliveryEvent(
+            apnsID: apnsID ?? rowApnsID, uniqueID: apnsID == nil ? rowUniqueID : uniqueID, kind: kind, at: at,
+            detail: detail)
     }
 }
 

@@ -188,8 +188,8 @@ public final class SQLiteGatewayStore: GatewayStore {
             return (p, try encoder.encode(meta))
         }
         // One row per run of events of the same push (accepted, delivered, acknowledged go together):
-        // a third of the rows and index entries of one row per event.
-        var rows: [(DeliveryEvent, Data)] = []
+        // a third of the rows and index entries of one row per event, and the identifiers once.
+        var rows: [(apnsID: String, uniqueID: String?, record: Data)] = []
         var i = batch.events.startIndex
         while i < batch.events.endIndex {
             let first = batch.events[i]
@@ -199,18 +199,7 @@ public final class SQLiteGatewayStore: GatewayStore {
             {
                 j += 1
             }
-            if j - i == 1 {
-                rows.append((first, first.jsonRecord))
-            } else {
-                var w = JSONWriter(capacity: 160 * (j - i))
-                w.raw("[")
-                for k in i..<j {
-                    if k > i { w.raw(",") }
-                    batch.events[k].write(to: &w)
-                }
-                w.raw("]")
-                rows.append((first, Data(w.bytes)))
-            }
+            rows.append((first.apnsID, first.uniqueID, DeliveryEvent.writeRun(batch.events[i..<j])))
             i = j
         }
         let events = rows
@@ -256,8 +245,8 @@ public final class SQLiteGatewayStore: GatewayStore {
             }
             let insertEvent = try db.cachedStatement(
                 sql: "INSERT INTO event (apnsID, uniqueID, record) VALUES (?, ?, ?)")
-            for (e, record) in events {
-                try insertEvent.execute(arguments: [e.apnsID, e.uniqueID, record])
+            for row in events {
+                try insertEvent.execute(arguments: [row.apnsID, row.uniqueID, row.record])
             }
             return replaced
         }
@@ -311,12 +300,20 @@ public final class SQLiteGatewayStore: GatewayStore {
 
     public func deliveryLog(id: String) async throws -> [DeliveryEvent] {
         let rows = try await writer.read { db in
-            try Data.fetchAll(
-                db, sql: "SELECT record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq", arguments: [id, id])
+            try Row.fetchAll(
+                db, sql: "SELECT apnsID, uniqueID, record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq",
+                arguments: [id, id]
+            ).map {
+                (apnsID: $0["apnsID"] as String, uniqueID: $0["uniqueID"] as String?, record: $0["record"] as Data)
+            }
         }
         return try rows.flatMap { row -> [DeliveryEvent] in
-            if row.first == UInt8(ascii: "[") { return try decoder.decode([DeliveryEvent].self, from: row) }
-            return [try decoder.decode(DeliveryEvent.self, from: row)]
+            // Runs are arrays without the identifiers; older records are one event with them.
+            let stored =
+                row.record.first == UInt8(ascii: "[")
+                ? try decoder.decode([StoredDeliveryEvent].self, from: row.record)
+                : [try decoder.decode(StoredDeliveryEvent.self, from: row.record)]
+            return stored.map { $0.event(apnsID: row.apnsID, uniqueID: row.uniqueID) }
         }
     }
 

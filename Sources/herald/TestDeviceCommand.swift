@@ -70,25 +70,12 @@ struct TestDeviceCommand: AsyncParsableCommand {
         var closedReason: String?
         loop: for await event in client.events {
             switch event {
-            case .push(let push):
-                received += 1
-                if !quiet {
-                    if json {
-                        var line: [String: Any] = [
-                            "event": "push", "apnsID": push.apnsID, "topic": push.topic, "token": push.token.hex,
-                            "pushType": push.pushType.rawValue, "priority": push.priority.rawValue,
-                            "payload": String(decoding: push.payload, as: UTF8.self),
-                        ]
-                        if let c = push.collapseID { line["collapseID"] = c }
-                        if let e = push.expiration { line["expiration"] = e }
-                        emit(line)
-                    } else {
-                        write(
-                            "push \(push.apnsID) \(push.topic) priority \(push.priority.rawValue) "
-                                + "\(push.pushType.rawValue): \(String(decoding: push.payload, as: UTF8.self))\n")
-                    }
+            case .pushes(let pushes):
+                for push in pushes {
+                    received += 1
+                    if !quiet { show(push) }
+                    if let count, received >= count { break loop }
                 }
-                if let count, received >= count { break loop }
             case .reset(let generation):
                 if json {
                     emit(["event": "reset", "generation": generation])
@@ -103,6 +90,23 @@ struct TestDeviceCommand: AsyncParsableCommand {
         if json { emit(["event": "done", "received": received]) } else { write("received \(received)\n") }
         await client.close()
         if let closedReason { throw ValidationError("the gateway closed the link: \(closedReason)") }
+    }
+
+    func show(_ push: LinkPush) {
+        if json {
+            var line: [String: Any] = [
+                "event": "push", "apnsID": push.apnsID, "topic": push.topic, "token": push.token.hex,
+                "pushType": push.pushType.rawValue, "priority": push.priority.rawValue,
+                "payload": String(decoding: push.payload, as: UTF8.self),
+            ]
+            if let c = push.collapseID { line["collapseID"] = c }
+            if let e = push.expiration { line["expiration"] = e }
+            emit(line)
+        } else {
+            write(
+                "push \(push.apnsID) \(push.topic) priority \(push.priority.rawValue) "
+                    + "\(push.pushType.rawValue): \(String(decoding: push.payload, as: UTF8.self))\n")
+        }
     }
 
     static func linkURL(state: String) throws -> String {

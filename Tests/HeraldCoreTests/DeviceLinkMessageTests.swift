@@ -45,12 +45,15 @@ import Testing
         let slow = try LinkMessage(envelope: LinkMessage.decodeEnvelope(json))
         #expect(slow == message)
         let flat = json.withUnsafeBytes { FlatJSONObject.parse($0) }.flatMap(LinkMessage.Envelope.init(flat:))
+        let direct = json.withUnsafeBytes { LinkMessage.Envelope(flatJSON: $0) }
         switch message {
         case .push, .ack:
             let fast = try #require(flat)
             #expect(try LinkMessage(envelope: fast) == slow)
+            #expect(try LinkMessage(envelope: try #require(direct)) == slow)
         default:
             if let flat { #expect(try LinkMessage(envelope: flat) == slow) }
+            if let direct { #expect(try LinkMessage(envelope: direct) == slow) }
         }
         // Reordered keys and spacing read the same.
         let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
@@ -70,6 +73,21 @@ import Testing
         #expect(object["priority"] as? Int == 1)
         #expect(object["expiration"] as? Int == 1_800_000_000)
         #expect(object["payload"] as? String == Data("{}".utf8).base64EncodedString())
+    }
+
+    /// The direct reader takes what the dictionary reader takes, and leaves to JSONDecoder what it
+    /// leaves: a known field twice, a value of another type; unknown fields are skipped.
+    @Test func theDirectReaderDeclinesWhatTheFlatReaderDeclines() throws {
+        func direct(_ text: String) -> LinkMessage.Envelope? {
+            Data(text.utf8).withUnsafeBytes { LinkMessage.Envelope(flatJSON: $0) }
+        }
+        #expect(direct(#"{"type":"ack","ids":["a"],"ids":["b"]}"#) == nil)
+        #expect(direct(#"{"type":"ack","type":"ack","ids":[]}"#) == nil)
+        #expect(direct(#"{"ids":["a"]}"#) == nil)
+        #expect(direct(#"{"type":"push","priority":"10"}"#) == nil)
+        #expect(direct(#"{"type":"ack","ids":["a"]} x"#) == nil)
+        let skipped = try #require(direct(#"{"later":"x","type":"ack","ids":["a"],"later2":7}"#))
+        #expect(try LinkMessage(envelope: skipped) == .ack(["a"]))
     }
 
     @Test func errorsNameTheField() {

@@ -27,7 +27,7 @@ final class Inbox: Sendable {
 
     /// Pushes received so far, without waiting.
     var pushes: [LinkPush] {
-        events.withLock { $0.compactMap { if case .push(let p) = $0 { p } else { nil } } }
+        events.withLock { Self.pushes(in: $0) }
     }
 
     /// Waits (up to a safety deadline) for the event list to satisfy `condition`.
@@ -37,9 +37,17 @@ final class Inbox: Sendable {
 
     func waitForPushes(_ count: Int) async throws -> [LinkPush] {
         try await wait(for: "\(count) pushes") { events in
-            events.count { if case .push = $0 { true } else { false } } >= count
+            Self.pushes(in: events).count >= count
         }
         return pushes
+    }
+
+    /// The notifications of `events`, in order.
+    static func pushes(in events: [GatewayLinkEvent]) -> [LinkPush] {
+        events.flatMap { event -> [LinkPush] in
+            if case .pushes(let p) = event { return p }
+            return []
+        }
     }
 }
 

@@ -82,11 +82,35 @@ import X509
         let event = DeliveryEvent(
             apnsID: "a", uniqueID: "u", kind: .discarded, at: Date(timeIntervalSince1970: 1.5),
             detail: "quote \" backslash \\ newline \n tab \t bell \u{7} é")
+        let bare = DeliveryEvent(apnsID: "a", uniqueID: "u", kind: .accepted, at: Date(timeIntervalSince1970: 2))
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
-        #expect(try decoder.decode(DeliveryEvent.self, from: event.jsonRecord) == event)
-        let bare = DeliveryEvent(apnsID: "b", uniqueID: nil, kind: .accepted, at: Date(timeIntervalSince1970: 2))
-        #expect(try decoder.decode(DeliveryEvent.self, from: bare.jsonRecord) == bare)
+        let run = DeliveryEvent.writeRun([event, bare])
+        let stored = try decoder.decode([StoredDeliveryEvent].self, from: run)
+        // The identifiers are the row's, not repeated in the record.
+        #expect(!String(decoding: run, as: UTF8.self).contains("apnsID"))
+        #expect(stored.map { $0.event(apnsID: "a", uniqueID: "u") } == [event, bare])
+    }
+
+    /// Records written before runs left out the identifiers (one event, or an array, each with its
+    /// identifiers) still read back.
+    @Test func olderDeliveryLogRecordsStillRead() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        try await store.writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO event (apnsID, uniqueID, record) VALUES (?, ?, ?), (?, ?, ?)",
+                arguments: [
+                    "id-1", "u-1", #"{"apnsID":"id-1","uniqueID":"u-1","kind":"accepted","at":1000,"detail":"d"}"#,
+                    "id-1", "u-1",
+                    #"[{"apnsID":"id-1","uniqueID":"u-1","kind":"delivered","at":2000},"#
+                        + #"{"apnsID":"id-1","uniqueID":"u-1","kind":"acknowledged","at":3000}]"#,
+                ])
+        }
+        let log = try await store.deliveryLog(id: "u-1")
+        #expect(log.map(\.kind) == [.accepted, .delivered, .acknowledged])
+        #expect(log.map(\.at.timeIntervalSince1970) == [1, 2, 3])
+        #expect(log.allSatisfy { $0.apnsID == "id-1" && $0.uniqueID == "u-1" })
+        #expect(log.first?.detail == "d")
     }
 
     @Test func expiredPushesAreNotPendingAndArePurged() async throws {
@@ -109,9 +133,12 @@ import X509
             DeliveryEvent(apnsID: "id-1", uniqueID: "u-1", kind: .accepted, at: Date(timeIntervalSince1970: 1)),
             DeliveryEvent(apnsID: "id-1", uniqueID: "u-1", kind: .stored, at: Date(timeIntervalSince1970: 1)),
         ]
+        batch.events.append(
+            DeliveryEvent(apnsID: "id-2", uniqueID: nil, kind: .discarded, at: Date(timeIntervalSince1970: 2)))
         _ = try await store.commit(batch, policy: OfflinePolicy())
-        #expect(try await store.deliveryLog(id: "id-1").map(\.kind) == [.accepted, .stored])
+        #expect(try await store.deliveryLog(id: "id-1") == Array(batch.events.prefix(2)))
         #expect(try await store.deliveryLog(id: "u-1").map(\.kind) == [.accepted, .stored])
+        #expect(try await store.deliveryLog(id: "id-2") == [batch.events[2]])
         #expect(try await store.deliveryLog(id: "nope").isEmpty)
     }
 

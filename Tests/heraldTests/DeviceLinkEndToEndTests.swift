@@ -56,7 +56,9 @@ final class LineReader {
             http: "--http2", extra: ["--cacert", p.gateway.ca])
         #expect(response.status == 200)
         #expect(response.headers["apns-id"] == "0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B")
-        guard case .push(let push)? = await pushes.next() else { throw CocoaError(.fileReadUnknown) }
+        guard case .pushes(let arrived)? = await pushes.next(), arrived.count == 1, let push = arrived.first else {
+            throw CocoaError(.fileReadUnknown)
+        }
         #expect(push.payload == Data(body.utf8))
         #expect(push.apnsID == "0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B")
         #expect(push.collapseID == "c1")

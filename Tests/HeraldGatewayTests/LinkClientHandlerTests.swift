@@ -1,0 +1,73 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Testing
+
+@testable import HeraldDevice
+
+/// The device side of the link, driven frame by frame: what one read hands over and acknowledges.
+@Suite struct LinkClientHandlerTests {
+    func push(_ id: String) -> LinkPush {
+        LinkPush(
+            apnsID: id, uniqueID: nil, topic: "com.example.demo",
+            token: DeviceToken(bytes: Array(repeating: 7, count: 32)),
+            environment: .development, pushType: .alert, priority: .immediate, expiration: nil, collapseID: nil,
+            payload: Data(#"{"aps":{"alert":"\#(id)"}}"#.utf8))
+    }
+
+    func frame(_ message: LinkMessage) -> WebSocketFrame {
+        var buffer = ByteBuffer()
+        buffer.writeBytes(message.encoded())
+        return WebSocketFrame(fin: true, opcode: .text, data: buffer)
+    }
+
+    func sent(_ channel: EmbeddedChannel) throws -> [LinkMessage] {
+        var messages: [LinkMessage] = []
+        while let frame = try channel.readOutbound(as: WebSocketFrame.self) {
+            // The frame encoder applies the mask on the wire; here the data is still plain.
+            #expect(frame.maskKey != nil, "a client masks every frame")
+            messages.append(try LinkMessage(json: Data(frame.data.readableBytesView)))
+        }
+        return messages
+    }
+
+    @Test func notificationsOfOneReadAreHandedOverTogetherAndAcknowledgedInOneMessage() async throws {
+        let channel = EmbeddedChannel()
+        let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
+        let handler = LinkClientHandler(
+            identity: DeviceIdentity(deviceID: "d1"), autoAcknowledge: true,
+            welcome: channel.eventLoop.makePromise(), events: continuation)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        var iterator = events.makeAsyncIterator()
+
+        // One read: two notifications and a second copy of the first.
+        // (EmbeddedChannel.writeInbound ends a read after each frame: fire the reads by hand.)
+        let pipeline = channel.pipeline.syncOperations
+        for message in [LinkMessage.push(push("a")), .push(push("b")), .push(push("a"))] {
+            pipeline.fireChannelRead(NIOAny(frame(message)))
+        }
+        #expect(try sent(channel).isEmpty, "nothing is acknowledged before the read ends")
+        pipeline.fireChannelReadComplete()
+        #expect(await iterator.next() == .pushes([push("a"), push("b")]))
+        // The copy is acknowledged (so the gateway stops sending it) but not handed over again.
+        #expect(try sent(channel) == [.ack(["a", "b", "a"])])
+
+        // A reset within a read comes after the notifications read before it.
+        pipeline.fireChannelRead(NIOAny(frame(.push(push("c")))))
+        pipeline.fireChannelRead(NIOAny(frame(.reset(request: nil, generation: 2))))
+        pipeline.fireChannelRead(NIOAny(frame(.push(push("d")))))
+        pipeline.fireChannelReadComplete()
+        #expect(await iterator.next() == .pushes([push("c")]))
+        #expect(await iterator.next() == .reset(generation: 2))
+        #expect(await iterator.next() == .pushes([push("d")]))
+        #expect(try sent(channel) == [.ack(["c", "d"])])
+
+        // Notifications read when the link closes are still handed over before the close.
+        pipeline.fireChannelRead(NIOAny(frame(.push(push("e")))))
+        try await channel.close()
+        #expect(await iterator.next() == .pushes([push("e")]))
+        #expect(await iterator.next() == .closed(reason: nil))
+    }
+}
