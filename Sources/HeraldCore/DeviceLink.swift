@@ -140,20 +140,10 @@ extension LinkMessage {
 
         init(type: String) { self.type = type }
 
-        /// The envelope from a flat object read without `JSONDecoder`; `nil` when a field has a
-        /// form `JSONDecoder` might read differently (or reject), so that it decides.
-        init?(flat fields: [String: FlatJSONObject.Value]) {
-            self.init(type: "")
-            var known: [String] = []
-            for (key, value) in fields {
-                guard set(key, value, known: &known) else { return nil }
-            }
-            guard known.contains("type") else { return nil }
-        }
-
-        /// The envelope straight from the JSON text, read as ``init(flat:)`` reads a parsed object
-        /// but without building one: a device reads a `push` per notification, the gateway an `ack`
-        /// per read.
+        /// The envelope read without `JSONDecoder`, straight from the JSON text of a flat object
+        /// (``FlatJSONObject``): a device reads a `push` per notification, the gateway an `ack` per
+        /// read. `nil` when a field has a form `JSONDecoder` might read differently (or reject), so
+        /// that it decides.
         init?(flatJSON bytes: UnsafeRawBufferPointer) {
             self.init(type: "")
             var known: [String] = []
