@@ -106,13 +106,7 @@ public struct GatewayStateDirectory: Sendable {
     public static func tlsContext(certificatePEM: String, keyPEM: String, ca: GatewayCA, deviceLink: Bool = false)
         throws -> NIOSSLContext
     {
-        let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map {
-            NIOSSLCertificateSource.certificate($0)
-        }
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: chain,
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)))
-        configuration.minimumTLSVersion = .tlsv12
+        var configuration = try serverConfiguration(certificatePEM: certificatePEM, keyPEM: keyPEM)
         if deviceLink {
             configuration.applicationProtocols = ["http/1.1"]
         } else {
@@ -124,10 +118,8 @@ public struct GatewayStateDirectory: Sendable {
         return try NIOSSLContext(configuration: configuration)
     }
 
-    /// The TLS context of the legacy binary gateway and feedback service: no ALPN, and a client
-    /// certificate is required (``LegacyServer`` checks it against the CA and the environment
-    /// during the handshake).
-    public static func legacyTLSContext(certificatePEM: String, keyPEM: String, ca: GatewayCA) throws -> NIOSSLContext {
+    /// A server configuration with the gateway's certificate and key, TLS 1.2 or later.
+    private static func serverConfiguration(certificatePEM: String, keyPEM: String) throws -> TLSConfiguration {
         let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map {
             NIOSSLCertificateSource.certificate($0)
         }
@@ -135,6 +127,14 @@ public struct GatewayStateDirectory: Sendable {
             certificateChain: chain,
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)))
         configuration.minimumTLSVersion = .tlsv12
+        return configuration
+    }
+
+    /// The TLS context of the legacy binary gateway and feedback service: no ALPN, and a client
+    /// certificate is required (``LegacyServer`` checks it against the CA and the environment
+    /// during the handshake).
+    public static func legacyTLSContext(certificatePEM: String, keyPEM: String, ca: GatewayCA) throws -> NIOSSLContext {
+        var configuration = try serverConfiguration(certificatePEM: certificatePEM, keyPEM: keyPEM)
         // TLS 1.2 at most, as the interface had: under TLS 1.3 a client counts the handshake done
         // before the server has checked its certificate, and a provider that writes and closes at
         // once can end the connection while the server is still checking.

@@ -36,6 +36,17 @@ final class LineReader {
     func json() -> [String: Any]? {
         line().flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
+
+    /// Reads until a line contains `text`; returns the lines read (the last one matches, unless the
+    /// output ended first).
+    func lines(through text: String) -> [String] {
+        var lines: [String] = []
+        while let line = line() {
+            lines.append(line)
+            if line.contains(text) { return lines }
+        }
+        return lines
+    }
 }
 
 @Suite(.serialized) struct DeviceLinkEndToEndTests {

@@ -38,14 +38,7 @@ final class Child {
 
     /// Reads until a line contains `text`; returns the lines read (the last one matches, unless the
     /// output ended first).
-    func waitForLine(containing text: String) -> [String] {
-        var lines: [String] = []
-        while let line = reader.line() {
-            lines.append(line)
-            if line.contains(text) { return lines }
-        }
-        return lines
-    }
+    func waitForLine(containing text: String) -> [String] { reader.lines(through: text) }
 
     /// Waits for the process to end; returns its remaining output.
     func finish() -> (status: Int32, lines: [String]) {

@@ -42,14 +42,7 @@ import Testing
         }
 
         /// Reads the terminal until a line contains `text`; returns the lines read.
-        func waitForLine(containing text: String) -> [String] {
-            var lines: [String] = []
-            while let line = reader.line() {
-                lines.append(line)
-                if line.contains(text) { return lines }
-            }
-            return lines
-        }
+        func waitForLine(containing text: String) -> [String] { reader.lines(through: text) }
 
         /// The curl command of the banner, as printed.
         var curlCommand: String {
