@@ -54,12 +54,23 @@ public struct JSONWriter {
     public mutating func integer(_ value: Int64) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
-        let first = bytes.count
+        var digits = 0
+        var probe = magnitude
         repeat {
-            bytes.append(UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30)
-            magnitude /= 10
-        } while magnitude > 0
-        bytes[first...].reverse()
+            digits += 1
+            probe /= 10
+        } while probe > 0
+        // Digits are written from the last one back, in place.
+        let first = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        bytes.withUnsafeMutableBufferPointer { out in
+            var i = first + digits
+            repeat {
+                i -= 1
+                out[i] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30
+                magnitude /= 10
+            } while magnitude > 0
+        }
     }
 
     /// Appends `bytes` as a quoted lowercase hex string.
@@ -77,7 +88,11 @@ public struct JSONWriter {
     public mutating func base64(_ data: Data) {
         bytes.append(UInt8(ascii: "\""))
         let length = (data.count + 2) / 3 * 4
-        let encoded = [UInt8](unsafeUninitializedCapacity: length) { out, count in
+        // Encoded in place, into room made at the end.
+        let first = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: length))
+        bytes.withUnsafeMutableBufferPointer { whole in
+            let out = UnsafeMutableBufferPointer(rebasing: whole[first...])
             data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
                 Self.base64Alphabet.withUnsafeBufferPointer { alphabet in
                     var i = 0
@@ -100,11 +115,9 @@ public struct JSONWriter {
                         out[o + 3] = UInt8(ascii: "=")
                         o += 4
                     }
-                    count = o
                 }
             }
         }
-        bytes.append(contentsOf: encoded)
         bytes.append(UInt8(ascii: "\""))
     }
 

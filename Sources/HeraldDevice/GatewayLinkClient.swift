@@ -267,8 +267,8 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Notifications read in this read cycle, handed over together at its end.
     var arrived: [LinkPush] = []
     /// `apns-id`s already seen, at most ``seenLimit``; `seenOrder[seenHead...]` holds them oldest first.
-    var seen: Set<String> = []
-    var seenOrder: [String] = []
+    var seen: Set<SeenID> = []
+    var seenOrder: [SeenID] = []
     var seenHead = 0
     static let seenLimit = 100_000
     var closeReason: String?
@@ -332,8 +332,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
             welcome.succeed(Welcome(device: device, generation: generation, registrations: registrations))
         case .push(let push):
             if autoAcknowledge { toAcknowledge.append(push.apnsID) }
-            guard seen.insert(push.apnsID).inserted else { return }
-            seenOrder.append(push.apnsID)
+            let id = SeenID(push.apnsID)
+            guard seen.insert(id).inserted else { return }
+            seenOrder.append(id)
             if seenOrder.count - seenHead > Self.seenLimit {
                 seen.remove(seenOrder[seenHead])
                 seenHead += 1
@@ -388,5 +389,45 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         } else {
             context.write(wrapOutboundOut(frame), promise: nil)
         }
+    }
+}
+
+/// An `apns-id` as the duplicate check keeps it: a lowercase UUID (what the gateway generates and
+/// most providers send) as its 128 bits, compared and hashed in place, any other text as itself,
+/// so two identifiers are the same exactly when their text is. The check holds up to 100,000 of them
+/// and runs for every notification; text would mean a heap string per entry and a pointer chase
+/// per comparison.
+enum SeenID: Hashable {
+    case uuid(UInt64, UInt64)
+    case text(String)
+
+    init(_ apnsID: String) {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var digits = 0
+        for (i, c) in apnsID.utf8.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else {
+                    self = .text(apnsID)
+                    return
+                }
+                continue
+            }
+            let value: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = c - UInt8(ascii: "a") + 10
+            default:
+                self = .text(apnsID)
+                return
+            }
+            if digits < 16 {
+                high = high << 4 | UInt64(value)
+            } else {
+                low = low << 4 | UInt64(value)
+            }
+            digits += 1
+        }
+        self = digits == 32 && apnsID.utf8.count == 36 ? .uuid(high, low) : .text(apnsID)
     }
 }

@@ -39,8 +39,11 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     var nextTicket = 0
     /// Waiting in the QoS, by ticket.
     var queued: [Int: Entry] = [:]
-    /// Written to the device, waiting for its acknowledgement, by `apns-id`.
-    var awaiting: [String: [Entry]] = [:]
+    /// Written to the device, waiting for its acknowledgement, by `apns-id`: almost always one
+    /// each, so the first has a dictionary of its own and no array is made per notification.
+    var awaiting: [String: Entry] = [:]
+    /// Further notifications written under an `apns-id` already awaiting (a provider may reuse one).
+    var awaitingMore: [String: [Entry]] = [:]
     var wakeTimer: (at: Date, task: Scheduled<Void>)?
     /// Acknowledgement deadlines of direct pushes, in the order they were written (from `deadlineHead`).
     var deadlines: [(apnsID: String, ticket: Int, at: NIODeadline)] = []
@@ -228,17 +231,21 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard let device = deviceID else { return }
         let at = service.now()
         for id in ids {
-            guard let entries = awaiting.removeValue(forKey: id) else { continue }
-            for entry in entries {
-                let deliveredAt = entry.deliveredAt ?? at
-                switch entry.origin {
-                case .direct(let completion):
-                    completion(.acknowledged(deliveredAt: deliveredAt, acknowledgedAt: at))
-                case .stored:
-                    service.router.acknowledgedStored(
-                        entry.push, device: device, deliveredAt: deliveredAt, acknowledgedAt: at)
-                }
+            guard let entry = awaiting.removeValue(forKey: id) else { continue }
+            acknowledged(entry, device: device, at: at)
+            if !awaitingMore.isEmpty, let more = awaitingMore.removeValue(forKey: id) {
+                for entry in more { acknowledged(entry, device: device, at: at) }
             }
+        }
+    }
+
+    private func acknowledged(_ entry: Entry, device: String, at: Date) {
+        let deliveredAt = entry.deliveredAt ?? at
+        switch entry.origin {
+        case .direct(let completion):
+            completion(.acknowledged(deliveredAt: deliveredAt, acknowledgedAt: at))
+        case .stored:
+            service.router.acknowledgedStored(entry.push, device: device, deliveredAt: deliveredAt, acknowledgedAt: at)
         }
     }
 
@@ -311,7 +318,11 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                     (entry.push.apnsID, id, NIODeadline.now() + service.configuration.acknowledgementTimeout))
                 armDeadlineTimer()
             }
-            awaiting[entry.push.apnsID, default: []].append(entry)
+            if awaiting[entry.push.apnsID] == nil {
+                awaiting[entry.push.apnsID] = entry
+            } else {
+                awaitingMore[entry.push.apnsID, default: []].append(entry)
+            }
         }
         scheduleFlush()
     }
@@ -343,12 +354,18 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The device did not answer in time: the provider's answer cannot wait any longer, so the push
     /// is stored; a late acknowledgement still removes it.
     func acknowledgementTimedOut(apnsID: String, ticket: Int) {
-        guard var entries = awaiting[apnsID], let i = entries.firstIndex(where: { $0.ticket == ticket }),
-            case .direct(let completion) = entries[i].origin
+        if let entry = awaiting[apnsID], entry.ticket == ticket {
+            guard case .direct(let completion) = entry.origin else { return }
+            awaiting[apnsID]?.origin = .stored
+            completion(.notAcknowledged(deliveredAt: entry.deliveredAt))
+            return
+        }
+        guard var more = awaitingMore[apnsID], let i = more.firstIndex(where: { $0.ticket == ticket }),
+            case .direct(let completion) = more[i].origin
         else { return }
-        entries[i].origin = .stored
-        awaiting[apnsID] = entries
-        completion(.notAcknowledged(deliveredAt: entries[i].deliveredAt))
+        more[i].origin = .stored
+        awaitingMore[apnsID] = more
+        completion(.notAcknowledged(deliveredAt: more[i].deliveredAt))
     }
 
     /// Flushes once per turn of the event loop, however many notifications were written in it.
@@ -409,9 +426,11 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         if let device { service.links.detach(device, key: ObjectIdentifier(self)) }
         var unfinished: [Entry] = qos.drain().compactMap { queued.removeValue(forKey: $0) }
         unfinished += queued.values
-        unfinished += awaiting.values.flatMap { $0 }
+        unfinished += awaiting.values
+        unfinished += awaitingMore.values.flatMap { $0 }
         queued = [:]
         awaiting = [:]
+        awaitingMore = [:]
         for entry in unfinished {
             if case .direct(let completion) = entry.origin {
                 completion(.notAcknowledged(deliveredAt: entry.deliveredAt))

@@ -82,9 +82,11 @@ public struct LinkQoS: Sendable {
         }
         switch ticket.priority {
         case .immediate:
-            out.send = [ticket.id] + takeWaiting()
+            out.send = [ticket.id]
+            if !batch.isEmpty || !riders.isEmpty { out.send += takeWaiting() }
         case .normal where configuration.batchWindow <= 0:
-            out.send = [ticket.id] + takeWaiting()
+            out.send = [ticket.id]
+            if !batch.isEmpty || !riders.isEmpty { out.send += takeWaiting() }
         case .normal:
             batch.append(ticket)
             if batchDeadline == nil { batchDeadline = now.addingTimeInterval(configuration.batchWindow) }
@@ -167,6 +169,8 @@ public struct LinkQoS: Sendable {
 
     /// The earliest time something waiting could go.
     var nextWake: Date? {
+        // The common case, on every push: nothing held back.
+        if held.isEmpty { return batchDeadline }
         var candidates: [Date] = []
         if let batchDeadline { candidates.append(batchDeadline) }
         for topic in Set(held.map(\.topic)) {

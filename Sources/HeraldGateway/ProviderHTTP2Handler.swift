@@ -38,6 +38,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     var flushScheduled = false
     var draining = false
     var context: ChannelHandlerContext?
+    /// Whether this connection's HPACK dynamic table has had `apns-id` / `apns-unique-id` entered.
+    var idNameIndexed = false
+    var uniqueIDNameIndexed = false
 
     /// Bodies beyond this are answered 413 without reading further.
     static let bodyCap = 5120
@@ -192,9 +195,17 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         headers.reserveCapacity(5)
         headers.add(name: ":status", value: Self.statusText(response.status))
         // Identifiers are new on every response: indexing them would only churn both HPACK tables.
-        headers.add(name: "apns-id", value: response.apnsID, indexing: .nonIndexable)
+        // The first one on a connection is entered all the same, so that the header *name* is in
+        // the dynamic table and every later answer refers to it by index instead of spelling it out
+        // (Huffman-coded) again. Nothing else answered here is entered except a handful of fixed
+        // statuses and `content-type`, so that entry is not evicted in practice; if it were, the
+        // encoder would simply spell the name out again.
+        headers.add(name: "apns-id", value: response.apnsID, indexing: idNameIndexed ? .nonIndexable : .indexable)
+        idNameIndexed = true
         if let unique = response.uniqueID {
-            headers.add(name: "apns-unique-id", value: unique, indexing: .nonIndexable)
+            headers.add(
+                name: "apns-unique-id", value: unique, indexing: uniqueIDNameIndexed ? .nonIndexable : .indexable)
+            uniqueIDNameIndexed = true
         }
         guard let body = response.body else {
             context.write(
@@ -204,7 +215,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             return
         }
         headers.add(name: "content-type", value: "application/json")
-        headers.add(name: "content-length", value: String(body.utf8.count))
+        headers.add(name: "content-length", value: String(body.utf8.count), indexing: .nonIndexable)
         context.write(
             wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
         let buffer = context.channel.allocator.buffer(string: body)
@@ -226,7 +237,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ProviderShutdownEvent {
+        // Every stream raises events here (created, closed, window updated): compare the type
+        // rather than cast, which costs a dynamic cast per event.
+        if type(of: event) == ProviderShutdownEvent.self {
             beginDrain(context: context)
             return
         }

@@ -99,8 +99,13 @@ public final class GroupCommitter: Sendable {
                 return items
             }
             if items.isEmpty { return }
-            var merged = StoreBatch()
-            for item in items { merged.append(item.batch) }
+            var merged: StoreBatch
+            if items.count == 1 {
+                merged = items[0].batch
+            } else {
+                merged = StoreBatch()
+                for item in items { merged.append(item.batch) }
+            }
             // Log lines nobody waits for (a delivered push's accepted → delivered → acknowledged)
             // need not be forced to disk: the promise is about pushes, not their log.
             let durable =

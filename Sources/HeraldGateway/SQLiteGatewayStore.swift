@@ -243,10 +243,21 @@ public final class SQLiteGatewayStore: GatewayStore {
                 try db.cachedStatement(sql: "DELETE FROM stored WHERE deviceID = ? AND apnsID = ?")
                     .execute(arguments: [deviceID, apnsID])
             }
-            let insertEvent = try db.cachedStatement(
-                sql: "INSERT INTO event (apnsID, uniqueID, record) VALUES (?, ?, ?)")
-            for row in events {
-                try insertEvent.execute(arguments: [row.apnsID, row.uniqueID, row.record])
+            // Many rows per statement: a group commit carries up to thousands of log rows, and each
+            // statement run costs more than the row it inserts.
+            var next = events.startIndex
+            while next < events.endIndex {
+                let count = min(Self.eventRowsPerInsert, events.endIndex - next)
+                let insert = try db.cachedStatement(sql: Self.insertEvents(count))
+                var values: [(any DatabaseValueConvertible)?] = []
+                values.reserveCapacity(count * 3)
+                for row in events[next..<next + count] {
+                    values.append(row.apnsID)
+                    values.append(row.uniqueID)
+                    values.append(row.record)
+                }
+                try insert.execute(arguments: StatementArguments(values))
+                next += count
             }
             return replaced
         }
@@ -263,6 +274,15 @@ public final class SQLiteGatewayStore: GatewayStore {
             }
             return replaced
         }
+    }
+
+    /// How many delivery-log rows one `INSERT` carries (SQLite allows 32,766 parameters).
+    static let eventRowsPerInsert = 64
+
+    /// `INSERT INTO event … VALUES (?, ?, ?), …` for `count` rows.
+    static func insertEvents(_ count: Int) -> String {
+        "INSERT INTO event (apnsID, uniqueID, record) VALUES "
+            + repeatElement("(?, ?, ?)", count: count).joined(separator: ", ")
     }
 
     private func decodeStored(_ rows: [(record: Data, payload: Data)]) throws -> [StoredPush] {

@@ -252,6 +252,28 @@ struct LinkHarness {
                 == [#"{"aps":{"alert":"hi"}}"#, #"{"aps":{"alert":"other"}}"#])
     }
 
+    /// A provider may send two pushes under one `apns-id`: each waits for the acknowledgement on its
+    /// own, each is stored when it does not come in time, and the late acknowledgement settles both.
+    @Test(.timeLimit(.minutes(1)))
+    func twoPushesUnderOneAPNsIDAreEachTimedOutAndSettledTogether() async throws {
+        let h = try await LinkHarness(acknowledgementTimeout: .milliseconds(100))
+        let client = try await GatewayLinkClient.connect(
+            url: h.url, identity: DeviceIdentity(deviceID: "phone-6b"), autoAcknowledge: false)
+        defer { Task { await client.close() } }
+        let inbox = Inbox(client)
+        let token = try await client.register(topic: Fixture.bundle)
+        let id = "55555555-5555-5555-5555-555555555555"
+        async let first = h.push(to: token, headers: [("apns-id", id)])
+        async let second = h.push(to: token, body: #"{"aps":{"alert":"again"}}"#, headers: [("apns-id", id)])
+        #expect(try await first.status == 200)
+        #expect(try await second.status == 200)
+        // Both were written and neither acknowledged: stored (the newest per device and topic).
+        #expect(try await h.storedCount() == 1)
+        #expect(try await inbox.waitForPushes(1).map(\.apnsID) == [id])
+        client.acknowledge([id])
+        try await h.waitForStored(0)
+    }
+
     @Test func priorityOneWaitsForOtherTrafficAndGoesWithIt() async throws {
         let h = try await LinkHarness(qos: .init(batchWindow: 60))
         let client = try await GatewayLinkClient.connect(url: h.url, identity: DeviceIdentity(deviceID: "phone-7"))

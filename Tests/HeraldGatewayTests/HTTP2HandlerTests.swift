@@ -54,6 +54,18 @@ struct HTTP2Pair {
     }
 }
 
+/// Records how the gateway asks each answer header to be indexed, on its way to the HTTP/2 codec.
+final class AnswerIndexingRecorder: ChannelOutboundHandler {
+    typealias OutboundIn = HTTP2Frame
+    var answers: [[(name: String, indexing: HPACKIndexing)]] = []
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .headers(let h) = unwrapOutboundIn(data).payload {
+            answers.append(h.headers.map { (name: $0.name, indexing: $0.indexable) })
+        }
+        context.write(data, promise: promise)
+    }
+}
+
 @Suite struct HTTP2HandlerTests {
     @Test func settingsPingAndAnAnswerOnTheStream() async throws {
         let f = try await Fixture()
@@ -98,6 +110,47 @@ struct HTTP2Pair {
             return nil
         }
         #expect(body == [#"{"reason":"BadDeviceToken"}"#])
+        #expect(pair.server.isActive)
+    }
+
+    /// The first answer on a connection enters `apns-id` into the HPACK dynamic table, so later
+    /// answers refer to the name by index; the values themselves are never indexed after that.
+    @Test func answerHeaderNamesAreIndexedOnceThenReferredTo() async throws {
+        let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        let recorder = AnswerIndexingRecorder()
+        let codec = try pair.server.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self)
+        try pair.server.pipeline.syncOperations.addHandler(recorder, position: .after(codec))
+        var ids: [String] = []
+        let jwt = f.jwt()  // one token for the connection: a new one per request would be refused
+        for n in 0..<3 {
+            var headers = HPACKHeaders()
+            for (name, value) in [
+                (":method", "POST"), (":path", "/3/device/00"), (":scheme", "https"), (":authority", "localhost"),
+                ("apns-topic", Fixture.bundle), ("authorization", "bearer \(jwt)"),
+            ] { headers.add(name: name, value: value) }
+            let stream = HTTP2StreamID(2 * n + 1)
+            try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers))))
+            try pair.send(
+                HTTP2Frame(
+                    streamID: stream,
+                    payload: .data(.init(data: .byteBuffer(ByteBuffer(string: "{}")), endStream: true))))
+            let answer = pair.collector.frames.compactMap { frame -> HPACKHeaders? in
+                if frame.streamID == stream, case .headers(let h) = frame.payload { return h.headers }
+                return nil
+            }
+            #expect(answer.first?.first(name: ":status") == "400")
+            ids += answer.first?.first(name: "apns-id").map { [$0] } ?? []
+        }
+        // Each answer carries its own identifier, decoded intact by the client.
+        #expect(ids.count == 3 && Set(ids).count == 3)
+        #expect(ids.allSatisfy { ProviderAPI.isCanonicalUUID($0) })
+        let idIndexing = recorder.answers.map { answer in answer.first { $0.name == "apns-id" }?.indexing }
+        #expect(idIndexing == [.indexable, .nonIndexable, .nonIndexable])
+        // Nothing that changes from answer to answer is indexed.
+        let lengthIndexing = recorder.answers.map { answer in answer.first { $0.name == "content-length" }?.indexing }
+        #expect(lengthIndexing == [.nonIndexable, .nonIndexable, .nonIndexable])
         #expect(pair.server.isActive)
     }
 }

@@ -70,4 +70,31 @@ import Testing
         #expect(await iterator.next() == .pushes([push("e")]))
         #expect(await iterator.next() == .closed(reason: nil))
     }
+
+    /// The duplicate check keeps a lowercase UUID as its 128 bits and any other identifier as text:
+    /// two identifiers are the same exactly when their text is.
+    @Test func duplicatesAreTheSameIdentifierText() async throws {
+        let lower = "0190f3c2-7b1e-7cc0-8a1d-3f5e9b2c4d6a"
+        #expect(SeenID(lower) == .uuid(0x0190_f3c2_7b1e_7cc0, 0x8a1d_3f5e_9b2c_4d6a))
+        #expect(SeenID(lower.uppercased()) == .text(lower.uppercased()))
+        #expect(SeenID("not-a-uuid") == .text("not-a-uuid"))
+        #expect(SeenID(lower + "0") == .text(lower + "0"))
+        #expect(SeenID("0190f3c2-7b1e-7cc0-8a1d-3f5e9b2c4d6b") != SeenID(lower))
+        #expect(SeenID("1190f3c2-7b1e-7cc0-8a1d-3f5e9b2c4d6a") != SeenID(lower))
+
+        let channel = EmbeddedChannel()
+        let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
+        let handler = LinkClientHandler(
+            identity: DeviceIdentity(deviceID: "d1"), autoAcknowledge: true,
+            welcome: channel.eventLoop.makePromise(), events: continuation)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        var iterator = events.makeAsyncIterator()
+        let pipeline = channel.pipeline.syncOperations
+        for id in [lower, "plain", lower, lower.uppercased(), "plain"] {
+            pipeline.fireChannelRead(NIOAny(frame(.push(push(id)))))
+        }
+        pipeline.fireChannelReadComplete()
+        #expect(await iterator.next() == .pushes([push(lower), push("plain"), push(lower.uppercased())]))
+        #expect(try sent(channel) == [.ack([lower, "plain", lower, lower.uppercased(), "plain"])])
+    }
 }

@@ -142,6 +142,31 @@ import X509
         #expect(try await store.deliveryLog(id: "nope").isEmpty)
     }
 
+    /// A group commit's log rows go in several rows per statement, with a shorter last statement:
+    /// every run is there, in order, and found by either identifier.
+    @Test func manyRunsInOneCommitAreAllWrittenInOrder() async throws {
+        let store = try SQLiteGatewayStore(path: nil)
+        let count = 2 * SQLiteGatewayStore.eventRowsPerInsert + 5
+        var batch = StoreBatch()
+        for i in 0..<count {
+            let at = Date(timeIntervalSince1970: Double(i))
+            batch.events += [
+                DeliveryEvent(apnsID: "id-\(i)", uniqueID: "u-\(i)", kind: .accepted, at: at, detail: "n \(i)"),
+                DeliveryEvent(apnsID: "id-\(i)", uniqueID: "u-\(i)", kind: .delivered, at: at),
+                DeliveryEvent(apnsID: "id-\(i)", uniqueID: "u-\(i)", kind: .acknowledged, at: at),
+            ]
+        }
+        _ = try await store.commit(batch, policy: OfflinePolicy(), durable: false)
+        let order = try await store.writer.read { db in
+            try String.fetchAll(db, sql: "SELECT apnsID FROM event ORDER BY seq")
+        }
+        #expect(order == (0..<count).map { "id-\($0)" })
+        for i in [0, SQLiteGatewayStore.eventRowsPerInsert - 1, SQLiteGatewayStore.eventRowsPerInsert, count - 1] {
+            #expect(try await store.deliveryLog(id: "id-\(i)") == Array(batch.events[3 * i..<3 * i + 3]))
+            #expect(try await store.deliveryLog(id: "u-\(i)").map(\.kind) == [.accepted, .delivered, .acknowledged])
+        }
+    }
+
     /// A log-only commit skips the fsync but is still committed, survives reopening, and leaves
     /// the connection at `synchronous = FULL` for the durable commits after it.
     @Test func logOnlyCommitsAreCommittedWithoutChangingDurability() async throws {
