@@ -36,6 +36,17 @@ struct TestDeviceCommand: AsyncParsableCommand {
     var quiet = false
     @Flag(name: .long, help: "Print JSON lines instead of text.")
     var json = false
+    @Option(
+        name: .long,
+        help: """
+            Also connect this many more devices, each with a fresh key (not saved), that register nothing \
+            and stay idle until the command ends: a load for measuring what idle links cost the gateway.
+            """)
+    var idleDevices = 0
+
+    func validate() throws {
+        if idleDevices < 0 { throw ValidationError("--idle-devices must be 0 or more") }
+    }
 
     func run() async throws {
         let url = try gateway ?? Self.linkURL(state: gatewayState)
@@ -56,14 +67,17 @@ struct TestDeviceCommand: AsyncParsableCommand {
             let token = try await client.register(topic: t, environment: environment)
             tokens.append((t, token.hex))
         }
+        let idle = try await Self.connectIdle(idleDevices, url: url, caCertificatePEM: pem)
+        defer { withExtendedLifetime(idle) {} }
         if json {
             emit([
                 "event": "ready", "device": client.deviceID, "generation": client.generation,
-                "tokens": Dictionary(tokens, uniquingKeysWith: { $1 }),
+                "tokens": Dictionary(tokens, uniquingKeysWith: { $1 }), "idleDevices": idle.count,
             ])
         } else {
             var text = "herald test-device ready\n  device: \(client.deviceID)\n"
             for (t, hex) in tokens { text += "  token \(t) (\(environment.rawValue)): \(hex)\n" }
+            if !idle.isEmpty { text += "  idle devices connected: \(idle.count)\n" }
             write(text)
         }
         var received = 0
@@ -107,6 +121,27 @@ struct TestDeviceCommand: AsyncParsableCommand {
                 "push \(push.apnsID) \(push.topic) priority \(push.priority.rawValue) "
                     + "\(push.pushType.rawValue): \(String(decoding: push.payload, as: UTF8.self))\n")
         }
+    }
+
+    /// Connects `count` devices with fresh identities, 64 handshakes at a time.
+    static func connectIdle(_ count: Int, url: String, caCertificatePEM: String?) async throws -> [GatewayLinkClient] {
+        var clients: [GatewayLinkClient] = []
+        clients.reserveCapacity(count)
+        var next = 0
+        while next < count {
+            let wave = min(64, count - next)
+            try await withThrowingTaskGroup(of: GatewayLinkClient.self) { group in
+                for _ in 0..<wave {
+                    group.addTask {
+                        try await GatewayLinkClient.connect(
+                            url: url, identity: DeviceIdentity(), caCertificatePEM: caCertificatePEM)
+                    }
+                }
+                for try await client in group { clients.append(client) }
+            }
+            next += wave
+        }
+        return clients
     }
 
     static func linkURL(state: String) throws -> String {

@@ -152,6 +152,39 @@ final class LineReader {
         #expect(p.gateway.stop() == 0)
     }
 
+    /// `--idle-devices N` holds N more devices (fresh keys) connected and idle beside the test device:
+    /// the gateway counts them online until the command ends.
+    @Test func testDeviceHoldsIdleDevicesBesideItself() throws {
+        let p = try Provisioned()
+        let process = Process()
+        process.executableURL = try heraldExecutable()
+        process.arguments = [
+            "test-device", "--gateway-state", p.gateway.state.path, "--identity",
+            p.gateway.state.appendingPathComponent("idle-test-device.json").path, "--topic", Provisioned.topic,
+            "--json", "--count", "1", "--idle-devices", "5",
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let lines = LineReader(out.fileHandleForReading)
+        let ready = try #require(lines.json())
+        #expect(ready["idleDevices"] as? Int == 5)
+        #expect(try curl([p.gateway.admin + "/metrics"]).body.contains("herald_devices_online 6"))
+        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+        #expect(try p.push(token: token).status == 200)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        try eventually("every device to go offline") {
+            try curl([p.gateway.admin + "/metrics"]).body.contains("herald_devices_online 0")
+        }
+        #expect(p.gateway.stop() == 0)
+
+        let refused = try run(try heraldExecutable().path, ["test-device", "--idle-devices=-1"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("--idle-devices must be 0 or more"))
+    }
+
     @Test func cleartextIsForLoopbackAndPlainHTTPIsTurnedAway() throws {
         let p = try Provisioned()
         let url = try #require(p.gateway.info["linkDevelopmentURL"])
