@@ -82,11 +82,9 @@ public struct LinkQoS: Sendable {
         }
         switch ticket.priority {
         case .immediate:
-            out.send = [ticket.id]
-            if !batch.isEmpty || !riders.isEmpty { out.send += takeWaiting() }
+            out.send = sendingNow(ticket.id)
         case .normal where configuration.batchWindow <= 0:
-            out.send = [ticket.id]
-            if !batch.isEmpty || !riders.isEmpty { out.send += takeWaiting() }
+            out.send = sendingNow(ticket.id)
         case .normal:
             batch.append(ticket)
             if batchDeadline == nil { batchDeadline = now.addingTimeInterval(configuration.batchWindow) }
@@ -147,6 +145,13 @@ public struct LinkQoS: Sendable {
     public mutating func drain() -> [Int] {
         defer { held = [] }
         return takeWaiting() + held.map(\.id)
+    }
+
+    /// `id` and everything waiting to go with it.
+    private mutating func sendingNow(_ id: Int) -> [Int] {
+        // The common case, on every push: nothing waiting, and no arrays to join.
+        if batch.isEmpty && riders.isEmpty { return [id] }
+        return [id] + takeWaiting()
     }
 
     /// The batch and the riders (not held background pushes), which go now.

@@ -33,13 +33,19 @@ import Testing
         return messages
     }
 
-    @Test func notificationsOfOneReadAreHandedOverTogetherAndAcknowledgedInOneMessage() async throws {
+    /// A link client handler that acknowledges by itself, in a channel of its own, and its events.
+    func client() throws -> (EmbeddedChannel, AsyncStream<GatewayLinkEvent>) {
         let channel = EmbeddedChannel()
         let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
         let handler = LinkClientHandler(
             identity: DeviceIdentity(deviceID: "d1"), autoAcknowledge: true,
             welcome: channel.eventLoop.makePromise(), events: continuation)
         try channel.pipeline.syncOperations.addHandler(handler)
+        return (channel, events)
+    }
+
+    @Test func notificationsOfOneReadAreHandedOverTogetherAndAcknowledgedInOneMessage() async throws {
+        let (channel, events) = try client()
         var iterator = events.makeAsyncIterator()
 
         // One read: two notifications and a second copy of the first.
@@ -82,12 +88,7 @@ import Testing
         #expect(SeenID("0190f3c2-7b1e-7cc0-8a1d-3f5e9b2c4d6b") != SeenID(lower))
         #expect(SeenID("1190f3c2-7b1e-7cc0-8a1d-3f5e9b2c4d6a") != SeenID(lower))
 
-        let channel = EmbeddedChannel()
-        let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
-        let handler = LinkClientHandler(
-            identity: DeviceIdentity(deviceID: "d1"), autoAcknowledge: true,
-            welcome: channel.eventLoop.makePromise(), events: continuation)
-        try channel.pipeline.syncOperations.addHandler(handler)
+        let (channel, events) = try client()
         var iterator = events.makeAsyncIterator()
         let pipeline = channel.pipeline.syncOperations
         for id in [lower, "plain", lower, lower.uppercased(), "plain"] {
