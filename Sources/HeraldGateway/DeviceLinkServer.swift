@@ -218,6 +218,8 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
             if first == 0x16 {
                 guard let tls else { throw Refused.tlsNotConfigured }
                 try sync.addHandler(NIOSSLServerHandler(context: tls))
+                // One TLS record per flush rather than per notification.
+                try sync.addHandler(WriteCoalescingHandler())
             } else if !Self.isLoopback(context.channel.remoteAddress) {
                 throw Refused.cleartextFromNetwork
             }

@@ -158,6 +158,7 @@ func configureHTTP2(
 ) throws {
     var configuration = NIOHTTP2Handler.ConnectionConfiguration()
     configuration.initialSettings = ProviderServer.settings
+    try pipeline.addHandler(WriteCoalescingHandler())
     try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
     try pipeline.addHandler(ProviderHTTP2Handler(api: api, router: router, connection: connection, now: now))
 }

@@ -241,9 +241,24 @@ public final class PushRouter: Sendable {
     private func accepted(_ push: AcceptedPush) -> DeliveryEvent {
         DeliveryEvent(
             apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .accepted, at: push.receivedAt,
-            detail: push.binaryIdentifier.map {
-                "device \(push.registration.deviceID), topic \(push.topic), binary interface identifier \($0)"
-            } ?? "device \(push.registration.deviceID), topic \(push.topic)")
+            detail: Self.acceptedDetail(push))
+    }
+
+    /// "device D, topic T[, binary interface identifier N]", built in one allocation: this runs for
+    /// every push, and interpolation grows its buffer several times.
+    static func acceptedDetail(_ push: AcceptedPush) -> String {
+        let device = push.registration.deviceID
+        var detail = ""
+        detail.reserveCapacity(16 + device.utf8.count + push.topic.utf8.count + 40)
+        detail += "device "
+        detail += device
+        detail += ", topic "
+        detail += push.topic
+        if let identifier = push.binaryIdentifier {
+            detail += ", binary interface identifier "
+            detail += String(identifier)
+        }
+        return detail
     }
 
     private func event(_ push: AcceptedPush, _ kind: DeliveryEvent.Kind, _ at: Date, _ detail: String? = nil)
@@ -332,12 +347,14 @@ extension PushRouter {
             loop.assumeIsolated().scheduleTask(in: delay) { answer(response) }
         case .accept(let push, let delay):
             let bound = NIOLoopBound(answer, eventLoop: loop)
-            let route: @Sendable () -> Void = { [self] in
-                self.route(push) { response in
-                    if loop.inEventLoop { bound.value(response) } else { loop.execute { bound.value(response) } }
-                }
+            let respond: @Sendable (ProviderResponse) -> Void = { response in
+                if loop.inEventLoop { bound.value(response) } else { loop.execute { bound.value(response) } }
             }
-            if let delay { loop.scheduleTask(in: delay) { route() } } else { route() }
+            if let delay {
+                loop.scheduleTask(in: delay) { [self] in route(push, respond: respond) }
+            } else {
+                route(push, respond: respond)
+            }
         }
     }
 }

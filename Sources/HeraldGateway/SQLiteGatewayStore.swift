@@ -248,7 +248,8 @@ public final class SQLiteGatewayStore: GatewayStore {
             var next = events.startIndex
             while next < events.endIndex {
                 let count = min(Self.eventRowsPerInsert, events.endIndex - next)
-                let insert = try db.cachedStatement(sql: Self.insertEvents(count))
+                let insert = try db.cachedStatement(
+                    sql: count == Self.eventRowsPerInsert ? Self.insertFullEventRun : Self.insertEvents(count))
                 var values: [(any DatabaseValueConvertible)?] = []
                 values.reserveCapacity(count * 3)
                 for row in events[next..<next + count] {
@@ -278,6 +279,10 @@ public final class SQLiteGatewayStore: GatewayStore {
 
     /// How many delivery-log rows one `INSERT` carries (SQLite allows 32,766 parameters).
     static let eventRowsPerInsert = 64
+
+    /// ``insertEvents(_:)`` for a whole ``eventRowsPerInsert`` rows, built once: the statement cache
+    /// is looked up by this text for every full run.
+    static let insertFullEventRun = insertEvents(eventRowsPerInsert)
 
     /// `INSERT INTO event … VALUES (?, ?, ?), …` for `count` rows.
     static func insertEvents(_ count: Int) -> String {
