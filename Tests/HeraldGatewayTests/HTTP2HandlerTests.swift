@@ -48,6 +48,16 @@ struct HTTP2Pair {
         }
     }
 
+    /// A request the gateway answers 400 `BadDeviceToken` at once (a well-formed token that is too short).
+    static func badTokenRequest(jwt: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        for (name, value) in [
+            (":method", "POST"), (":path", "/3/device/00"), (":scheme", "https"), (":authority", "localhost"),
+            ("apns-topic", Fixture.bundle), ("authorization", "bearer \(jwt)"),
+        ] { headers.add(name: name, value: value) }
+        return headers
+    }
+
     func send(_ frame: HTTP2Frame) throws {
         try client.writeOutbound(frame)
         try exchange()
@@ -88,11 +98,7 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
             })
 
         // A request with a bad token is answered on its stream; the connection stays open.
-        var headers = HPACKHeaders()
-        for (n, v) in [
-            (":method", "POST"), (":path", "/3/device/00"), (":scheme", "https"), (":authority", "localhost"),
-            ("apns-topic", Fixture.bundle), ("authorization", "bearer \(f.jwt())"),
-        ] { headers.add(name: n, value: v) }
+        let headers = HTTP2Pair.badTokenRequest(jwt: f.jwt())
         let stream = HTTP2StreamID(1)
         try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers))))
         try pair.send(
@@ -125,11 +131,7 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
         var ids: [String] = []
         let jwt = f.jwt()  // one token for the connection: a new one per request would be refused
         for n in 0..<3 {
-            var headers = HPACKHeaders()
-            for (name, value) in [
-                (":method", "POST"), (":path", "/3/device/00"), (":scheme", "https"), (":authority", "localhost"),
-                ("apns-topic", Fixture.bundle), ("authorization", "bearer \(jwt)"),
-            ] { headers.add(name: name, value: value) }
+            let headers = HTTP2Pair.badTokenRequest(jwt: jwt)
             let stream = HTTP2StreamID(2 * n + 1)
             try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers))))
             try pair.send(

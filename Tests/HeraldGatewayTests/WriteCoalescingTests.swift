@@ -98,11 +98,7 @@ final class OutboundRecorder: ChannelOutboundHandler {
         let jwt = f.jwt()
         let streams = (0..<5).map { HTTP2StreamID(2 * $0 + 1) }
         for stream in streams {
-            var headers = HPACKHeaders()
-            for (name, value) in [
-                (":method", "POST"), (":path", "/3/device/00"), (":scheme", "https"), (":authority", "localhost"),
-                ("apns-topic", Fixture.bundle), ("authorization", "bearer \(jwt)"),
-            ] { headers.add(name: name, value: value) }
+            let headers = HTTP2Pair.badTokenRequest(jwt: jwt)
             pair.client.write(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers))), promise: nil)
             pair.client.write(
                 HTTP2Frame(
