@@ -1,7 +1,7 @@
 import NIOCore
 
 /// Gathers the buffers written between two flushes into one before they reach the handler below
-/// (the TLS handler).
+/// (the TLS handler; on a cleartext h2c connection, the socket, where it saves iovecs instead).
 ///
 /// `NIOSSLHandler` gives each buffer written to it to BoringSSL on its own, and each becomes a TLS
 /// record of its own. nio-http2 writes every frame as a buffer of its own, and a provider's answer
