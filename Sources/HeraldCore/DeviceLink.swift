@@ -138,79 +138,114 @@ extension LinkMessage {
         var collapseID: String?
         var payload: Data?
 
+        /// The fields by name, as `Codable` reads and writes them; the flat reader knows them by
+        /// their bytes and their position (a bit each).
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case type, request, nonce, device, generation, registrations, topic, environment, token, code,
+                message, publicKey, signature, ids, apnsID, uniqueID, pushType, priority, expiration,
+                collapseID, payload
+        }
+
         init(type: String) { self.type = type }
 
         /// The envelope read without `JSONDecoder`, straight from the JSON text of a flat object
         /// (``FlatJSONObject``): a device reads a `push` per notification, the gateway an `ack` per
-        /// read. `nil` when a field has a form `JSONDecoder` might read differently (or reject), so
-        /// that it decides.
+        /// read. Keys are matched and values converted (hex, base64) from the bytes as they stand.
+        /// `nil` when a field has a form `JSONDecoder` might read differently (or reject), so that
+        /// it decides.
         init?(flatJSON bytes: UnsafeRawBufferPointer) {
             self.init(type: "")
-            var known: [String] = []
+            var taken: UInt32 = 0
             var envelope = self
-            guard FlatJSONObject.forEachField(of: bytes, { envelope.set($0, $1, known: &known) }),
-                known.contains("type")
+            guard FlatJSONObject.forEachRawField(of: bytes, { envelope.take($0, $1, taken: &taken) }),
+                taken & 1 << Self.typeBit != 0
             else { return nil }
             self = envelope
         }
 
-        /// Takes one field; `false` when `JSONDecoder` should decide instead (a known field twice,
-        /// or in a form it might read differently). `known` collects the known fields taken.
-        mutating func set(_ key: String, _ value: FlatJSONObject.Value, known: inout [String]) -> Bool {
-            if key == "type" {
-                guard case .string(let v) = value, !known.contains(key) else { return false }
-                type = v
-                known.append(key)
-                return true
+        /// Each field's name as bytes, with its bit in the set of fields taken.
+        private static let fieldNames: [(name: [UInt8], key: CodingKeys, bit: Int)] = CodingKeys.allCases.enumerated()
+            .map { (Array($1.rawValue.utf8), $1, $0) }
+        private static let typeBit = CodingKeys.allCases.firstIndex(of: .type)!
+
+        private static func field(named key: FlatJSONObject.Text) -> (key: CodingKeys, bit: Int)? {
+            switch key {
+            case .unescaped(let name):
+                return fieldNames.first { $0.key.rawValue == name }.map { ($0.key, $0.bit) }
+            case .bytes(let name):
+                for field in fieldNames where field.name.count == name.count {
+                    if field.name.withUnsafeBytes({ memcmp($0.baseAddress!, name.baseAddress!, name.count) == 0 }) {
+                        return (field.key, field.bit)
+                    }
+                }
+                return nil
             }
+        }
+
+        /// Takes one field; `false` when `JSONDecoder` should decide instead (a known field twice,
+        /// or in a form it might read differently). `taken` holds a bit for each known field taken.
+        mutating func take(_ name: FlatJSONObject.Text, _ value: FlatJSONObject.RawValue, taken: inout UInt32) -> Bool {
+            // An unknown field is ignored, as JSONDecoder ignores it.
+            guard let (key, bit) = Self.field(named: name) else { return true }
+            guard taken & 1 << bit == 0 else { return false }
+            taken |= 1 << bit
             switch (key, value) {
-            case ("request", .integer(let v)):
+            case (.request, .integer(let v)):
                 guard let v = Int(exactly: v) else { return false }
                 request = v
-            case ("generation", .integer(let v)):
+            case (.generation, .integer(let v)):
                 guard let v = Int(exactly: v) else { return false }
                 generation = v
-            case ("expiration", .integer(let v)): expiration = v
-            case ("priority", .integer(let v)):
+            case (.expiration, .integer(let v)): expiration = v
+            case (.priority, .integer(let v)):
                 guard let p = Int(exactly: v).flatMap(PushPriority.init(rawValue:)) else { return false }
                 priority = p
-            case ("device", .string(let v)): device = v
-            case ("topic", .string(let v)): topic = v
-            case ("code", .string(let v)): code = v
-            case ("message", .string(let v)): message = v
-            case ("apnsID", .string(let v)): apnsID = v
-            case ("uniqueID", .string(let v)): uniqueID = v
-            case ("collapseID", .string(let v)): collapseID = v
-            case ("environment", .string(let v)):
-                guard let e = APNsEnvironment(rawValue: v) else { return false }
+            case (.type, .text(let v)): type = v.string
+            case (.device, .text(let v)): device = v.string
+            case (.topic, .text(let v)): topic = v.string
+            case (.code, .text(let v)): code = v.string
+            case (.message, .text(let v)): message = v.string
+            case (.apnsID, .text(let v)): apnsID = v.string
+            case (.uniqueID, .text(let v)): uniqueID = v.string
+            case (.collapseID, .text(let v)): collapseID = v.string
+            case (.environment, .text(let v)):
+                guard let e = APNsEnvironment(rawValue: v.string) else { return false }
                 environment = e
-            case ("pushType", .string(let v)):
-                guard let t = PushType(rawValue: v) else { return false }
+            case (.pushType, .text(let v)):
+                guard let t = PushType(rawValue: v.string) else { return false }
                 pushType = t
-            case ("token", .string(let v)):
-                guard let t = DeviceToken(hex: v) else { return false }
-                token = t
-            case ("nonce", .string(let v)):
-                guard let d = Data(base64Encoded: v) else { return false }
+            case (.token, .text(let v)):
+                let parsed: DeviceToken?
+                switch v {
+                case .bytes(let hex): parsed = DeviceToken(hexUTF8: hex)
+                case .unescaped(let hex): parsed = DeviceToken(hex: hex)
+                }
+                guard let parsed else { return false }
+                token = parsed
+            case (.nonce, .text(let v)):
+                guard let d = Self.base64(v) else { return false }
                 nonce = d
-            case ("publicKey", .string(let v)):
-                guard let d = Data(base64Encoded: v) else { return false }
+            case (.publicKey, .text(let v)):
+                guard let d = Self.base64(v) else { return false }
                 publicKey = d
-            case ("signature", .string(let v)):
-                guard let d = Data(base64Encoded: v) else { return false }
+            case (.signature, .text(let v)):
+                guard let d = Self.base64(v) else { return false }
                 signature = d
-            case ("payload", .string(let v)):
-                guard let d = Data(base64Encoded: v) else { return false }
+            case (.payload, .text(let v)):
+                guard let d = Self.base64(v) else { return false }
                 payload = d
-            case ("ids", .strings(let v)): ids = v
-            case (let other, _) where CodingKeys(stringValue: other) == nil:
-                return true  // an unknown field is ignored, as JSONDecoder ignores it
+            case (.ids, .strings(let v)): ids = v
             default:
                 return false
             }
-            guard !known.contains(key) else { return false }
-            known.append(key)
             return true
+        }
+
+        /// Base64 as `JSONDecoder` reads `Data`: the canonical form straight from the bytes, and
+        /// anything else as Foundation decides.
+        private static func base64(_ text: FlatJSONObject.Text) -> Data? {
+            if case .bytes(let bytes) = text, let data = Base64.decodeCanonical(bytes) { return data }
+            return Data(base64Encoded: text.string)
         }
     }
 
@@ -289,6 +324,16 @@ extension LinkMessage {
             try self.init(envelope: fast)
         } else {
             try self.init(envelope: Self.decodeEnvelope(json))
+        }
+    }
+
+    /// Reads a message from bytes in place (a WebSocket frame's), as ``init(json:)`` reads it,
+    /// copying them only when `JSONDecoder` has to decide.
+    public init(json bytes: UnsafeRawBufferPointer) throws(LinkMessageError) {
+        if let fast = Envelope(flatJSON: bytes) {
+            try self.init(envelope: fast)
+        } else {
+            try self.init(envelope: Self.decodeEnvelope(Data(bytes)))
         }
     }
 
@@ -375,7 +420,10 @@ extension LinkPush {
     /// The `push` message, written by hand: the gateway sends one per notification, and this is
     /// several times faster than `JSONEncoder`.
     public func encodedMessage() -> [UInt8] {
-        var w = JSONWriter(capacity: 256 + payload.count * 4 / 3)
+        // Room for the whole message, so that it is written into one allocation: the fixed text
+        // is under 160 bytes, and a string may grow when escaped.
+        let strings = apnsID.utf8.count + (uniqueID?.utf8.count ?? 0) + topic.utf8.count + (collapseID?.utf8.count ?? 0)
+        var w = JSONWriter(capacity: 192 + strings + strings / 4 + token.bytes.count * 2 + (payload.count + 2) / 3 * 4)
         w.raw(#"{"type":"push","apnsID":"#)
         w.string(apnsID)
         if let uniqueID {

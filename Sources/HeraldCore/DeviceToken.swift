@@ -18,6 +18,12 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         self.bytes = parsed
     }
 
+    /// Parses hex given as UTF-8 bytes (a JSON string as it stands in a message).
+    init?(hexUTF8 text: UnsafeRawBufferPointer) {
+        guard let parsed = Self.parse(text.assumingMemoryBound(to: UInt8.self)) else { return nil }
+        self.bytes = parsed
+    }
+
     private static func parse(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard !text.isEmpty, text.count % 2 == 0 else { return nil }
         func nibble(_ c: UInt8) -> UInt8? {

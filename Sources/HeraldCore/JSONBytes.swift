@@ -125,6 +125,59 @@ public struct JSONWriter {
     static let base64Alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 }
 
+/// Base64 read without Foundation, for the device link's payloads.
+enum Base64 {
+    /// Decodes standard, padded base64 in its canonical form (what ``JSONWriter/base64(_:)`` and
+    /// Foundation write); `nil` for anything else (other characters, missing padding, stray bits),
+    /// which the caller leaves to Foundation so that what is accepted stays exactly what
+    /// `Data(base64Encoded:)` accepts.
+    static func decodeCanonical(_ text: UnsafeRawBufferPointer) -> Data? {
+        let n = text.count
+        guard n % 4 == 0 else { return nil }
+        if n == 0 { return Data() }
+        let padding = text[n - 1] != UInt8(ascii: "=") ? 0 : text[n - 2] != UInt8(ascii: "=") ? 1 : 2
+        var data = Data(count: n / 4 * 3 - padding)
+        let valid = data.withUnsafeMutableBytes { (out: UnsafeMutableRawBufferPointer) -> Bool in
+            decodeTable.withUnsafeBufferPointer { (table: UnsafeBufferPointer<UInt8>) -> Bool in
+                let full = padding == 0 ? n : n - 4
+                var i = 0
+                var o = 0
+                while i < full {
+                    let a = table[Int(text[i])]
+                    let b = table[Int(text[i + 1])]
+                    let c = table[Int(text[i + 2])]
+                    let d = table[Int(text[i + 3])]
+                    guard (a | b | c | d) & 0x80 == 0 else { return false }
+                    let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[o] = UInt8(truncatingIfNeeded: v >> 16)
+                    out[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                    out[o + 2] = UInt8(truncatingIfNeeded: v)
+                    i += 4
+                    o += 3
+                }
+                guard padding > 0 else { return true }
+                let a = table[Int(text[i])]
+                let b = table[Int(text[i + 1])]
+                guard (a | b) & 0x80 == 0 else { return false }
+                out[o] = a << 2 | b >> 4
+                if padding == 2 { return b & 0x0F == 0 }
+                let c = table[Int(text[i + 2])]
+                guard c & 0x80 == 0, c & 0x03 == 0 else { return false }
+                out[o + 1] = (b & 0x0F) << 4 | c >> 2
+                return true
+            }
+        }
+        return valid ? data : nil
+    }
+
+    /// Each byte's 6-bit value in the standard alphabet; 0xFF for every other byte (`=` included).
+    static let decodeTable: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, c) in JSONWriter.base64Alphabet.enumerated() { table[Int(c)] = UInt8(value) }
+        return table
+    }()
+}
+
 /// Reads a JSON object whose values are all strings, integers or arrays of strings, without
 /// `JSONDecoder`: the device link's `push` and `ack` messages, one per notification each way.
 ///
@@ -136,6 +189,34 @@ public enum FlatJSONObject {
     public enum Value: Equatable, Sendable {
         /// A string.
         case string(String)
+        /// An integer that fits in 64 bits.
+        case integer(Int64)
+        /// An array of strings.
+        case strings([String])
+    }
+
+    /// A string as it stands in the text: for readers that convert it themselves, without making
+    /// a `String` of it first.
+    public enum Text {
+        /// The literal had no escapes: its bytes, valid UTF-8, pointing into the input (valid only
+        /// during the call that hands them over).
+        case bytes(UnsafeRawBufferPointer)
+        /// The literal had escapes (or non-ASCII text): the string it stands for.
+        case unescaped(String)
+
+        /// The string it stands for.
+        public var string: String {
+            switch self {
+            case .bytes(let bytes): return String(decoding: bytes, as: UTF8.self)
+            case .unescaped(let string): return string
+            }
+        }
+    }
+
+    /// A value of a flat object as ``forEachRawField(of:_:)`` hands it over.
+    public enum RawValue {
+        /// A string.
+        case text(Text)
         /// An integer that fits in 64 bits.
         case integer(Int64)
         /// An array of strings.
@@ -154,6 +235,21 @@ public enum FlatJSONObject {
     /// (then fields before the fault have been handed over already).
     public static func forEachField(
         of bytes: UnsafeRawBufferPointer, _ field: (String, Value) -> Bool
+    ) -> Bool {
+        forEachRawField(of: bytes) { key, value in
+            switch value {
+            case .text(let text): return field(key.string, .string(text.string))
+            case .integer(let n): return field(key.string, .integer(n))
+            case .strings(let items): return field(key.string, .strings(items))
+            }
+        }
+    }
+
+    /// ``forEachField(of:_:)`` with keys and string values as they stand in the text, so that a
+    /// reader that knows its fields compares keys and converts values (hex, base64) without a
+    /// `String` in between.
+    public static func forEachRawField(
+        of bytes: UnsafeRawBufferPointer, _ field: (Text, RawValue) -> Bool
     ) -> Bool {
         var reader = Reader(bytes: bytes)
         return reader.object(field)
@@ -184,13 +280,13 @@ public enum FlatJSONObject {
             return i < bytes.count ? bytes[i] : nil
         }
 
-        mutating func object(_ field: (String, Value) -> Bool) -> Bool {
+        mutating func object(_ field: (Text, RawValue) -> Bool) -> Bool {
             guard expect(UInt8(ascii: "{")) else { return false }
             if peek() == UInt8(ascii: "}") {
                 i += 1
             } else {
                 while true {
-                    guard peek() == UInt8(ascii: "\""), let key = string(), expect(UInt8(ascii: ":")),
+                    guard peek() == UInt8(ascii: "\""), let key = text(), expect(UInt8(ascii: ":")),
                         let value = value(), field(key, value)
                     else { return false }
                     if expect(UInt8(ascii: ",")) { continue }
@@ -202,10 +298,10 @@ public enum FlatJSONObject {
             return i == bytes.count
         }
 
-        mutating func value() -> Value? {
+        mutating func value() -> RawValue? {
             guard let first = peek() else { return nil }
             switch first {
-            case UInt8(ascii: "\""): return string().map(Value.string)
+            case UInt8(ascii: "\""): return text().map(RawValue.text)
             case UInt8(ascii: "["):
                 i += 1
                 var items: [String] = []
@@ -214,12 +310,12 @@ public enum FlatJSONObject {
                     return .strings(items)
                 }
                 while true {
-                    guard peek() == UInt8(ascii: "\""), let item = string() else { return nil }
-                    items.append(item)
+                    guard peek() == UInt8(ascii: "\""), let item = text() else { return nil }
+                    items.append(item.string)
                     if expect(UInt8(ascii: ",")) { continue }
                     return expect(UInt8(ascii: "]")) ? .strings(items) : nil
                 }
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return integer().map(Value.integer)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return integer().map(RawValue.integer)
             default: return nil
             }
         }
@@ -246,7 +342,7 @@ public enum FlatJSONObject {
         }
 
         /// A string literal, the opening quote at `i`.
-        mutating func string() -> String? {
+        mutating func text() -> Text? {
             i += 1
             let start = i
             var ascii = true
@@ -256,12 +352,13 @@ public enum FlatJSONObject {
                     let text = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
                     i += 1
                     // ASCII is valid UTF-8 as it stands; anything else is checked.
-                    return ascii ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
+                    if ascii { return .bytes(text) }
+                    return String(validating: text, as: UTF8.self).map(Text.unescaped)
                 }
                 if c >= 0x80 { ascii = false }
                 if c == UInt8(ascii: "\\") {
                     i = start
-                    return escapedString()
+                    return escapedString().map(Text.unescaped)
                 }
                 if c < 0x20 { return nil }
                 i += 1

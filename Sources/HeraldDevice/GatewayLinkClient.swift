@@ -300,7 +300,8 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text, .binary:
-            guard let message = try? LinkMessage(json: Data(frame.unmaskedData.readableBytesView)) else { return }
+            let read = frame.unmaskedData.withUnsafeReadableBytes { bytes in try? LinkMessage(json: bytes) }
+            guard let message = read else { return }
             receive(message)
         case .ping:
             write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData), flush: true)

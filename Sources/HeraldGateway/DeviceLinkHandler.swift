@@ -88,15 +88,13 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text, .binary:
-            let bytes = frame.unmaskedData
-            let message: LinkMessage
-            do {
-                message = try LinkMessage(json: Data(bytes.readableBytesView))
-            } catch {
-                send(.error(request: nil, code: "BadMessage", message: error.description))
-                return
+            let read = frame.unmaskedData.withUnsafeReadableBytes { bytes in
+                Result { () throws(LinkMessageError) in try LinkMessage(json: bytes) }
             }
-            handle(message)
+            switch read {
+            case .success(let message): handle(message)
+            case .failure(let error): send(.error(request: nil, code: "BadMessage", message: error.description))
+            }
         case .ping:
             var pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             pong.maskKey = nil

@@ -87,6 +87,32 @@ import Testing
         #expect(try LinkMessage(envelope: skipped) == .ack(["a"]))
     }
 
+    /// Keys written with escapes, and base64 in a form other than the canonical one, still read as
+    /// JSONDecoder reads them: the reader converts from the bytes only what it is sure of.
+    @Test func escapedKeysAndUnusualBase64ReadAsJSONDecoderReadsThem() throws {
+        let token = String(repeating: "ab", count: 32)
+        let texts = [
+            #"{"t\u0079pe":"push","apnsID":"a","topic":"t","token":"\#(token)","environment":"production","pushType":"alert","priority":10,"payload":"e30="}"#,
+            #"{"type":"push","apnsID":"a","topic":"t","token":"\#(token.uppercased())","environment":"production","pushType":"alert","priority":5,"payload":"e30="}"#,
+            #"{"type":"push","apnsID":"a","topic":"t","token":"\#(token)","environment":"production","pushType":"alert","priority":10,"payload":"e31="}"#,
+            #"{"type":"push","apnsID":"a","topic":"t","token":"\#(token)","environment":"production","pushType":"alert","priority":10,"payload":"e3\/="}"#,
+            #"{"type":"hello","signature":"AQ","device":"d\u00e9"}"#,
+        ]
+        for text in texts {
+            let json = Data(text.utf8)
+            let slow = Result { () throws(LinkMessageError) in
+                try LinkMessage(envelope: LinkMessage.decodeEnvelope(json))
+            }
+            let fast = Result { () throws(LinkMessageError) in try LinkMessage(json: json) }
+            #expect(fast == slow, "\(text)")
+        }
+        // The first one is read without JSONDecoder, its escaped key and all.
+        let flat = try #require(Data(texts[0].utf8).withUnsafeBytes { LinkMessage.Envelope(flatJSON: $0) })
+        #expect(flat.type == "push")
+        #expect(flat.payload == Data("{}".utf8))
+        #expect(flat.token == DeviceToken(hex: token))
+    }
+
     @Test func errorsNameTheField() {
         #expect(throws: LinkMessageError("register needs \"topic\"")) {
             try LinkMessage(json: Data(#"{"type":"register","environment":"development"}"#.utf8))

@@ -125,6 +125,25 @@ import Testing
         #expect(accepted > 1000)
     }
 
+    /// The base64 reader takes exactly the canonical form, and reads it as Foundation does; what it
+    /// declines is left to Foundation by its callers.
+    @Test func base64ReadsTheCanonicalFormAsFoundationDoes() {
+        var random = Random(state: 7)
+        for length in 0..<70 {
+            let data = Data((0..<length).map { _ in UInt8(random.next(256)) })
+            let text = Array(data.base64EncodedString().utf8)
+            #expect(text.withUnsafeBytes { Base64.decodeCanonical($0) } == data, "\(length) bytes")
+        }
+        let declined = [
+            "QQ", "QQ=", "QR==", "QUF=", "QUI", "Q===", "=QQQ", "QQ==QQ==", "QU I=", "QUI\n", "QUI-", "QUI_",
+            "QUJD\u{E9}",
+        ]
+        for text in declined {
+            #expect(Array(text.utf8).withUnsafeBytes { Base64.decodeCanonical($0) } == nil, "\(text)")
+        }
+        #expect(Array("".utf8).withUnsafeBytes { Base64.decodeCanonical($0) } == Data())
+    }
+
     @Test func randomUUIDsAreVersion4AndDistinct() {
         var seen = Set<String>()
         for _ in 0..<5000 {
