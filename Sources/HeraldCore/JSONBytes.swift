@@ -346,6 +346,7 @@ public enum FlatJSONObject {
             i += 1
             let start = i
             var ascii = true
+            skipPlainWords()
             while i < bytes.count {
                 let c = bytes[i]
                 if c == UInt8(ascii: "\"") {
@@ -364,6 +365,25 @@ public enum FlatJSONObject {
                 i += 1
             }
             return nil
+        }
+
+        /// Skips eight bytes at a time while none of them is a quote, a backslash, a control
+        /// character or non-ASCII: a base64 payload is hundreds of such bytes. The byte loop after
+        /// it looks at whatever is left, so this only ever skips what that loop would pass over.
+        mutating func skipPlainWords() {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let high: UInt64 = 0x8080_8080_8080_8080
+            // Whether a byte of `v` is below `n` (exact when no byte has its high bit set).
+            func hasByteBelow(_ v: UInt64, _ n: UInt64) -> Bool { (v &- ones &* n) & ~v & high != 0 }
+            while i + 8 <= bytes.count {
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                if word & high != 0 || hasByteBelow(word, 0x20) || hasByteBelow(word ^ (ones &* 0x22), 1)
+                    || hasByteBelow(word ^ (ones &* 0x5C), 1)
+                {
+                    return
+                }
+                i += 8
+            }
         }
 
         /// A string literal with escapes, `i` just after the opening quote.

@@ -403,32 +403,37 @@ enum SeenID: Hashable {
     case text(String)
 
     init(_ apnsID: String) {
+        var text = apnsID
+        if let (high, low) = text.withUTF8(Self.uuidBits) {
+            self = .uuid(high, low)
+        } else {
+            self = .text(apnsID)
+        }
+    }
+
+    /// The 128 bits of a lowercase UUID's text, or `nil` for any other text.
+    private static func uuidBits(_ utf8: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
+        guard utf8.count == 36 else { return nil }
         var high: UInt64 = 0
         var low: UInt64 = 0
-        var digits = 0
-        for (i, c) in apnsID.utf8.enumerated() {
+        for i in 0..<36 {
+            let c = utf8[i]
             if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard c == UInt8(ascii: "-") else {
-                    self = .text(apnsID)
-                    return
-                }
+                guard c == UInt8(ascii: "-") else { return nil }
                 continue
             }
             let value: UInt8
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0")
             case UInt8(ascii: "a")...UInt8(ascii: "f"): value = c - UInt8(ascii: "a") + 10
-            default:
-                self = .text(apnsID)
-                return
+            default: return nil
             }
-            if digits < 16 {
+            if i < 19 {
                 high = high << 4 | UInt64(value)
             } else {
                 low = low << 4 | UInt64(value)
             }
-            digits += 1
         }
-        self = digits == 32 && apnsID.utf8.count == 36 ? .uuid(high, low) : .text(apnsID)
+        return (high, low)
     }
 }

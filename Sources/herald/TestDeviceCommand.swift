@@ -82,6 +82,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
         }
         var received = 0
         var closedReason: String?
+        // Read once: an option's value is slow to read, and this loop runs for every notification.
+        let (quiet, count) = (self.quiet, self.count)
         loop: for await event in client.events {
             switch event {
             case .pushes(let pushes):

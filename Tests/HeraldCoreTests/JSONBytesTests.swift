@@ -80,6 +80,33 @@ import Testing
         #expect(invalidUTF8.withUnsafeBytes { FlatJSONObject.parse($0) } == nil)
     }
 
+    /// Long strings are scanned eight bytes at a time: a quote, an escape, a control character or
+    /// non-ASCII text at any position within them is still seen.
+    @Test func longStringsAreReadWhereverTheirSpecialBytesFall() throws {
+        let specials: [(json: String, value: String?)] = [
+            (#"\""#, "\""), (#"\\"#, "\\"), (#"\n"#, "\n"), (#"\u0041"#, "A"), ("é", "é"), ("\u{1}", nil), ("\n", nil),
+        ]
+        for length in [7, 8, 9, 16, 23, 40] {
+            for position in 0...length {
+                for (json, value) in specials {
+                    let before = String(repeating: "x", count: position)
+                    let after = String(repeating: "y", count: length - position)
+                    let text = #"{"k":""# + before + json + after + #"","n":1}"#
+                    let parsed = Data(text.utf8).withUnsafeBytes { FlatJSONObject.parse($0) }
+                    if let value {
+                        #expect(parsed == ["k": .string(before + value + after), "n": .integer(1)], "\(text)")
+                    } else {
+                        #expect(parsed == nil, "\(text.debugDescription)")
+                    }
+                }
+                let plain = #"{"k":""# + String(repeating: "z", count: length) + #""}"#
+                #expect(
+                    Data(plain.utf8).withUnsafeBytes { FlatJSONObject.parse($0) }
+                        == ["k": .string(String(repeating: "z", count: length))])
+            }
+        }
+    }
+
     /// Whatever the flat reader accepts, Foundation reads the same way; and it accepts every flat
     /// object Foundation writes.
     @Test func theFlatReaderAgreesWithFoundationOnSeededRandomInputs() throws {
