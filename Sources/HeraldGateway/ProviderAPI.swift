@@ -94,7 +94,9 @@ public struct ProviderAPI: Sendable {
         let prefix = "/3/device/"
         var path = Substring(request.path)
         if let q = path.utf8.firstIndex(of: UInt8(ascii: "?")) { path = path[..<q] }
-        guard path.hasPrefix(prefix) else {
+        // Compared as bytes: `hasPrefix` on text compares by Character, several times slower, and
+        // this runs for every request.
+        guard path.utf8.starts(with: prefix.utf8) else {
             return fail(path == "/3/device" ? .missingDeviceToken : .badPath)
         }
         let tokenText = path.dropFirst(prefix.count)

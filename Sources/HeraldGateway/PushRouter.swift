@@ -336,18 +336,20 @@ extension PushRouter {
     ) {
         let start = NIODeadline.now()
         let metrics = self.metrics
-        let answer: (ProviderResponse) -> Void = { response in
-            metrics.answered(response, after: .now() - start)
-            answer(response)
-        }
         switch decision {
         case .respond(let response, nil):
+            metrics.answered(response, after: .zero)
             answer(response)
         case .respond(let response, let delay?):
-            loop.assumeIsolated().scheduleTask(in: delay) { answer(response) }
+            loop.assumeIsolated().scheduleTask(in: delay) {
+                metrics.answered(response, after: .now() - start)
+                answer(response)
+            }
         case .accept(let push, let delay):
             let bound = NIOLoopBound(answer, eventLoop: loop)
+            // One closure per push carries the answer back to the connection's loop (and counts it).
             let respond: @Sendable (ProviderResponse) -> Void = { response in
+                metrics.answered(response, after: .now() - start)
                 if loop.inEventLoop { bound.value(response) } else { loop.execute { bound.value(response) } }
             }
             if let delay {
