@@ -18,6 +18,10 @@ public struct ProviderAPI: Sendable {
         public var tokenRate: Double = 0
         /// The burst allowed to one token.
         public var tokenBurst: Double = 100
+        /// How long a provider connection may stay idle (no bytes from the client, no request in
+        /// flight) before the gateway closes it: HTTP/2 with GOAWAY `{"reason":"IdleTimeout"}`.
+        /// `nil` = never (the default): clients keep connections for hours, pinging when idle.
+        public var idleTimeout: TimeAmount? = nil
 
         /// The defaults.
         public init() {}
@@ -38,6 +42,8 @@ public struct ProviderAPI: Sendable {
     /// The per-token rate limit.
     public let limiter: TokenRateLimiter
     private let shuttingDown: ShutdownFlag
+    /// How long a connection may stay idle before it is closed (`nil` = never).
+    public let idleTimeout: TimeAmount?
 
     /// Creates the provider API over a registry.
     public init(
@@ -47,6 +53,7 @@ public struct ProviderAPI: Sendable {
         self.faults = faults
         self.limiter = TokenRateLimiter(ratePerSecond: configuration.tokenRate, burst: configuration.tokenBurst)
         self.shuttingDown = ShutdownFlag()
+        self.idleTimeout = configuration.idleTimeout
     }
 
     /// From now on every request answers 503 `Shutdown` (graceful stop).

@@ -19,6 +19,9 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     var busy = false
     var draining = false
     var context: ChannelHandlerContext?
+    /// When the client last sent something, or a request was last seen in flight (for the idle timeout).
+    var lastActivity = Date.distantPast
+    var idleTimer: Scheduled<Void>?
 
     init(api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date)
     {
@@ -28,8 +31,44 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
         self.now = now
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if let timeout = api.idleTimeout {
+            lastActivity = now()
+            armIdleTimer(in: timeout, context: context)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        idleTimer = nil
+        self.context = nil
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if idleTimer != nil { lastActivity = now() }
+        context.fireChannelReadComplete()
+    }
+
+    private func armIdleTimer(in delay: TimeAmount, context: ChannelHandlerContext) {
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: delay) { bound.value.checkIdle() }
+    }
+
+    /// Closes the connection once the client has sent nothing for the whole idle timeout and no
+    /// request is in flight (HTTP/1.1 has no GOAWAY); otherwise looks again later.
+    func checkIdle() {
+        idleTimer = nil
+        guard let timeout = api.idleTimeout, let context else { return }
+        let at = now()
+        if busy || request != nil { lastActivity = at }
+        let quiet = TimeAmount.nanoseconds(Int64(at.timeIntervalSince(lastActivity) * 1e9))
+        guard quiet >= timeout else {
+            armIdleTimer(in: timeout - quiet, context: context)
+            return
+        }
+        context.close(promise: nil)
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -67,6 +106,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
 
     private func write(_ response: ProviderResponse, context: ChannelHandlerContext) {
         busy = false
+        if idleTimer != nil { lastActivity = now() }
         var headers = HTTPHeaders()
         headers.add(name: "apns-id", value: response.apnsID)
         if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }

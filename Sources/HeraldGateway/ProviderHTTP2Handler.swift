@@ -38,6 +38,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     var flushScheduled = false
     var draining = false
     var context: ChannelHandlerContext?
+    /// When the client last sent something, or a request was last seen in flight (for the idle timeout).
+    var lastActivity = Date.distantPast
+    var idleTimer: Scheduled<Void>?
     /// Whether this connection's HPACK dynamic table has had `apns-id` / `apns-unique-id` entered.
     var idNameIndexed = false
     var uniqueIDNameIndexed = false
@@ -54,8 +57,19 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         self.now = now
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if let timeout = api.idleTimeout {
+            lastActivity = now()
+            armIdleTimer(in: timeout, context: context)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        idleTimer = nil
+        self.context = nil
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
@@ -138,6 +152,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if idleTimer != nil { lastActivity = now() }
         if needsFlush {
             needsFlush = false
             context.flush()
@@ -165,6 +180,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         inFlight += 1
         router.carryOut(decision, on: context.eventLoop) { [self] response in
             self.inFlight -= 1
+            if self.idleTimer != nil { self.lastActivity = self.now() }
             if let context = self.context {
                 self.write(response, on: id, context: context)
                 self.scheduleFlush(context)
@@ -246,10 +262,35 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
-    private func beginDrain(context: ChannelHandlerContext) {
+    // MARK: Idle timeout
+
+    private func armIdleTimer(in delay: TimeAmount, context: ChannelHandlerContext) {
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: delay) { bound.value.checkIdle() }
+    }
+
+    /// Closes the connection with GOAWAY `{"reason":"IdleTimeout"}` once the client has sent
+    /// nothing for the whole timeout and no request is in flight; otherwise looks again when it
+    /// next could be idle that long.
+    func checkIdle() {
+        idleTimer = nil
+        guard let timeout = api.idleTimeout, let context, !draining else { return }
+        let at = now()
+        if inFlight > 0 || !streams.isEmpty { lastActivity = at }
+        let quiet = TimeAmount.nanoseconds(Int64(at.timeIntervalSince(lastActivity) * 1e9))
+        guard quiet >= timeout else {
+            armIdleTimer(in: timeout - quiet, context: context)
+            return
+        }
+        beginDrain(context: context, reason: .idleTimeout)
+    }
+
+    private func beginDrain(context: ChannelHandlerContext, reason: APNsReason = .shutdown) {
         guard !draining else { return }
         draining = true
-        let reason = context.channel.allocator.buffer(string: #"{"reason":"Shutdown"}"#)
+        idleTimer?.cancel()
+        idleTimer = nil
+        let reason = context.channel.allocator.buffer(string: #"{"reason":"\#(reason.rawValue)"}"#)
         context.writeAndFlush(
             wrapOutboundOut(
                 HTTP2Frame(

@@ -67,6 +67,13 @@ struct GatewayCommand: AsyncParsableCommand {
     var batchWindow: Double = 1
     @Option(name: .long, help: "Background pushes per app per device per hour; more are held back.")
     var backgroundBudget = 3
+    @Option(
+        name: .long,
+        help: """
+            Seconds a provider connection may stay idle (nothing from the client, no request in flight) \
+            before the gateway closes it, over HTTP/2 with GOAWAY {"reason":"IdleTimeout"} (0 = never).
+            """)
+    var idleTimeout: Double = 0
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -76,6 +83,7 @@ struct GatewayCommand: AsyncParsableCommand {
         guard backgroundBudget >= 0 else { throw ValidationError("--background-budget must not be negative") }
         guard offlineDepth >= 1 else { throw ValidationError("--offline-depth must be at least 1") }
         guard tokenRate >= 0 else { throw ValidationError("--token-rate must not be negative") }
+        guard idleTimeout >= 0 else { throw ValidationError("--idle-timeout must not be negative") }
         try validateLogLevel(logLevel)
     }
 
@@ -91,6 +99,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.environment = environment
         configuration.provider.tokenRate = tokenRate
         configuration.provider.tokenBurst = tokenBurst
+        configuration.provider.idleTimeout = idleTimeout > 0 ? .nanoseconds(Int64(idleTimeout * 1e9)) : nil
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability
         configuration.linkHost = linkHost

@@ -21,10 +21,13 @@ struct HTTP2Pair {
     let server = EmbeddedChannel()
     let collector = FrameCollector()
 
+    /// The gateway's clock is the server loop's virtual time from 1_800_000_000 (UNIX seconds):
+    /// `server.embeddedEventLoop.advanceTime(by:)` moves both.
     init(api: ProviderAPI, router: PushRouter) throws {
+        let loop = server.embeddedEventLoop
         try configureHTTP2(
             server.pipeline.syncOperations, api, router, ProviderConnectionState(defaultEnvironment: .development),
-            { Date(timeIntervalSince1970: 1_800_000_000) })
+            { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) })
         try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
         try client.pipeline.syncOperations.addHandler(collector)
         try client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
