@@ -21,10 +21,24 @@ public struct JSONWriter {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
+    /// Appends the UTF-8 of `s` unchanged, for text kept next to the JSON (the writer also lays out
+    /// the values of a database row end to end).
+    public mutating func text(_ s: String) {
+        var s = s
+        s.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
     /// Appends `s` as a JSON string literal, quotes included: `"`, `\` and control characters
     /// are escaped; everything else is copied as UTF-8.
     public mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
+        stringContent(s)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `s` escaped as in ``string(_:)`` but without the quotes, for a string literal
+    /// written in pieces (the caller writes the quotes).
+    public mutating func stringContent(_ s: String) {
         var s = s
         s.withUTF8 { utf8 in
             var start = 0
@@ -47,7 +61,6 @@ public struct JSONWriter {
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     /// Appends an integer.

@@ -120,15 +120,13 @@ extension DeliveryEvent {
     /// A run of events of one push (accepted, delivered, acknowledged come together) as the SQLite
     /// store keeps it, written by hand as this runs for every push: a JSON array of the events
     /// without their identifiers, which the row's columns hold once for all of them.
-    static func writeRun(_ events: ArraySlice<DeliveryEvent>) -> Data {
-        var w = JSONWriter(capacity: 24 + 64 * events.count)
+    static func writeRun(_ events: ArraySlice<DeliveryEvent>, to w: inout JSONWriter) {
         w.raw("[")
         for (i, event) in zip(events.indices, events) {
             if i > events.startIndex { w.raw(",") }
             event.write(to: &w, identifiers: false)
         }
         w.raw("]")
-        return Data(w.bytes)
     }
 }
 
@@ -237,6 +235,9 @@ public struct StoreBatch: Sendable {
     public var pushes: [StoredPush] = []
     /// Events to append to the delivery log.
     public var events: [DeliveryEvent] = []
+    /// Pushes delivered and acknowledged at once, for the delivery log (each stands for its
+    /// accepted, delivered and acknowledged events).
+    public var delivered: [DeliveredPush] = []
     /// `apns-id`s to remove from the offline store (acknowledged or discarded), per device.
     public var removals: [(deviceID: String, apnsID: String)] = []
 
@@ -244,13 +245,100 @@ public struct StoreBatch: Sendable {
     public init() {}
 
     /// Whether there is nothing to write.
-    public var isEmpty: Bool { pushes.isEmpty && events.isEmpty && removals.isEmpty }
+    public var isEmpty: Bool { pushes.isEmpty && events.isEmpty && delivered.isEmpty && removals.isEmpty }
 
     /// Appends another batch.
     public mutating func append(_ other: StoreBatch) {
         pushes += other.pushes
         events += other.events
+        delivered += other.delivered
         removals += other.removals
+    }
+}
+
+/// A push that went down a device's link and was acknowledged before the provider's answer: the
+/// common case by far, so its three delivery-log steps travel as one value, without an array of
+/// events or a detail string built for each push. Its ``events`` are what the log shows.
+public struct DeliveredPush: Sendable, Equatable {
+    /// `apns-id`.
+    public var apnsID: String
+    /// `apns-unique-id` (development only).
+    public var uniqueID: String?
+    /// The device it went to.
+    public var deviceID: String
+    /// `apns-topic` as sent.
+    public var topic: String
+    /// The provider's identifier, for a notification from the legacy binary interface.
+    public var binaryIdentifier: UInt32?
+    /// When the provider API accepted it.
+    public var acceptedAt: Date
+    /// When it was written to the device.
+    public var deliveredAt: Date
+    /// When the device acknowledged it.
+    public var acknowledgedAt: Date
+
+    /// Creates a record.
+    public init(
+        apnsID: String, uniqueID: String?, deviceID: String, topic: String, binaryIdentifier: UInt32? = nil,
+        acceptedAt: Date, deliveredAt: Date, acknowledgedAt: Date
+    ) {
+        self.apnsID = apnsID
+        self.uniqueID = uniqueID
+        self.deviceID = deviceID
+        self.topic = topic
+        self.binaryIdentifier = binaryIdentifier
+        self.acceptedAt = acceptedAt
+        self.deliveredAt = deliveredAt
+        self.acknowledgedAt = acknowledgedAt
+    }
+
+    /// The accepted event's detail.
+    public var acceptedDetail: String {
+        Self.acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier)
+    }
+
+    /// An accepted event's detail, "device D, topic T[, binary interface identifier N]", built in
+    /// one allocation.
+    static func acceptedDetail(device: String, topic: String, binaryIdentifier: UInt32?) -> String {
+        var detail = ""
+        detail.reserveCapacity(16 + device.utf8.count + topic.utf8.count + 40)
+        detail += "device "
+        detail += device
+        detail += ", topic "
+        detail += topic
+        if let binaryIdentifier {
+            detail += ", binary interface identifier "
+            detail += String(binaryIdentifier)
+        }
+        return detail
+    }
+
+    /// Its delivery-log steps: accepted, delivered, acknowledged.
+    public var events: [DeliveryEvent] {
+        [
+            DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .accepted, at: acceptedAt, detail: acceptedDetail),
+            DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .delivered, at: deliveredAt),
+            DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .acknowledged, at: acknowledgedAt),
+        ]
+    }
+
+    /// ``events`` as ``DeliveryEvent/writeRun(_:to:)`` writes them, straight from the fields.
+    func writeRun(to w: inout JSONWriter) {
+        w.raw(#"[{"kind":"accepted","at":"#)
+        w.integer(Int64((acceptedAt.timeIntervalSince1970 * 1000).rounded()))
+        w.raw(#","detail":"device "#)
+        w.stringContent(deviceID)
+        w.raw(", topic ")
+        w.stringContent(topic)
+        if let binaryIdentifier {
+            w.raw(", binary interface identifier ")
+            w.integer(Int64(binaryIdentifier))
+        }
+        w.raw(#""},{"kind":"delivered","at":"#)
+        w.integer(Int64((deliveredAt.timeIntervalSince1970 * 1000).rounded()))
+        w.raw(#"},{"kind":"acknowledged","at":"#)
+        w.integer(Int64((acknowledgedAt.timeIntervalSince1970 * 1000).rounded()))
+        w.raw("}]")
     }
 }
 

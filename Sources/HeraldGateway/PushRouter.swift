@@ -35,8 +35,16 @@ public final class GroupCommitter: Sendable {
         /// whether a drain should start.
         mutating func addLog(_ events: [DeliveryEvent], threshold: Int) -> Bool {
             lingering.events += events
-            return lingering.events.count >= threshold ? releaseLog() : false
+            return lingeringLines >= threshold ? releaseLog() : false
         }
+
+        /// ``addLog(_:threshold:)`` for a delivered push (three lines).
+        mutating func addLog(_ delivered: DeliveredPush, threshold: Int) -> Bool {
+            lingering.delivered.append(delivered)
+            return lingeringLines >= threshold ? releaseLog() : false
+        }
+
+        var lingeringLines: Int { lingering.events.count + 3 * lingering.delivered.count }
 
         mutating func startIfIdle() -> Bool {
             if running || queue.isEmpty { return false }
@@ -75,6 +83,12 @@ public final class GroupCommitter: Sendable {
     /// Queues delivery-log events nobody waits for; they may linger (see the type's notes).
     public func submitLog(_ events: [DeliveryEvent]) {
         let start = state.withLock { $0.addLog(events, threshold: logBatch) }
+        if start { Task { await self.drain() } }
+    }
+
+    /// Queues the log lines of a push delivered and acknowledged at once; they may linger too.
+    public func submitLog(_ delivered: DeliveredPush) {
+        let start = state.withLock { $0.addLog(delivered, threshold: logBatch) }
         if start { Task { await self.drain() } }
     }
 
@@ -180,10 +194,11 @@ public final class PushRouter: Sendable {
             switch outcome {
             case .acknowledged(let deliveredAt, let acknowledgedAt):
                 // The device has it: the 200 need not wait for the log.
-                committer.submitLog([
-                    accepted(push), event(push, .delivered, deliveredAt),
-                    event(push, .acknowledged, acknowledgedAt),
-                ])
+                committer.submitLog(
+                    DeliveredPush(
+                        apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
+                        topic: push.topic, binaryIdentifier: push.binaryIdentifier, acceptedAt: push.receivedAt,
+                        deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt))
                 metrics.delivered(acknowledged: true)
                 respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
             case .notAcknowledged(let deliveredAt):
@@ -241,24 +256,8 @@ public final class PushRouter: Sendable {
     private func accepted(_ push: AcceptedPush) -> DeliveryEvent {
         DeliveryEvent(
             apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .accepted, at: push.receivedAt,
-            detail: Self.acceptedDetail(push))
-    }
-
-    /// "device D, topic T[, binary interface identifier N]", built in one allocation: this runs for
-    /// every push, and interpolation grows its buffer several times.
-    static func acceptedDetail(_ push: AcceptedPush) -> String {
-        let device = push.registration.deviceID
-        var detail = ""
-        detail.reserveCapacity(16 + device.utf8.count + push.topic.utf8.count + 40)
-        detail += "device "
-        detail += device
-        detail += ", topic "
-        detail += push.topic
-        if let identifier = push.binaryIdentifier {
-            detail += ", binary interface identifier "
-            detail += String(identifier)
-        }
-        return detail
+            detail: DeliveredPush.acceptedDetail(
+                device: push.registration.deviceID, topic: push.topic, binaryIdentifier: push.binaryIdentifier))
     }
 
     private func event(_ push: AcceptedPush, _ kind: DeliveryEvent.Kind, _ at: Date, _ detail: String? = nil)

@@ -85,7 +85,9 @@ import X509
         let bare = DeliveryEvent(apnsID: "a", uniqueID: "u", kind: .accepted, at: Date(timeIntervalSince1970: 2))
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
-        let run = DeliveryEvent.writeRun([event, bare])
+        var w = JSONWriter()
+        DeliveryEvent.writeRun([event, bare], to: &w)
+        let run = Data(w.bytes)
         let stored = try decoder.decode([StoredDeliveryEvent].self, from: run)
         // The identifiers are the row's, not repeated in the record.
         #expect(!String(decoding: run, as: UTF8.self).contains("apnsID"))
@@ -140,6 +142,42 @@ import X509
         #expect(try await store.deliveryLog(id: "u-1").map(\.kind) == [.accepted, .stored])
         #expect(try await store.deliveryLog(id: "id-2") == [batch.events[2]])
         #expect(try await store.deliveryLog(id: "nope").isEmpty)
+    }
+
+    /// A delivered push is written as its three events would be, byte for byte (escapes and the
+    /// binary interface identifier included), and reads back as them.
+    @Test func aDeliveredPushIsLoggedAsItsThreeEvents() async throws {
+        let delivered = [
+            DeliveredPush(
+                apnsID: "id-1", uniqueID: "u-1", deviceID: #"dev "1"\x"#, topic: "com.example.é",
+                acceptedAt: Date(timeIntervalSince1970: 10), deliveredAt: Date(timeIntervalSince1970: 10.5),
+                acknowledgedAt: Date(timeIntervalSince1970: 10.75)),
+            DeliveredPush(
+                apnsID: "id-2", uniqueID: nil, deviceID: "d", topic: "t", binaryIdentifier: 4_000_000_000,
+                acceptedAt: Date(timeIntervalSince1970: 11), deliveredAt: Date(timeIntervalSince1970: 12),
+                acknowledgedAt: Date(timeIntervalSince1970: 13)),
+        ]
+        for push in delivered {
+            var direct = JSONWriter()
+            push.writeRun(to: &direct)
+            var fromEvents = JSONWriter()
+            DeliveryEvent.writeRun(push.events[...], to: &fromEvents)
+            #expect(direct.bytes == fromEvents.bytes)
+        }
+        #expect(delivered[0].events[0].detail == #"device dev "1"\x, topic com.example.é"#)
+        #expect(delivered[1].events[0].detail == "device d, topic t, binary interface identifier 4000000000")
+        #expect(delivered[1].events.map(\.kind) == [.accepted, .delivered, .acknowledged])
+
+        let store = try SQLiteGatewayStore(path: nil)
+        var batch = StoreBatch()
+        batch.delivered = delivered
+        // Written after this batch's other lines, yet read back in time order.
+        batch.events = [
+            DeliveryEvent(apnsID: "id-1", uniqueID: "u-1", kind: .accepted, at: Date(timeIntervalSince1970: 20))
+        ]
+        _ = try await store.commit(batch, policy: OfflinePolicy(), durable: false)
+        #expect(try await store.deliveryLog(id: "u-1") == delivered[0].events + batch.events)
+        #expect(try await store.deliveryLog(id: "id-2") == delivered[1].events)
     }
 
     /// A group commit's log rows go in several rows per statement, with a shorter last statement:
