@@ -16,6 +16,9 @@ public struct JSONWriter {
         bytes.reserveCapacity(capacity)
     }
 
+    /// Empties the writer, keeping its capacity for what is written next.
+    public mutating func clear() { bytes.removeAll(keepingCapacity: true) }
+
     /// Appends literal text (keys and punctuation) unchanged.
     public mutating func raw(_ text: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
