@@ -11,6 +11,12 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     /// Wraps raw bytes.
     public init(bytes: [UInt8]) { self.bytes = bytes }
 
+    /// Hashes the bytes in one piece (the synthesized hash feeds them to the hasher one at a time,
+    /// and a registry lookup runs for every push).
+    public func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
     /// Parses hex in either case. Returns `nil` for an empty, odd-length or non-hex string.
     public init?(hex: some StringProtocol) {
         let parsed = hex.utf8.withContiguousStorageIfAvailable(Self.parse) ?? Self.parse(Array(hex.utf8))

@@ -106,7 +106,7 @@ public struct ProviderAPI: Sendable {
         guard path.utf8.starts(with: prefix.utf8) else {
             return fail(path == "/3/device" ? .missingDeviceToken : .badPath)
         }
-        let tokenText = path.dropFirst(prefix.count)
+        let tokenText = Substring(path.utf8[path.utf8.index(path.startIndex, offsetBy: prefix.utf8.count)...])
         guard !tokenText.isEmpty else { return fail(.missingDeviceToken) }
         guard !tokenText.utf8.contains(UInt8(ascii: "/")) else { return fail(.badPath) }
         guard let token = DeviceToken(hex: tokenText) else { return fail(.badDeviceToken) }

@@ -82,7 +82,7 @@ public struct ProviderConnectionState: Sendable {
         // Byte-wise: this runs for every push, and a token is ASCII.
         var compact = Substring(authorization)
         if compact.utf8.count > 7, ASCIICase.hasPrefix(compact.utf8, "bearer ") {
-            compact = compact.dropFirst(7)
+            compact = Substring(compact.utf8[compact.utf8.index(compact.startIndex, offsetBy: 7)...])
         }
         compact = ASCIICase.trimmed(compact)
         guard !compact.isEmpty else { return .failure(.missingProviderToken) }
