@@ -75,9 +75,15 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         let frame = unwrapInboundIn(data)
         switch frame.payload {
         case .headers(let headers):
-            if var stream = streams[frame.streamID] {
+            // Streams are taken out of the table while they are worked on (and put back unless
+            // complete): a copy would retain and release every field of the request.
+            if var stream = streams.removeValue(forKey: frame.streamID) {
                 // Trailers: nothing in them matters to APNs.
-                if headers.endStream { complete(frame.streamID, &stream, context: context) }
+                if headers.endStream {
+                    complete(frame.streamID, &stream, context: context)
+                } else {
+                    streams[frame.streamID] = stream
+                }
                 return
             }
             if frame.streamID > highestStreamID { highestStreamID = frame.streamID }
@@ -100,7 +106,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             var length = 0
             if case .byteBuffer(var bytes) = payload.data {
                 length = bytes.readableBytes
-                if var stream = streams[frame.streamID] {
+                if var stream = streams.removeValue(forKey: frame.streamID) {
                     if stream.request.body.readableBytes + bytes.readableBytes > Self.bodyCap {
                         stream.bodyLimitExceeded = true
                     } else if stream.request.body.readableBytes == 0 {
@@ -160,8 +166,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         context.fireChannelReadComplete()
     }
 
+    /// Answers a stream whose request is complete; the caller has taken it out of `streams`.
     private func complete(_ id: HTTP2StreamID, _ stream: inout Stream, context: ChannelHandlerContext) {
-        streams[id] = nil
         if stream.answered { return }
         if stream.bodyLimitExceeded {
             let response = ProviderResponse.error(

@@ -122,6 +122,41 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
         #expect(pair.server.isActive)
     }
 
+    /// A body in several DATA frames is put together, and trailers end the request: the split
+    /// JSON reads as one document (the unknown token is the first problem found, and it is checked
+    /// after the body), while a body of empty frames answers `PayloadEmpty`.
+    @Test func aBodyInSeveralFramesAndTrailersMakeOneRequest() async throws {
+        let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        var headers = HPACKHeaders()
+        for (name, value) in [
+            (":method", "POST"), (":path", "/3/device/" + String(repeating: "0", count: 64)), (":scheme", "https"),
+            (":authority", "localhost"), ("apns-topic", Fixture.bundle), ("authorization", "bearer \(f.jwt())"),
+        ] { headers.add(name: name, value: value) }
+        func data(_ stream: HTTP2StreamID, _ text: String) -> HTTP2Frame {
+            HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(ByteBuffer(string: text)))))
+        }
+        let trailers = HPACKHeaders([("x-trailer", "1")])
+        for (stream, parts) in [
+            (HTTP2StreamID(1), [#"{"aps":"#, #"{"alert":"#, #""hi"}}"#]), (HTTP2StreamID(3), [""]),
+        ] {
+            try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers))))
+            for part in parts { try pair.send(data(stream, part)) }
+            try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: trailers, endStream: true))))
+        }
+        let bodies = pair.collector.frames.compactMap { frame -> String? in
+            if case .data(let d) = frame.payload, case .byteBuffer(let b) = d.data {
+                return "\(frame.streamID) \(String(buffer: b))"
+            }
+            return nil
+        }
+        #expect(
+            bodies == [
+                #"HTTP2StreamID(1) {"reason":"BadDeviceToken"}"#, #"HTTP2StreamID(3) {"reason":"PayloadEmpty"}"#,
+            ])
+    }
+
     /// The first answer on a connection enters `apns-id` into the HPACK dynamic table, so later
     /// answers refer to the name by index; the values themselves are never indexed after that.
     @Test func answerHeaderNamesAreIndexedOnceThenReferredTo() async throws {
