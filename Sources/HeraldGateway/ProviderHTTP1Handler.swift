@@ -19,9 +19,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     var busy = false
     var draining = false
     var context: ChannelHandlerContext?
-    /// When the client last sent something, or a request was last seen in flight (for the idle timeout).
-    var lastActivity = Date.distantPast
-    var idleTimer: Scheduled<Void>?
+    var idle: IdleWatch
 
     init(api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date)
     {
@@ -29,44 +27,29 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
         self.router = router
         self.connection = connection
         self.now = now
+        self.idle = IdleWatch(timeout: api.idleTimeout)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if let timeout = api.idleTimeout {
-            lastActivity = now()
-            armIdleTimer(in: timeout, context: context)
-        }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idle.start(at: now(), on: context.eventLoop) { bound.value.checkIdle() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        idleTimer?.cancel()
-        idleTimer = nil
+        idle.stop()
         self.context = nil
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if idleTimer != nil { lastActivity = now() }
+        if idle.isWatching { idle.touch(at: now()) }
         context.fireChannelReadComplete()
     }
 
-    private func armIdleTimer(in delay: TimeAmount, context: ChannelHandlerContext) {
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: delay) { bound.value.checkIdle() }
-    }
-
     /// Closes the connection once the client has sent nothing for the whole idle timeout and no
-    /// request is in flight (HTTP/1.1 has no GOAWAY); otherwise looks again later.
+    /// request is in flight (HTTP/1.1 has no GOAWAY).
     func checkIdle() {
-        idleTimer = nil
-        guard let timeout = api.idleTimeout, let context else { return }
-        let at = now()
-        if busy || request != nil { lastActivity = at }
-        let quiet = TimeAmount.nanoseconds(Int64(at.timeIntervalSince(lastActivity) * 1e9))
-        guard quiet >= timeout else {
-            armIdleTimer(in: timeout - quiet, context: context)
-            return
-        }
+        guard let context, idle.quietLongEnough(at: now(), busy: busy || request != nil) else { return }
         context.close(promise: nil)
     }
 
@@ -106,7 +89,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
 
     private func write(_ response: ProviderResponse, context: ChannelHandlerContext) {
         busy = false
-        if idleTimer != nil { lastActivity = now() }
+        if idle.isWatching { idle.touch(at: now()) }
         var headers = HTTPHeaders()
         headers.add(name: "apns-id", value: response.apnsID)
         if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }

@@ -38,9 +38,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     var flushScheduled = false
     var draining = false
     var context: ChannelHandlerContext?
-    /// When the client last sent something, or a request was last seen in flight (for the idle timeout).
-    var lastActivity = Date.distantPast
-    var idleTimer: Scheduled<Void>?
+    var idle: IdleWatch
     /// Whether this connection's HPACK dynamic table has had `apns-id` / `apns-unique-id` entered.
     var idNameIndexed = false
     var uniqueIDNameIndexed = false
@@ -55,19 +53,17 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         self.router = router
         self.connection = connection
         self.now = now
+        self.idle = IdleWatch(timeout: api.idleTimeout)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if let timeout = api.idleTimeout {
-            lastActivity = now()
-            armIdleTimer(in: timeout, context: context)
-        }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idle.start(at: now(), on: context.eventLoop) { bound.value.checkIdle() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        idleTimer?.cancel()
-        idleTimer = nil
+        idle.stop()
         self.context = nil
     }
 
@@ -158,7 +154,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if idleTimer != nil { lastActivity = now() }
+        if idle.isWatching { idle.touch(at: now()) }
         if needsFlush {
             needsFlush = false
             context.flush()
@@ -186,7 +182,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         inFlight += 1
         router.carryOut(decision, on: context.eventLoop) { [self] response in
             self.inFlight -= 1
-            if self.idleTimer != nil { self.lastActivity = self.now() }
+            if self.idle.isWatching { self.idle.touch(at: self.now()) }
             if let context = self.context {
                 self.write(response, on: id, context: context)
                 self.scheduleFlush(context)
@@ -270,32 +266,18 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     // MARK: Idle timeout
 
-    private func armIdleTimer(in delay: TimeAmount, context: ChannelHandlerContext) {
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: delay) { bound.value.checkIdle() }
-    }
-
     /// Closes the connection with GOAWAY `{"reason":"IdleTimeout"}` once the client has sent
-    /// nothing for the whole timeout and no request is in flight; otherwise looks again when it
-    /// next could be idle that long.
+    /// nothing for the whole timeout and no request is in flight.
     func checkIdle() {
-        idleTimer = nil
-        guard let timeout = api.idleTimeout, let context, !draining else { return }
-        let at = now()
-        if inFlight > 0 || !streams.isEmpty { lastActivity = at }
-        let quiet = TimeAmount.nanoseconds(Int64(at.timeIntervalSince(lastActivity) * 1e9))
-        guard quiet >= timeout else {
-            armIdleTimer(in: timeout - quiet, context: context)
-            return
-        }
+        guard let context, !draining, idle.quietLongEnough(at: now(), busy: inFlight > 0 || !streams.isEmpty)
+        else { return }
         beginDrain(context: context, reason: .idleTimeout)
     }
 
     private func beginDrain(context: ChannelHandlerContext, reason: APNsReason = .shutdown) {
         guard !draining else { return }
         draining = true
-        idleTimer?.cancel()
-        idleTimer = nil
+        idle.stop()
         let reason = context.channel.allocator.buffer(string: #"{"reason":"\#(reason.rawValue)"}"#)
         context.writeAndFlush(
             wrapOutboundOut(
