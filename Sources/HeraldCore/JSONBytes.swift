@@ -214,10 +214,10 @@ public enum FlatJSONObject {
     /// A string as it stands in the text: for readers that convert it themselves, without making
     /// a `String` of it first.
     public enum Text {
-        /// The literal had no escapes: its bytes, valid UTF-8, pointing into the input (valid only
+        /// The literal was ASCII without escapes: its bytes, pointing into the input (valid only
         /// during the call that hands them over).
         case bytes(UnsafeRawBufferPointer)
-        /// The literal had escapes (or non-ASCII text): the string it stands for.
+        /// The literal had escapes or non-ASCII text: the string it stands for (checked UTF-8).
         case unescaped(String)
 
         /// The string it stands for.
@@ -239,31 +239,27 @@ public enum FlatJSONObject {
         case strings([String])
     }
 
-    /// Parses `bytes` as one flat JSON object, or answers `nil`.
+    /// Parses `bytes` as one flat JSON object, or answers `nil` (the whole reader at once, as the
+    /// tests compare it with Foundation).
     public static func parse(_ bytes: UnsafeRawBufferPointer) -> [String: Value]? {
         var result: [String: Value] = [:]
-        let read = forEachField(of: bytes) { key, value in result.updateValue(value, forKey: key) == nil }
+        let read = forEachRawField(of: bytes) { key, raw in
+            let value: Value
+            switch raw {
+            case .text(let text): value = .string(text.string)
+            case .integer(let n): value = .integer(n)
+            case .strings(let items): value = .strings(items)
+            }
+            return result.updateValue(value, forKey: key.string) == nil
+        }
         return read ? result : nil
     }
 
     /// Reads `bytes` as one flat JSON object, handing each field to `field` in order, without
-    /// building a dictionary; `false` when the text is not such an object or `field` answered `false`
-    /// (then fields before the fault have been handed over already).
-    public static func forEachField(
-        of bytes: UnsafeRawBufferPointer, _ field: (String, Value) -> Bool
-    ) -> Bool {
-        forEachRawField(of: bytes) { key, value in
-            switch value {
-            case .text(let text): return field(key.string, .string(text.string))
-            case .integer(let n): return field(key.string, .integer(n))
-            case .strings(let items): return field(key.string, .strings(items))
-            }
-        }
-    }
-
-    /// ``forEachField(of:_:)`` with keys and string values as they stand in the text, so that a
+    /// building a dictionary; keys and string values come as they stand in the text, so that a
     /// reader that knows its fields compares keys and converts values (hex, base64) without a
-    /// `String` in between.
+    /// `String` in between. `false` when the text is not such an object or `field` answered `false`
+    /// (then fields before the fault have been handed over already).
     public static func forEachRawField(
         of bytes: UnsafeRawBufferPointer, _ field: (Text, RawValue) -> Bool
     ) -> Bool {

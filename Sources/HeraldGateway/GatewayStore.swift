@@ -292,11 +292,6 @@ public struct DeliveredPush: Sendable, Equatable {
         self.acknowledgedAt = acknowledgedAt
     }
 
-    /// The accepted event's detail.
-    public var acceptedDetail: String {
-        Self.acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier)
-    }
-
     /// An accepted event's detail, "device D, topic T[, binary interface identifier N]", built in
     /// one allocation.
     static func acceptedDetail(device: String, topic: String, binaryIdentifier: UInt32?) -> String {
@@ -316,7 +311,9 @@ public struct DeliveredPush: Sendable, Equatable {
     /// Its delivery-log steps: accepted, delivered, acknowledged.
     public var events: [DeliveryEvent] {
         [
-            DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .accepted, at: acceptedAt, detail: acceptedDetail),
+            DeliveryEvent(
+                apnsID: apnsID, uniqueID: uniqueID, kind: .accepted, at: acceptedAt,
+                detail: Self.acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier)),
             DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .delivered, at: deliveredAt),
             DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .acknowledged, at: acknowledgedAt),
         ]
