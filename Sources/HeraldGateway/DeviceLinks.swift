@@ -52,6 +52,9 @@ public final class DeviceLinks: Sendable {
     /// Whether a device is connected.
     public func isOnline(_ deviceID: String) -> Bool { links.withLock { $0[deviceID] != nil } }
 
+    /// The event loop a connected device's link runs on.
+    func loop(of deviceID: String) -> (any EventLoop)? { links.withLock { $0[deviceID]?.loop } }
+
     /// Records a device's connection; returns the connection it replaces.
     func attach(_ deviceID: String, _ handle: Handle) -> Handle? {
         links.withLock { links in

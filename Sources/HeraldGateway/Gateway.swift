@@ -44,6 +44,15 @@ public final class Gateway: Sendable {
         public var offline = OfflinePolicy()
         /// SQLite durability.
         public var durability: SQLiteGatewayStore.Durability = .full
+        /// Event-loop threads for provider connections (both provider listeners, the legacy
+        /// interface and the admin API): one per core by default.
+        public var providerThreads: Int = System.coreCount
+        /// Event-loop threads for device links, apart from the provider threads: half as many as
+        /// cores (at least one) by default. A push is read on its provider connection's loop and
+        /// written on its device's loop; with separate loops neither kind of work queues behind
+        /// the other, and the link's smaller share (a frame out, an acknowledgement in) gets
+        /// fewer threads.
+        public var linkThreads: Int = max(1, System.coreCount / 2)
 
         /// The defaults.
         public init() {}
@@ -66,12 +75,14 @@ public final class Gateway: Sendable {
     /// The admin token.
     public let adminToken: String
     let logger: Logger
+    /// Provider connections, the legacy interface and the admin API.
     let group: MultiThreadedEventLoopGroup
+    /// Device links.
+    let linkGroup: MultiThreadedEventLoopGroup
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
-        router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
-        group: MultiThreadedEventLoopGroup
+        router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger
     ) {
         self.configuration = configuration
         self.state = state
@@ -82,7 +93,8 @@ public final class Gateway: Sendable {
         self.ca = ca
         self.adminToken = adminToken
         self.logger = logger
-        self.group = group
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.providerThreads))
+        self.linkGroup = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.linkThreads))
     }
 
     /// Opens the state directory (creating the CA, certificate, admin token and database on first
@@ -101,8 +113,7 @@ public final class Gateway: Sendable {
             metrics: GatewayMetrics(), logger: logger)
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
-            ca: ca, adminToken: try state.adminToken(), logger: logger,
-            group: MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount))
+            ca: ca, adminToken: try state.adminToken(), logger: logger)
     }
 
     /// Runs until `shutdown` is signalled (SIGINT/SIGTERM through swift-service-lifecycle or the
@@ -129,7 +140,7 @@ public final class Gateway: Sendable {
         let link = try await Self.listening("device link", configuration.linkHost, configuration.linkPort) {
             try await DeviceLinkServer.start(
                 host: configuration.linkHost, port: configuration.linkPort, tls: linkTLS, directory: directory,
-                router: router, configuration: configuration.link, group: group, logger: logger)
+                router: router, configuration: configuration.link, group: linkGroup, logger: logger)
         }
         let legacyTLS = try GatewayStateDirectory.legacyTLSContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
@@ -226,6 +237,7 @@ public final class Gateway: Sendable {
             tasks.cancelAll()
         }
         try await group.shutdownGracefully()
+        try await linkGroup.shutdownGracefully()
     }
 
     static func listening<T>(_ listener: String, _ host: String, _ port: Int, _ start: () async throws -> T)

@@ -74,6 +74,12 @@ struct GatewayCommand: AsyncParsableCommand {
             before the gateway closes it, over HTTP/2 with GOAWAY {"reason":"IdleTimeout"} (0 = never).
             """)
     var idleTimeout: Double = 0
+    @Option(name: .long, help: "Event-loop threads for provider connections (default: one per core).")
+    var threads = Gateway.Configuration().providerThreads
+    @Option(
+        name: .long,
+        help: "Event-loop threads for device links, apart from --threads (default: half the cores, at least 1).")
+    var linkThreads = Gateway.Configuration().linkThreads
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -84,6 +90,8 @@ struct GatewayCommand: AsyncParsableCommand {
         guard offlineDepth >= 1 else { throw ValidationError("--offline-depth must be at least 1") }
         guard tokenRate >= 0 else { throw ValidationError("--token-rate must not be negative") }
         guard idleTimeout >= 0 else { throw ValidationError("--idle-timeout must not be negative") }
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+        guard linkThreads >= 1 else { throw ValidationError("--link-threads must be at least 1") }
         try validateLogLevel(logLevel)
     }
 
@@ -102,6 +110,8 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.provider.idleTimeout = idleTimeout > 0 ? .nanoseconds(Int64(idleTimeout * 1e9)) : nil
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability
+        configuration.providerThreads = threads
+        configuration.linkThreads = linkThreads
         configuration.linkHost = linkHost
         configuration.linkPort = linkPort
         configuration.binaryPort = noLegacy ? nil : binaryPort

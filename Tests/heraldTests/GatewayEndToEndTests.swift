@@ -385,6 +385,20 @@ struct Provisioned {
         #expect(first.stop() == 0)
     }
 
+    @Test(arguments: [
+        (["--threads", "0"], "--threads must be at least 1"),
+        (["--link-threads", "0"], "--link-threads must be at least 1"),
+        (["--idle-timeout=-1"], "--idle-timeout must not be negative"),
+    ])
+    func badOptionsAreNamed(arguments: [String], message: String) throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())").path
+        let r = try run(try heraldExecutable().path, ["gateway", "--state", state] + arguments)
+        #expect(r.status != 0)
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        // Refused before anything was created.
+        #expect(!FileManager.default.fileExists(atPath: state))
+    }
+
     @Test func restartReusesTheStateDirectory() throws {
         let first = try GatewayProcess()
         let token = first.adminToken

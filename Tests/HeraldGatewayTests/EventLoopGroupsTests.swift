@@ -1,0 +1,92 @@
+import Foundation
+import HeraldCore
+import HeraldDevice
+import HeraldProvider
+import Logging
+import NIOCore
+import Testing
+
+@testable import HeraldGateway
+
+/// Provider connections and device links run on separate event-loop groups: a push is read on
+/// a provider loop, written to the device on a link loop, and answered back on the provider loop.
+@Suite struct EventLoopGroupsTests {
+    @Test func deviceLinksRunOnTheirOwnLoopsAndAPushCrossesToThemAndBack() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("loops-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = Gateway.Configuration()
+        configuration.stateDirectory = directory
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.developmentPort = nil
+        configuration.adminPort = 0
+        configuration.linkHost = "127.0.0.1"
+        configuration.linkPort = 0
+        configuration.binaryPort = nil
+        configuration.feedbackPort = nil
+        configuration.providerThreads = 1
+        configuration.linkThreads = 2
+        var logger = Logger(label: "test.gateway")
+        logger.logLevel = .warning
+        let gateway = try await Gateway.open(configuration, logger: logger)
+        #expect(Array(gateway.group.makeIterator()).count == 1)
+        #expect(Array(gateway.linkGroup.makeIterator()).count == 2)
+        _ = try await gateway.directory.putTeam(id: Fixture.team)
+        let (_, pem) = try await gateway.directory.generateKey(teamID: Fixture.team, id: Fixture.keyID)
+        _ = try await gateway.directory.putApp(bundleID: Fixture.bundle, teamID: Fixture.team)
+        let (ready, readyContinuation) = AsyncStream.makeStream(of: [String: String].self)
+        let run = Task { try await gateway.run { readyContinuation.yield($0) } }
+        do {
+            try await deliverAcross(gateway, ready: ready, key: pem)
+        } catch {
+            run.cancel()
+            _ = await run.result
+            throw error
+        }
+        run.cancel()
+        _ = await run.result
+    }
+
+    func deliverAcross(_ gateway: Gateway, ready: AsyncStream<[String: String]>, key pem: String) async throws {
+        var started: [String: String]?
+        for await i in ready {
+            started = i
+            break
+        }
+        let info = try #require(started)
+
+        let device = try await GatewayLinkClient.connect(
+            url: try #require(info["linkDevelopmentURL"]), identity: DeviceIdentity(deviceID: "tablet"))
+        defer { Task { await device.close() } }
+        let inbox = Inbox(device)
+        let token = try await device.register(topic: Fixture.bundle)
+        let linkLoop = try #require(gateway.router.links.loop(of: "tablet"))
+        #expect(gateway.linkGroup.makeIterator().contains { $0 === linkLoop })
+        #expect(!gateway.group.makeIterator().contains { $0 === linkLoop })
+
+        // Over HTTP/2 and TLS: read on the provider loop, delivered and acknowledged on the link
+        // loop, answered on the provider loop.
+        let client = try APNsClient(
+            configuration: .init(
+                server: APNsServer(url: try #require(info["providerURL"])),
+                authentication: .token(
+                    try APNsSigningKey(p8: pem, keyID: Fixture.keyID, teamID: Fixture.team)),
+                trustedCAPEM: try String(contentsOfFile: try #require(info["caCertificate"]), encoding: .utf8),
+                timeout: .seconds(10), retry: .never))
+        do {
+            let payload = Data(#"{"aps":{"alert":"across"}}"#.utf8)
+            let delivery = try await client.send(
+                APNsNotification(payload: payload, topic: Fixture.bundle, pushType: .alert), to: token.hex)
+            #expect(delivery.attempts == 1)
+            // A 200 for a connected device comes after its acknowledgement: nothing was stored.
+            #expect(try await gateway.directory.store.pending(device: "tablet", now: Date()).isEmpty)
+            let pushes = try await inbox.waitForPushes(1)
+            #expect(pushes.map(\.apnsID) == [delivery.apnsID])
+            #expect(pushes.first?.payload == payload)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+}
