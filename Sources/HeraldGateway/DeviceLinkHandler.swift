@@ -255,15 +255,24 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         let id = takeTicket()
-        queued[id] = Entry(ticket: id, push: offer.push, expiresAt: offer.expiresAt, origin: .direct(completion))
+        let entry = Entry(ticket: id, push: offer.push, expiresAt: offer.expiresAt, origin: .direct(completion))
         guard offer.expiresAt != nil else {
             // Expiration 0: one attempt, now, whatever the priority; it is never stored to wait.
-            write([id])
+            if let context { write(entry, at: service.now(), context: context) }
+            scheduleFlush()
             return
         }
         let ticket = LinkQoS.Ticket(
             id: id, priority: offer.push.priority, topic: offer.push.topic, background: offer.background)
         let output = qos.submit(ticket, now: service.now())
+        if output.send.count == 1, output.send[0] == id, let context {
+            // The usual case, sent at once and alone: it need not pass through `queued`.
+            write(entry, at: service.now(), context: context)
+            scheduleFlush()
+            scheduleWake(output.wakeAt)
+            return
+        }
+        queued[id] = entry
         if !output.send.contains(id) {
             // It waits: the router stores it now, and its acknowledgement will remove it.
             queued[id]?.origin = .stored
@@ -293,36 +302,42 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         wakeTimer = (at, task)
     }
 
-    /// Writes notifications to the device and starts waiting for their acknowledgements.
+    /// Writes the queued notifications `tickets` to the device and starts waiting for their
+    /// acknowledgements.
     func write(_ tickets: [Int]) {
         guard let context, !tickets.isEmpty else { return }
         let at = service.now()
         for id in tickets {
-            guard var entry = queued.removeValue(forKey: id) else { continue }
-            if let expiresAt = entry.expiresAt, expiresAt <= at {
-                // Expired while it waited; the store's purge logs it.
-                if case .direct(let completion) = entry.origin { completion(.notAcknowledged(deliveredAt: nil)) }
-                continue
-            }
-            let message = entry.push.encodedMessage()
-            var buffer = context.channel.allocator.buffer(capacity: message.count)
-            buffer.writeBytes(message)
-            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
-            entry.deliveredAt = at
-            if case .direct = entry.origin {
-                // Every direct push waits the same time, so deadlines come in the order pushes were
-                // written: one queue and one timer instead of a timer per push.
-                deadlines.append(
-                    (entry.push.apnsID, id, NIODeadline.now() + service.configuration.acknowledgementTimeout))
-                armDeadlineTimer()
-            }
-            if awaiting[entry.push.apnsID] == nil {
-                awaiting[entry.push.apnsID] = entry
-            } else {
-                awaitingMore[entry.push.apnsID, default: []].append(entry)
-            }
+            guard let entry = queued.removeValue(forKey: id) else { continue }
+            write(entry, at: at, context: context)
         }
         scheduleFlush()
+    }
+
+    /// Writes one notification (without flushing) and starts waiting for its acknowledgement.
+    private func write(_ entry: consuming Entry, at: Date, context: ChannelHandlerContext) {
+        if let expiresAt = entry.expiresAt, expiresAt <= at {
+            // Expired while it waited; the store's purge logs it.
+            if case .direct(let completion) = entry.origin { completion(.notAcknowledged(deliveredAt: nil)) }
+            return
+        }
+        let message = entry.push.encodedMessage()
+        var buffer = context.channel.allocator.buffer(capacity: message.count)
+        buffer.writeBytes(message)
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        entry.deliveredAt = at
+        if case .direct = entry.origin {
+            // Every direct push waits the same time, so deadlines come in the order pushes were
+            // written: one queue and one timer instead of a timer per push.
+            deadlines.append(
+                (entry.push.apnsID, entry.ticket, NIODeadline.now() + service.configuration.acknowledgementTimeout))
+            armDeadlineTimer()
+        }
+        if awaiting[entry.push.apnsID] == nil {
+            awaiting[entry.push.apnsID] = entry
+        } else {
+            awaitingMore[entry.push.apnsID, default: []].append(entry)
+        }
     }
 
     func armDeadlineTimer() {

@@ -64,11 +64,12 @@ struct LinkHarness {
     let server: DeviceLinkServer
     var url: String { "ws://127.0.0.1:\(server.localAddress?.port ?? 0)/device/v1" }
 
-    init(acknowledgementTimeout: TimeAmount = .seconds(10), qos: LinkQoS.Configuration = .init(batchWindow: 60))
-        async throws
-    {
+    init(
+        acknowledgementTimeout: TimeAmount = .seconds(10), qos: LinkQoS.Configuration = .init(batchWindow: 60),
+        offline: OfflinePolicy = OfflinePolicy()
+    ) async throws {
         f = try await Fixture(now: Date())
-        router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        router = PushRouter(committer: GroupCommitter(store: f.store, policy: offline))
         var configuration = DeviceLinkServer.Configuration()
         configuration.acknowledgementTimeout = acknowledgementTimeout
         configuration.qos = qos
@@ -271,6 +272,55 @@ struct LinkHarness {
         #expect(try await h.storedCount() == 1)
         #expect(try await inbox.waitForPushes(1).map(\.apnsID) == [id])
         client.acknowledge([id])
+        try await h.waitForStored(0)
+    }
+
+    /// A push left unacknowledged among acknowledged ones still times out (its answer comes
+    /// without an acknowledgement) and is stored, and the acknowledged ones are not, also after
+    /// more than a thousand deadlines have passed.
+    @Test(.timeLimit(.minutes(1)))
+    func anUnacknowledgedPushAmongAcknowledgedOnesStillTimesOut() async throws {
+        // Every push is kept while offline, so that what is stored is exactly what timed out (an
+        // acknowledgement that comes late, on a loaded machine, removes its copy again).
+        let h = try await LinkHarness(
+            acknowledgementTimeout: .milliseconds(200), offline: OfflinePolicy(depth: 10_000))
+        let client = try await GatewayLinkClient.connect(
+            url: h.url, identity: DeviceIdentity(deviceID: "phone-6c"), autoAcknowledge: false)
+        defer { Task { await client.close() } }
+        let inbox = Inbox(client)
+        let token = try await client.register(topic: Fixture.bundle)
+
+        /// Sends `count` pushes at once and acknowledges all but the `skip`th written; returns the
+        /// answers and the skipped push's `apns-id`.
+        func round(_ count: Int, skip: Int?) async throws -> (answers: [ProviderResponse], skipped: String?) {
+            let before = inbox.pushes.count
+            return try await withThrowingTaskGroup(of: ProviderResponse.self) { group in
+                for _ in 0..<count { group.addTask { try await h.push(to: token) } }
+                let written = try await inbox.waitForPushes(before + count).dropFirst(before).map(\.apnsID)
+                client.acknowledge(written.enumerated().filter { $0.offset != skip }.map(\.element))
+                var answers: [ProviderResponse] = []
+                for try await answer in group { answers.append(answer) }
+                return (answers, skip.map { written[$0] })
+            }
+        }
+        func stored() async throws -> [String] {
+            try await h.f.store.pending(device: "phone-6c", now: Date()).map(\.apnsID)
+        }
+
+        let first = try await round(3, skip: 1)
+        #expect(first.answers.map(\.status) == [200, 200, 200])
+        let skipped = try #require(first.skipped)
+        try await waitUntil("only the unacknowledged push to be stored") { try await stored() == [skipped] }
+
+        // Over a thousand more, all acknowledged, in between.
+        for _ in 0..<9 { #expect(try await round(120, skip: nil).answers.count == 120) }
+        let last = try await round(3, skip: 2)
+        #expect(last.answers.map(\.status) == [200, 200, 200])
+        let third = try #require(last.skipped)
+        try await waitUntil("the two unacknowledged pushes to be stored") {
+            try await Set(stored()) == [skipped, third]
+        }
+        client.acknowledge([skipped, third])
         try await h.waitForStored(0)
     }
 

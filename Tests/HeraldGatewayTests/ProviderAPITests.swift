@@ -68,6 +68,26 @@ import Testing
         #expect(f.reason(f.request(headers: [("apns-priority", "1 0")])) == .badPriority)
     }
 
+    /// Header names and the `bearer ` prefix compare ignoring ASCII case only, the same whether
+    /// the text is contiguous UTF-8 (the fast path) or any other collection of bytes.
+    @Test func asciiCaseComparisons() {
+        let cases: [(String, StaticString, Bool)] = [
+            ("bearer abc", "bearer ", true), ("Bearer abc", "bearer ", true), ("BEARER ", "bearer ", true),
+            ("bearex abc", "bearer ", false), ("bear", "bearer ", false), ("", "bearer ", false),
+            ("APNS-ID", "apns-id", true), ("apns_id", "apns-id", false), ("apns\u{0D}id", "apns-id", false),
+            ("Apns-Topic", "apns-topic", true), ("apns-topiC", "apns-topic", true),
+            // Only letters fold: "{" is "[" + 0x20, "@" is "`" - 0x20.
+            ("[", "{", false), ("@", "`", false), ("\u{C9}", "\u{E9}", false),
+        ]
+        for (text, prefix, expected) in cases {
+            #expect(ASCIICase.hasPrefix(text.utf8, prefix) == expected, "\(text) / \(prefix)")
+            #expect(ASCIICase.hasPrefix(text.utf8.lazy.map { $0 }, prefix) == expected, "\(text) / \(prefix)")
+            #expect(ASCIICase.hasPrefix(Substring(text).utf8, prefix) == expected, "\(text) / \(prefix)")
+        }
+        #expect(ProviderRequest.is("Authorization", "authorization"))
+        #expect(!ProviderRequest.is("Authorizations", "authorization"))
+    }
+
     @Test func generatedIdentifiersAreTimeOrdered() async throws {
         let f = try await Fixture()
         var c = ProviderConnectionState(defaultEnvironment: .development)
