@@ -250,24 +250,25 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: Notifications going down
 
     func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void) {
-        guard deviceID != nil, context != nil else {
+        guard deviceID != nil, let context else {
             completion(.notAcknowledged(deliveredAt: nil))
             return
         }
         let id = takeTicket()
         let entry = Entry(ticket: id, push: offer.push, expiresAt: offer.expiresAt, origin: .direct(completion))
+        let now = service.now()
         guard offer.expiresAt != nil else {
             // Expiration 0: one attempt, now, whatever the priority; it is never stored to wait.
-            if let context { write(entry, at: service.now(), context: context) }
+            write(entry, at: now, context: context)
             scheduleFlush()
             return
         }
         let ticket = LinkQoS.Ticket(
             id: id, priority: offer.push.priority, topic: offer.push.topic, background: offer.background)
-        let output = qos.submit(ticket, now: service.now())
-        if output.send.count == 1, output.send[0] == id, let context {
+        let output = qos.submit(ticket, now: now)
+        if output.send.count == 1, output.send[0] == id {
             // The usual case, sent at once and alone: it need not pass through `queued`.
-            write(entry, at: service.now(), context: context)
+            write(entry, at: now, context: context)
             scheduleFlush()
             scheduleWake(output.wakeAt)
             return
