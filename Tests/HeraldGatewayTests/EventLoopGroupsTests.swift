@@ -36,15 +36,12 @@ import Testing
         _ = try await gateway.directory.putApp(bundleID: Fixture.bundle, teamID: Fixture.team)
         let (ready, readyContinuation) = AsyncStream.makeStream(of: [String: String].self)
         let run = Task { try await gateway.run { readyContinuation.yield($0) } }
-        do {
-            try await deliverAcross(gateway, ready: ready, key: pem)
-        } catch {
-            run.cancel()
-            _ = await run.result
-            throw error
-        }
+        // Stop the gateway however the test ends, then report what went wrong.
+        var failure: (any Error)?
+        do { try await deliverAcross(gateway, ready: ready, key: pem) } catch { failure = error }
         run.cancel()
         _ = await run.result
+        if let failure { throw failure }
     }
 
     func deliverAcross(_ gateway: Gateway, ready: AsyncStream<[String: String]>, key pem: String) async throws {
