@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        .library(name: "HeraldRuntime", targets: ["HeraldRuntime"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
         .library(name: "HeraldGateway", targets: ["HeraldGateway"]),
         .library(name: "HeraldKit", targets: ["HeraldKit"]),
@@ -32,10 +33,24 @@ let package = Package(
     ],
     targets: [
         .target(name: "HeraldCore"),
+        // What every Herald process that listens shares: the first-bytes and idle deadlines, protocol
+        // detection, the guarded Hummingbird HTTP/1.1 server, the state-directory lock.
+        .target(
+            name: "HeraldRuntime",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+            ]
+        ),
         .target(
             name: "HeraldDevice",
             dependencies: [
                 "HeraldCore",
+                "HeraldRuntime",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -63,6 +78,7 @@ let package = Package(
             name: "HeraldGateway",
             dependencies: [
                 "HeraldCore",
+                "HeraldRuntime",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -105,7 +121,9 @@ let package = Package(
                 "HeraldGateway",
                 "HeraldProvider",
                 "HeraldKit",
+                "HeraldRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // Examples: apps on HeraldKit (and a provider on HeraldProvider), each run against a real daemon
@@ -124,6 +142,15 @@ let package = Package(
             dependencies: ["HeraldProvider", .product(name: "Hummingbird", package: "hummingbird")],
             path: "Examples/ParcelServer"),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(
+            name: "HeraldRuntimeTests",
+            dependencies: [
+                "HeraldRuntime",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore"]),
         .testTarget(name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore"]),
         .testTarget(
@@ -148,6 +175,7 @@ let package = Package(
             name: "heraldTests",
             dependencies: [
                 "herald", "HeraldDevice", "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 "RemindMe", "MoodTracker", "Invites", "Alarm", "Arrival", "ParcelApp", "ParcelServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 import Logging
 import NIOCore
@@ -15,6 +16,9 @@ public struct DeviceDaemon: Sendable {
     public var apiHost = "127.0.0.1"
     /// Port of the device API (8081; 0 = any free port).
     public var apiPort = 8081
+    /// The device API's deadlines: a connection's first request within 10 s, and at most a minute
+    /// idle between requests.
+    public var apiTimeouts = ListenerTimeouts(idle: .seconds(60))
     let logger: Logger
 
     /// Creates the daemon over a service.
@@ -38,6 +42,7 @@ public struct DeviceDaemon: Sendable {
         let (apiPort, apiReady) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: DeviceAPI(service: service).router(),
+            server: .guardedHTTP1(listener: "device API", timeouts: apiTimeouts, log: ListenerLog(logger: logger)),
             configuration: .init(address: .hostname(apiHost, port: self.apiPort), serverName: "herald-device"),
             onServerRunning: { channel in
                 apiReady.yield(channel.localAddress?.port ?? 0)
@@ -97,6 +102,7 @@ public struct DeviceDaemon: Sendable {
             tasks.cancelAll()
             try? FileManager.default.removeItem(at: runtime)
         }
+        await service.close()
     }
 }
 

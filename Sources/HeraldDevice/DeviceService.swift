@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 
 /// The device daemon's heart: runs the `DeviceEngine` with its store and a clock, carries out the
@@ -98,8 +99,12 @@ public actor DeviceService {
     var seenOrder: [String] = []
     /// The last location fix.
     public private(set) var location: LocationFix?
+    /// Held for the service's life: one daemon per state directory.
+    let lock: StateDirectoryLock
 
-    /// Opens the store in the state directory and loads every app's record.
+    /// Locks the state directory (another process using it is refused with
+    /// ``StateDirectoryLock/Locked`` before anything in it is touched), opens the store in it and
+    /// loads every app's record.
     public init(
         configuration: Configuration, clock: any DeviceClock = SystemDeviceClock(),
         networkClock: any DeviceClock = SystemDeviceClock(), store: (any DeviceStore)? = nil,
@@ -107,7 +112,7 @@ public actor DeviceService {
         presenters: [any DevicePresenter] = [], logger: Logger = Logger(label: "herald.device")
     ) async throws {
         let directory = URL(fileURLWithPath: configuration.stateDirectory)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        lock = try StateDirectoryLock(directory: directory, role: "herald device")
         let store = try store ?? SQLiteDeviceStore(path: directory.appendingPathComponent("device.sqlite").path)
         self.configuration = configuration
         self.clock = clock
@@ -129,6 +134,14 @@ public actor DeviceService {
                 if let id = notification.apnsID { remember(id) }
             }
         }
+    }
+
+    /// Stops using the state directory: waits for the last save and releases its lock, so that
+    /// another daemon (or another service in this process) may open it. The service must not be
+    /// used afterwards.
+    public func close() async {
+        _ = await lastSave?.result
+        lock.unlock()
     }
 
     // MARK: - Running

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOWebSocket
 
@@ -50,6 +51,11 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     var deadlineHead = 0
     var deadlineTimer: Scheduled<Void>?
     var flushScheduled = false
+    /// Liveness (``DeviceLinkServer/Configuration/idleTimeout``): when the device was last heard,
+    /// whether it has been pinged since, and the timer that looks again.
+    var lastHeard = NIODeadline.distantPast
+    var pinged = false
+    var livenessTimer: Scheduled<Void>?
 
     init(service: DeviceLinkService) {
         self.service = service
@@ -86,6 +92,10 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if livenessTimer != nil {
+            lastHeard = context.eventLoop.now
+            pinged = false
+        }
         switch frame.opcode {
         case .text, .binary:
             let read = frame.unmaskedData.withUnsafeReadableBytes { bytes in
@@ -165,6 +175,8 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             refuse(code: refusal.code, message: refusal.message)
         case .success(let (device, registrations)):
             phase = .online(device: device.id)
+            context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
+            startLiveness(context)
             send(
                 .welcome(
                     device: device.id, generation: device.generation,
@@ -244,6 +256,47 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             completion(.acknowledged(deliveredAt: deliveredAt, acknowledgedAt: at))
         case .stored:
             service.router.acknowledgedStored(entry.push, device: device, deliveredAt: deliveredAt, acknowledgedAt: at)
+        }
+    }
+
+    // MARK: Liveness
+
+    /// Starts watching an authenticated link for silence.
+    func startLiveness(_ context: ChannelHandlerContext) {
+        guard let idle = service.configuration.idleTimeout, livenessTimer == nil else { return }
+        lastHeard = context.eventLoop.now
+        armLiveness(in: .nanoseconds(idle.nanoseconds / 2), context)
+    }
+
+    private func armLiveness(in delay: TimeAmount, _ context: ChannelHandlerContext) {
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        livenessTimer = context.eventLoop.scheduleTask(in: delay) { bound.value.checkLiveness() }
+    }
+
+    /// Half the idle time quiet: ping the device. All of it: the device is gone; close.
+    func checkLiveness() {
+        guard let context, let idle = service.configuration.idleTimeout, deviceID != nil else { return }
+        let quiet = context.eventLoop.now - lastHeard
+        if quiet >= idle {
+            livenessTimer = nil
+            service.log.closed(
+                listener: LinkTransportSniffer.listener, peer: context.channel.remoteAddress,
+                reason:
+                    "device \(deviceID ?? "?") sent nothing, not even a pong, for \(idle.secondsText) (idle deadline)")
+            close(context, code: 1001)
+            return
+        }
+        if quiet >= .nanoseconds(idle.nanoseconds / 2) {
+            if !pinged {
+                pinged = true
+                context.writeAndFlush(
+                    wrapOutboundOut(
+                        WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0))),
+                    promise: nil)
+            }
+            armLiveness(in: idle - quiet, context)
+        } else {
+            armLiveness(in: .nanoseconds(idle.nanoseconds / 2) - quiet, context)
         }
     }
 
@@ -435,6 +488,8 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         wakeTimer = nil
         deadlineTimer?.cancel()
         deadlineTimer = nil
+        livenessTimer?.cancel()
+        livenessTimer = nil
         deadlines = []
         deadlineHead = 0
         if let device { service.links.detach(device, key: ObjectIdentifier(self)) }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -18,6 +19,13 @@ public final class DeviceLinkServer: Sendable {
         public var acknowledgementTimeout: TimeAmount = .seconds(2)
         /// Batching and background budget.
         public var qos = LinkQoS.Configuration()
+        /// Liveness of an authenticated link: after half of this with nothing from the device the
+        /// gateway sends a WebSocket ping; after all of it the link is closed (a device that is gone
+        /// without a word, a half-open connection). `nil`: never. Ten minutes by default.
+        public var idleTimeout: TimeAmount? = .minutes(10)
+        /// From accepting a connection until the device is authenticated (TLS, the WebSocket
+        /// upgrade, the signed `hello`). Ten seconds by default.
+        public var firstBytesTimeout: TimeAmount = .seconds(10)
 
         /// The defaults.
         public init() {}
@@ -43,11 +51,12 @@ public final class DeviceLinkServer: Sendable {
     public static func start(
         host: String, port: Int, tls: NIOSSLContext?, directory: GatewayDirectory, router: PushRouter,
         configuration: Configuration = Configuration(), group: any EventLoopGroup, logger: Logger,
-        now: @escaping @Sendable () -> Date = { Date() }
+        log: ListenerLog? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> DeviceLinkServer {
         let channels = ChannelRegistry()
         let service = DeviceLinkService(
-            directory: directory, router: router, configuration: configuration, logger: logger, now: now)
+            directory: directory, router: router, configuration: configuration, logger: logger,
+            log: log ?? ListenerLog(logger: logger), now: now)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -57,7 +66,12 @@ public final class DeviceLinkServer: Sendable {
                 channels.add(channel)
                 channel.closeFuture.whenComplete { _ in channels.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(LinkTransportSniffer(service: service, tls: tls))
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(
+                        FirstBytesDeadline(
+                            listener: LinkTransportSniffer.listener, deadline: configuration.firstBytesTimeout,
+                            log: service.log))
+                    try sync.addHandler(LinkTransportSniffer(service: service, tls: tls))
                 }
             }
         let channel = try await bootstrap.bind(host: host, port: port).get()
@@ -87,17 +101,19 @@ final class DeviceLinkService: Sendable {
     let links: DeviceLinks
     let configuration: DeviceLinkServer.Configuration
     let logger: Logger
+    let log: ListenerLog
     let now: @Sendable () -> Date
 
     init(
         directory: GatewayDirectory, router: PushRouter, configuration: DeviceLinkServer.Configuration,
-        logger: Logger, now: @escaping @Sendable () -> Date
+        logger: Logger, log: ListenerLog, now: @escaping @Sendable () -> Date
     ) {
         self.directory = directory
         self.router = router
         self.links = router.links
         self.configuration = configuration
         self.logger = logger
+        self.log = log
         self.now = now
     }
 
@@ -197,11 +213,14 @@ extension LinkMessage {
 }
 
 /// Looks at the first byte: a TLS handshake (0x16) gets TLS; cleartext is served only to loopback
-/// peers. Then sets up HTTP with the WebSocket upgrade and gets out of the way.
+/// peers. Then the first bytes of HTTP are checked (``ProtocolSniffer``: HTTP/1.1 only; an HTTP/2
+/// preface or bytes that are no request line are closed with a logged reason) and HTTP with the
+/// WebSocket upgrade is set up.
 final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
+    static let listener = "device link"
     let service: DeviceLinkService
     let tls: NIOSSLContext?
 
@@ -223,14 +242,13 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
             } else if !Self.isLoopback(context.channel.remoteAddress) {
                 throw Refused.cleartextFromNetwork
             }
-            try Self.configureHTTP(sync, service: service)
+            let service = self.service
+            try sync.addHandler(
+                ProtocolSniffer(
+                    listener: Self.listener, log: service.log,
+                    http1: { try Self.configureHTTP($0, service: service) }, http2: nil))
         } catch {
-            service.logger.notice(
-                "device link refused",
-                metadata: [
-                    "peer": "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")",
-                    "reason": "\(error)",
-                ])
+            service.log.closed(listener: Self.listener, peer: context.channel.remoteAddress, reason: "\(error)")
             context.close(promise: nil)
             return
         }
@@ -238,7 +256,15 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
         sync.removeHandler(self, promise: nil)
     }
 
-    enum Refused: Error { case tlsNotConfigured, cleartextFromNetwork }
+    enum Refused: Error, CustomStringConvertible {
+        case tlsNotConfigured, cleartextFromNetwork
+        var description: String {
+            switch self {
+            case .tlsNotConfigured: "a TLS handshake, but this listener has no TLS"
+            case .cleartextFromNetwork: "cleartext from a network address (only loopback may skip TLS)"
+            }
+        }
+    }
 
     static func isLoopback(_ address: SocketAddress?) -> Bool {
         guard let ip = address?.ipAddress else { return false }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 import Logging
 import NIOCore
@@ -13,24 +14,23 @@ public final class Gateway: Sendable {
     public struct Configuration: Sendable {
         /// The state directory (`--state`).
         public var stateDirectory: String = ".herald/gateway"
-        /// Address of the TLS provider API.
-        public var host: String = "0.0.0.0"
+        /// The address every listener binds, except the development listener, which is always on
+        /// loopback: `127.0.0.1` by default. Off loopback (`--listen 0.0.0.0`) the provider API and
+        /// the device link take network clients over TLS only (cleartext only from loopback peers)
+        /// and the admin API is served over TLS, with its token as always.
+        public var listenAddress: String = "127.0.0.1"
         /// Port of the TLS provider API (2197; 0 picks a free port).
         public var port: Int = 2197
         /// Port of the cleartext development listener on loopback (2198; 0 picks a free port; `nil` = off).
         public var developmentPort: Int? = 2198
-        /// Port of the admin API on loopback (8080; 0 picks a free port).
+        /// Port of the admin API (8080; 0 picks a free port).
         public var adminPort: Int = 8080
-        /// Address of the admin API.
-        public var adminHost: String = "127.0.0.1"
-        /// Address of the device link.
-        public var linkHost: String = "0.0.0.0"
         /// Port of the device link (5223; 0 picks a free port): TLS, and cleartext from loopback.
         public var linkPort: Int = 5223
         /// Port of the legacy binary provider interface (2195; 0 picks a free port; `nil` = off),
-        /// on `host`, TLS with a client certificate.
+        /// TLS with a client certificate.
         public var binaryPort: Int? = 2195
-        /// Port of the feedback service (2196; 0 picks a free port; `nil` = off), on `host`.
+        /// Port of the feedback service (2196; 0 picks a free port; `nil` = off).
         public var feedbackPort: Int? = 2196
         /// Acknowledgement timeout, batching window and background budget of the device link.
         public var link = DeviceLinkServer.Configuration()
@@ -38,8 +38,14 @@ public final class Gateway: Sendable {
         public var environment: APNsEnvironment = .development
         /// Names and addresses the TLS certificate is issued for (on first start).
         public var certificateHosts: [String] = ["localhost", "127.0.0.1", "::1"]
-        /// The provider API's settings (per-token rate).
+        /// The provider API's settings (per-token rate, idle deadline).
         public var provider = ProviderAPI.Configuration()
+        /// Every listener's first-bytes deadline (docs/listeners.md): from accepting a connection
+        /// until its first complete request. The device link has its own
+        /// (``DeviceLinkServer/Configuration/firstBytesTimeout``).
+        public var firstBytesTimeout: TimeAmount = .seconds(10)
+        /// The admin API's idle deadline between requests.
+        public var adminIdleTimeout: TimeAmount? = .seconds(60)
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()
         /// SQLite durability.
@@ -56,6 +62,14 @@ public final class Gateway: Sendable {
 
         /// The defaults.
         public init() {}
+
+        /// Whether `listenAddress` is a loopback address.
+        public var listensOnLoopbackOnly: Bool { Self.isLoopback(listenAddress) }
+
+        /// `127.x.x.x`, `::1`, `localhost`.
+        public static func isLoopback(_ address: String) -> Bool {
+            address == "localhost" || address == "::1" || address.hasPrefix("127.") || address == "[::1]"
+        }
     }
 
     /// The configuration it runs with.
@@ -79,11 +93,15 @@ public final class Gateway: Sendable {
     let group: MultiThreadedEventLoopGroup
     /// Device links.
     let linkGroup: MultiThreadedEventLoopGroup
+    /// Held from `open` for the gateway's life: one process per state directory.
+    let lock: StateDirectoryLock
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
-        router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger
+        router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
+        lock: StateDirectoryLock
     ) {
+        self.lock = lock
         self.configuration = configuration
         self.state = state
         self.directory = directory
@@ -97,9 +115,12 @@ public final class Gateway: Sendable {
         self.linkGroup = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.linkThreads))
     }
 
-    /// Opens the state directory (creating the CA, certificate, admin token and database on first
-    /// start) and loads the directory.
+    /// Locks the state directory (``StateDirectoryLock``: another process using it is refused with
+    /// ``StateDirectoryLock/Locked``, and nothing in it is touched), opens it (creating the CA,
+    /// certificate, admin token and database on first start) and loads the directory.
     public static func open(_ configuration: Configuration, logger: Logger) async throws -> Gateway {
+        let lock = try StateDirectoryLock(
+            directory: URL(fileURLWithPath: configuration.stateDirectory, isDirectory: true), role: "herald gateway")
         let state = try GatewayStateDirectory(path: configuration.stateDirectory)
         let ca = try state.certificateAuthority()
         let store = try SQLiteGatewayStore(path: state.databasePath, durability: configuration.durability)
@@ -113,7 +134,7 @@ public final class Gateway: Sendable {
             metrics: GatewayMetrics(), logger: logger)
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
-            ca: ca, adminToken: try state.adminToken(), logger: logger)
+            ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock)
     }
 
     /// Runs until `shutdown` is signalled (SIGINT/SIGTERM through swift-service-lifecycle or the
@@ -122,25 +143,31 @@ public final class Gateway: Sendable {
         let identity = try state.serverIdentity(ca: ca, hosts: configuration.certificateHosts)
         let tls = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
-        let provider = try await Self.listening("provider API", configuration.host, configuration.port) {
+        let address = configuration.listenAddress
+        let metrics = router.metrics
+        let log = ListenerLog(logger: logger) { metrics.connectionRefused(listener: $0) }
+        let firstBytes = configuration.firstBytesTimeout
+        let provider = try await Self.listening("provider API", address, configuration.port) {
             try await ProviderServer.start(
-                host: configuration.host, port: configuration.port, transport: .tls(tls, ca: ca), api: api,
-                router: router, environment: configuration.environment, group: group, logger: logger)
+                host: address, port: configuration.port, transport: .tls(tls, ca: ca), api: api,
+                router: router, environment: configuration.environment, group: group, logger: logger,
+                firstBytes: firstBytes, log: log)
         }
         var development: ProviderServer?
         if let port = configuration.developmentPort {
             development = try await Self.listening("development listener", "127.0.0.1", port) {
                 try await ProviderServer.start(
                     host: "127.0.0.1", port: port, transport: .cleartext, api: api, router: router,
-                    environment: configuration.environment, group: group, logger: logger)
+                    environment: configuration.environment, group: group, logger: logger, firstBytes: firstBytes,
+                    log: log)
             }
         }
         let linkTLS = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca, deviceLink: true)
-        let link = try await Self.listening("device link", configuration.linkHost, configuration.linkPort) {
+        let link = try await Self.listening("device link", address, configuration.linkPort) {
             try await DeviceLinkServer.start(
-                host: configuration.linkHost, port: configuration.linkPort, tls: linkTLS, directory: directory,
-                router: router, configuration: configuration.link, group: linkGroup, logger: logger)
+                host: address, port: configuration.linkPort, tls: linkTLS, directory: directory,
+                router: router, configuration: configuration.link, group: linkGroup, logger: logger, log: log)
         }
         let legacyTLS = try GatewayStateDirectory.legacyTLSContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
@@ -150,18 +177,26 @@ public final class Gateway: Sendable {
         ] {
             guard let port else { continue }
             legacy.append(
-                try await Self.listening(service.rawValue, configuration.host, port) {
+                try await Self.listening(service.rawValue, address, port) {
                     try await LegacyServer.start(
-                        service, host: configuration.host, port: port, tls: legacyTLS, ca: ca, api: api, router: router,
-                        directory: directory, environment: configuration.environment, group: group, logger: logger)
+                        service, host: address, port: port, tls: legacyTLS, ca: ca, api: api, router: router,
+                        directory: directory, environment: configuration.environment, group: group, logger: logger,
+                        timeouts: ListenerTimeouts(firstBytes: firstBytes, idle: configuration.provider.idleTimeout),
+                        log: log)
                 })
         }
         let admin = AdminAPI(directory: directory, router: router, faults: faults, ca: ca, token: adminToken)
         let (adminPort, adminReady) = AsyncStream.makeStream(of: Int.self)
+        // Off loopback the admin API is served over TLS (the gateway's certificate, ALPN http/1.1
+        // only, as for the device link), never in the clear.
+        let adminTLS = configuration.listensOnLoopbackOnly ? nil : linkTLS
         let app = Application(
             router: admin.router(),
-            configuration: .init(
-                address: .hostname(configuration.adminHost, port: configuration.adminPort), serverName: "herald"),
+            server: .guardedHTTP1(
+                listener: "admin API",
+                timeouts: ListenerTimeouts(firstBytes: firstBytes, idle: configuration.adminIdleTimeout),
+                tls: adminTLS, log: log),
+            configuration: .init(address: .hostname(address, port: configuration.adminPort), serverName: "herald"),
             onServerRunning: { channel in
                 adminReady.yield(channel.localAddress?.port ?? 0)
                 adminReady.finish()
@@ -204,12 +239,12 @@ public final class Gateway: Sendable {
                 var reason = "it stopped before it was listening"
                 do { try await tasks.next() } catch { reason = "\(error)" }
                 throw GatewayStartError(
-                    listener: "admin API", address: "\(configuration.adminHost):\(configuration.adminPort)",
+                    listener: "admin API", address: "\(address):\(configuration.adminPort)",
                     reason: reason)
             }
             var info: [String: String] = [
                 "providerURL": "https://localhost:\(provider.localAddress?.port ?? 0)",
-                "adminURL": "http://\(configuration.adminHost):\(bound)",
+                "adminURL": "\(adminTLS == nil ? "http" : "https")://\(Self.urlHost(address)):\(bound)",
                 "adminToken": adminToken,
                 "caCertificate": state.caCertificatePath,
                 "pid": String(ProcessInfo.processInfo.processIdentifier),
@@ -238,6 +273,14 @@ public final class Gateway: Sendable {
         }
         try await group.shutdownGracefully()
         try await linkGroup.shutdownGracefully()
+    }
+
+    /// An address as the host of a URL: a wildcard becomes loopback (what a local client reaches),
+    /// an IPv6 address gets brackets.
+    static func urlHost(_ address: String) -> String {
+        if address == "0.0.0.0" { return "127.0.0.1" }
+        if address == "::" { return "[::1]" }
+        return address.contains(":") && !address.hasPrefix("[") ? "[\(address)]" : address
     }
 
     static func listening<T>(_ listener: String, _ host: String, _ port: Int, _ start: () async throws -> T)

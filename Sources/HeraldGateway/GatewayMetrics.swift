@@ -18,6 +18,7 @@ public final class GatewayMetrics: Sendable {
     private let discardedTotal: Counter
     let devicesOnline: Gauge
     let storedNow: Gauge
+    private let refusedConnections = Mutex<[String: Counter]>([:])
 
     /// Creates the metrics in a registry of their own.
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -47,6 +48,21 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("devices_online", "", "Devices connected over the device link"))
         storedNow = registry.makeGauge(
             descriptor: Self.name("stored_pushes", "", "Pushes waiting in the offline store"))
+    }
+
+    /// Counts a connection a listener closed for a missed deadline or bytes it does not speak.
+    public func connectionRefused(listener: String) {
+        let counter = refusedConnections.withLock { counters in
+            if let counter = counters[listener] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: Self.name(
+                    "connections_refused", "total",
+                    "Connections closed for a missed first-bytes or idle deadline, or bytes no protocol spoken there"),
+                labels: [("listener", listener)])
+            counters[listener] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 import NIOPosix
@@ -38,9 +39,11 @@ public final class LegacyServer: Sendable {
     public static func start(
         _ service: Service, host: String, port: Int, tls: NIOSSLContext, ca: GatewayCA, api: ProviderAPI,
         router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment, group: any EventLoopGroup,
-        logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
+        logger: Logger, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .hours(1)), log: ListenerLog? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> LegacyServer {
         let registry = ChannelRegistry()
+        let log = log ?? ListenerLog(logger: logger)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -54,6 +57,8 @@ public final class LegacyServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(
+                        FirstBytesDeadline(listener: service.rawValue, deadline: timeouts.firstBytes, log: log))
+                    try sync.addHandler(
                         NIOSSLServerHandler(context: tls) { certificates, promise in
                             promise.succeed(Self.verify(certificates, ca: ca, environment: environment, now: now()))
                         })
@@ -62,7 +67,7 @@ public final class LegacyServer: Sendable {
                         try sync.addHandler(
                             BinaryProviderHandler(
                                 api: api, router: router, directory: directory, ca: ca, environment: environment,
-                                logger: logger, now: now))
+                                logger: logger, timeouts: timeouts, log: log, now: now))
                     case .feedback:
                         try sync.addHandler(
                             FeedbackHandler(
@@ -124,10 +129,17 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     static let maximumInFlight = 4096
     var readPending = false
     var context: ChannelHandlerContext?
+    /// The idle deadline: nothing from the provider and nothing in flight.
+    var idle: IdleWatch
+    /// A frame begun must arrive whole within the first-bytes deadline.
+    let frameDeadline: TimeAmount
+    var frameTimer: Scheduled<Void>?
+    let log: ListenerLog
 
     init(
         api: ProviderAPI, router: PushRouter, directory: GatewayDirectory, ca: GatewayCA, environment: APNsEnvironment,
-        logger: Logger, now: @escaping @Sendable () -> Date
+        logger: Logger, timeouts: ListenerTimeouts = ListenerTimeouts(idle: nil), log: ListenerLog? = nil,
+        now: @escaping @Sendable () -> Date
     ) {
         self.api = api
         self.router = router
@@ -136,13 +148,42 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
         self.logger = logger
         self.now = now
         self.connection = ProviderConnectionState(defaultEnvironment: environment)
+        self.idle = IdleWatch(timeout: timeouts.idle)
+        self.frameDeadline = timeouts.firstBytes
+        self.log = log ?? ListenerLog(logger: logger)
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idle.start(at: now(), on: context.eventLoop) { bound.value.checkIdle() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idle.stop()
+        frameTimer?.cancel()
+        frameTimer = nil
+        self.context = nil
+    }
+
+    /// Closes a connection quiet for the whole idle deadline with nothing in flight (the binary
+    /// interface has no goodbye).
+    func checkIdle() {
+        guard let context, !finished, idle.quietLongEnough(at: now(), busy: inFlight > 0) else { return }
+        log.closed(
+            listener: LegacyServer.Service.binary.rawValue, peer: context.channel.remoteAddress,
+            reason: "nothing sent for the idle deadline")
+        context.close(promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if idle.isWatching { idle.touch(at: now()) }
+        context.fireChannelReadComplete()
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted = event as? TLSUserEvent {
+            context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
             connection.certificate = ProviderServer.grant(channel: context.channel, ca: ca, now: now())
         } else if event is ProviderShutdownEvent {
             finish(.shutdown, identifier: lastProcessed, context: context)
@@ -168,15 +209,35 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
             switch result {
             case .needMoreBytes:
                 buffer!.discardReadBytes()
+                startFrameTimer(context)
                 return
             case .failure(let status, let identifier):
                 finish(status, identifier: identifier, context: context)
             case .notification(let notification, let consumed):
+                // A frame arrived whole: the next one's deadline counts from its own first byte.
+                frameTimer?.cancel()
+                frameTimer = nil
                 buffer!.moveReaderIndex(forwardBy: consumed)
                 process(notification, context: context)
             }
         }
         buffer = nil
+        frameTimer?.cancel()
+        frameTimer = nil
+    }
+
+    private func startFrameTimer(_ context: ChannelHandlerContext) {
+        guard frameTimer == nil else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        frameTimer = context.eventLoop.scheduleTask(in: frameDeadline) {
+            let handler = bound.value
+            handler.frameTimer = nil
+            guard let context = handler.context, !handler.finished else { return }
+            handler.log.closed(
+                listener: LegacyServer.Service.binary.rawValue, peer: context.channel.remoteAddress,
+                reason: "a frame did not arrive whole within \(handler.frameDeadline.secondsText) of its first byte")
+            context.close(promise: nil)
+        }
     }
 
     private func process(_ notification: LegacyBinary.Notification, context: ChannelHandlerContext) {
@@ -320,6 +381,7 @@ final class FeedbackHandler: ChannelInboundHandler {
             context.fireUserInboundEventTriggered(event)
             return
         }
+        context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
         guard let grant = ProviderServer.grant(channel: context.channel, ca: ca, now: now()), grant.problem == nil
         else {
             context.close(promise: nil)

@@ -20,8 +20,10 @@ public struct ProviderAPI: Sendable {
         public var tokenBurst: Double = 100
         /// How long a provider connection may stay idle (no bytes from the client, no request in
         /// flight) before the gateway closes it: HTTP/2 with GOAWAY `{"reason":"IdleTimeout"}`.
-        /// `nil` = never (the default): clients keep connections for hours, pinging when idle.
-        public var idleTimeout: TimeAmount? = nil
+        /// One hour by default: clients keep connections for hours but send PINGs when idle, and a
+        /// PING counts as activity; one that goes quiet longer reconnects on its next push. `nil` =
+        /// never.
+        public var idleTimeout: TimeAmount? = .hours(1)
 
         /// The defaults.
         public init() {}

@@ -1,10 +1,14 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOHTTP1
 
 /// The provider API over HTTP/1.1 (development listener, and TLS clients that do not offer h2).
 /// NIO's pipelining helper keeps answers in request order.
+///
+/// A request must arrive whole within `requestDeadline` of its first byte (a head or body sent a
+/// byte at a time is closed then); between requests the idle deadline applies.
 final class ProviderHTTP1Handler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -20,14 +24,25 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     var draining = false
     var context: ChannelHandlerContext?
     var idle: IdleWatch
+    let requestDeadline: TimeAmount
+    let log: ListenerLog?
+    /// Runs from a request's first sign (bytes that made no part yet, or its head) to its end.
+    var requestTimer: Scheduled<Void>?
+    /// Whether the current read produced any request part.
+    var sawPart = false
+    var established = false
 
-    init(api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date)
-    {
+    init(
+        api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date,
+        requestDeadline: TimeAmount = .seconds(10), log: ListenerLog? = nil
+    ) {
         self.api = api
         self.router = router
         self.connection = connection
         self.now = now
         self.idle = IdleWatch(timeout: api.idleTimeout)
+        self.requestDeadline = requestDeadline
+        self.log = log
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -38,12 +53,33 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idle.stop()
+        requestTimer?.cancel()
+        requestTimer = nil
         self.context = nil
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         if idle.isWatching { idle.touch(at: now()) }
+        // Bytes that made no part while nothing was in progress: a head is on its way. (While a
+        // request is answered, NIO's pipelining helper holds the next one back, so that is no sign.)
+        if !sawPart && request == nil && !busy { startRequestTimer(context) }
+        sawPart = false
         context.fireChannelReadComplete()
+    }
+
+    private func startRequestTimer(_ context: ChannelHandlerContext) {
+        guard requestTimer == nil else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        requestTimer = context.eventLoop.scheduleTask(in: requestDeadline) { bound.value.requestTimedOut() }
+    }
+
+    private func requestTimedOut() {
+        requestTimer = nil
+        guard let context else { return }
+        log?.closed(
+            listener: "provider API (HTTP/1.1)", peer: context.channel.remoteAddress,
+            reason: "a request did not arrive whole within \(requestDeadline.secondsText) of its first byte")
+        context.close(promise: nil)
     }
 
     /// Closes the connection once the client has sent nothing for the whole idle timeout and no
@@ -54,8 +90,14 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        sawPart = true
         switch unwrapInboundIn(data) {
         case .head(let head):
+            startRequestTimer(context)
+            if !established {
+                established = true
+                context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
+            }
             var r = ProviderRequest(method: head.method.rawValue, path: head.uri)
             for (name, value) in head.headers { r.addHeader(name: name, value: value) }
             request = r
@@ -70,6 +112,8 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
             }
             request = r
         case .end:
+            requestTimer?.cancel()
+            requestTimer = nil
             guard let r = request else { return }
             request = nil
             busy = true

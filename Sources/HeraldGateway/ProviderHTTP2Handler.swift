@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -42,6 +43,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     /// Whether this connection's HPACK dynamic table has had `apns-id` / `apns-unique-id` entered.
     var idNameIndexed = false
     var uniqueIDNameIndexed = false
+    /// Whether the first-bytes watch has been told the connection is up (its first frame, the
+    /// client's SETTINGS, arrived after the preface).
+    var established = false
 
     /// Bodies beyond this are answered 413 without reading further.
     static let bodyCap = 5120
@@ -69,6 +73,10 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if !established {
+            established = true
+            context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
+        }
         switch frame.payload {
         case .headers(let headers):
             // Streams are taken out of the table while they are worked on (and put back unless

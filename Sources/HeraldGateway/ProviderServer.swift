@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -38,13 +39,23 @@ public final class ProviderServer: Sendable {
         HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
     ]
 
-    /// Binds a listener.
+    /// Binds a listener. Every connection gets the first-bytes deadline (`firstBytes`: from
+    /// accepting it until its first complete request); the idle deadline is the API's
+    /// (``ProviderAPI/idleTimeout``). Without ALPN (cleartext, or a TLS client that offers none) the
+    /// first bytes say whether it is HTTP/2 or HTTP/1.1; anything else is closed with a logged reason.
     public static func start(
         host: String, port: Int, transport: Transport, api: ProviderAPI, router: PushRouter,
         environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger,
+        firstBytes: TimeAmount = .seconds(10), log: ListenerLog? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> ProviderServer {
         let holder = ChannelRegistry()
+        let log = log ?? ListenerLog(logger: logger)
+        let name: String
+        switch transport {
+        case .cleartext: name = "development listener"
+        case .tls: name = "provider API"
+        }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -56,10 +67,12 @@ public final class ProviderServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     let connection = ProviderConnectionState(defaultEnvironment: environment)
+                    let setup = ProviderPipeline(
+                        api: api, router: router, now: now, requestDeadline: firstBytes, log: log)
+                    try sync.addHandler(FirstBytesDeadline(listener: name, deadline: firstBytes, log: log))
                     switch transport {
                     case .cleartext:
-                        try sync.addHandler(
-                            ProtocolSniffer(api: api, router: router, connection: connection, now: now))
+                        try sync.addHandler(setup.sniffer(listener: name, log: log, connection: connection))
                     case .tls(let context, let ca):
                         try sync.addHandler(NIOSSLServerHandler(context: context))
                         try sync.addHandler(
@@ -67,13 +80,14 @@ public final class ProviderServer: Sendable {
                                 channel.eventLoop.makeCompletedFuture {
                                     var connection = connection
                                     connection.certificate = Self.grant(channel: channel, ca: ca, now: now())
+                                    let sync = channel.pipeline.syncOperations
                                     switch result {
-                                    case .negotiated("h2"):
-                                        try configureHTTP2(
-                                            channel.pipeline.syncOperations, api, router, connection, now)
+                                    case .negotiated("h2"): try setup.http2(sync, connection)
+                                    case .negotiated("http/1.1"): try setup.http1(sync, connection)
                                     default:
-                                        try configureHTTP1(
-                                            channel.pipeline.syncOperations, api, router, connection, now)
+                                        // No ALPN: some clients start HTTP/2 with the preface at once.
+                                        try sync.addHandler(
+                                            setup.sniffer(listener: name, log: log, connection: connection))
                                     }
                                 }
                             })
@@ -152,70 +166,37 @@ final class ChannelRegistry: Sendable {
     }
 }
 
-func configureHTTP2(
-    _ pipeline: ChannelPipeline.SynchronousOperations, _ api: ProviderAPI, _ router: PushRouter,
-    _ connection: ProviderConnectionState, _ now: @escaping @Sendable () -> Date
-) throws {
-    var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-    configuration.initialSettings = ProviderServer.settings
-    try pipeline.addHandler(WriteCoalescingHandler())
-    try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
-    try pipeline.addHandler(ProviderHTTP2Handler(api: api, router: router, connection: connection, now: now))
-}
-
-func configureHTTP1(
-    _ pipeline: ChannelPipeline.SynchronousOperations, _ api: ProviderAPI, _ router: PushRouter,
-    _ connection: ProviderConnectionState, _ now: @escaping @Sendable () -> Date
-) throws {
-    try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
-    try pipeline.addHandler(ProviderHTTP1Handler(api: api, router: router, connection: connection, now: now))
-}
-
-/// Tells h2c prior knowledge (the connection preface `PRI * HTTP/2.0`) from HTTP/1.1 by the first
-/// bytes, then replaces itself with the right pipeline and replays what it read.
-final class ProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-
-    static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+/// What the provider API's HTTP/2 and HTTP/1.1 pipelines are made from.
+struct ProviderPipeline: Sendable {
     let api: ProviderAPI
     let router: PushRouter
-    let connection: ProviderConnectionState
     let now: @Sendable () -> Date
-    var buffered: ByteBuffer?
+    /// How long a started HTTP/1.1 request may take to arrive whole (the first-bytes deadline).
+    var requestDeadline: TimeAmount = .seconds(10)
+    /// Where a connection closed for a missed deadline is logged.
+    var log: ListenerLog? = nil
 
-    init(api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date)
-    {
-        self.api = api
-        self.router = router
-        self.connection = connection
-        self.now = now
+    /// Adds the HTTP/2 handlers.
+    func http2(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.initialSettings = ProviderServer.settings
+        try pipeline.addHandler(WriteCoalescingHandler())
+        try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
+        try pipeline.addHandler(ProviderHTTP2Handler(api: api, router: router, connection: connection, now: now))
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var bytes = unwrapInboundIn(data)
-        if buffered == nil {
-            buffered = bytes
-        } else {
-            buffered!.writeBuffer(&bytes)
-        }
-        guard let buffered else { return }
-        let view = buffered.readableBytesView
-        let n = min(view.count, Self.preface.count)
-        let isHTTP2Prefix = view.prefix(n).elementsEqual(Self.preface.prefix(n))
-        if isHTTP2Prefix && n < Self.preface.count { return }  // wait for more
-        do {
-            if isHTTP2Prefix {
-                try configureHTTP2(context.pipeline.syncOperations, api, router, connection, now)
-            } else {
-                try configureHTTP1(context.pipeline.syncOperations, api, router, connection, now)
-            }
-        } catch {
-            context.close(promise: nil)
-            return
-        }
-        self.buffered = nil
-        context.fireChannelRead(wrapInboundOut(buffered))
-        context.pipeline.syncOperations.removeHandler(self, promise: nil)
+    /// Adds the HTTP/1.1 handlers.
+    func http1(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
+        try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+        try pipeline.addHandler(
+            ProviderHTTP1Handler(
+                api: api, router: router, connection: connection, now: now, requestDeadline: requestDeadline,
+                log: log))
+    }
+
+    /// A sniffer that picks one of the two by the first bytes.
+    func sniffer(listener: String, log: ListenerLog, connection: ProviderConnectionState) -> ProtocolSniffer {
+        ProtocolSniffer(
+            listener: listener, log: log, http1: { try http1($0, connection) }, http2: { try http2($0, connection) })
     }
 }

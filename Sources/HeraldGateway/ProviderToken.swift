@@ -4,8 +4,10 @@ import HeraldCore
 
 /// A provider authentication token (JWT, ES256) as APNs reads it (spec/APNS.md §2).
 ///
-/// Parsing is lenient in the ways real clients differ: an extra `typ`, `kid` repeated in the
-/// claims, `iat` as a JSON string, padding on the base64url parts. The signature must be the raw
+/// Parsing is lenient in the ways real clients differ: extra header fields (`typ`) and claims,
+/// `kid` repeated in the claims, `iat` as an integer, a fractional number straight from a clock
+/// (`1795460000.123456`) or either as a JSON string, padding on the base64url parts. A fractional
+/// `iat` counts from its whole second (rounded down). The signature must be the raw
 /// 64-byte r‖s form; a DER signature is accepted too, since some JWT libraries produce it.
 public struct ProviderToken: Sendable, Equatable {
     /// The `kid` header: the key id.
@@ -47,20 +49,33 @@ public struct ProviderToken: Sendable, Equatable {
         guard let iss = claims["iss"]?.stringValue, !iss.isEmpty else {
             throw ParseError(description: "iss is missing")
         }
-        let iat: Int64
-        switch claims["iat"] {
-        case .int(let n)?: iat = n
-        case .double(let d)? where d.isFinite && d.rounded() == d: iat = Int64(d)
-        case .string(let s)? where Int64(s.trimmingCharacters(in: .whitespaces)) != nil:
-            iat = Int64(s.trimmingCharacters(in: .whitespaces))!
-        default:
-            throw ParseError(description: "iat must be a number of seconds")
+        guard let iat = claims["iat"].flatMap(Self.seconds) else {
+            throw ParseError(
+                description: "iat must be a number of seconds (an integer, a fraction, or either as a string)")
         }
         self.keyID = kid
         self.teamID = iss
         self.issuedAt = iat
         self.signingInput = compact[compact.startIndex..<parts[1].endIndex]
         self.signature = Array(signature)
+    }
+
+    /// `iat` in whole seconds: an integer, a finite fraction (rounded down), or either in a string.
+    static func seconds(_ value: JSONValue) -> Int64? {
+        let number: Double
+        switch value {
+        case .int(let n): return n
+        case .double(let d): number = d
+        case .string(let s):
+            let text = s.trimmingCharacters(in: .whitespaces)
+            if let n = Int64(text) { return n }
+            guard let d = Double(text) else { return nil }
+            number = d
+        default: return nil
+        }
+        // Beyond ±2^62 seconds is no time a clock gives; it also keeps the conversion in range.
+        guard number.isFinite, abs(number) < 4.6e18 else { return nil }
+        return Int64(number.rounded(.down))
     }
 
     /// Whether `key` signed this token.

@@ -5,6 +5,7 @@ import HeraldCore
 import HeraldGateway
 import HeraldProvider
 import Logging
+import NIOCore
 
 extension APNsEnvironment: ExpressibleByArgument {}
 extension SQLiteGatewayStore.Durability: ExpressibleByArgument {}
@@ -22,8 +23,13 @@ struct GatewayCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "State directory.")
     var state = ".herald/gateway"
-    @Option(name: .long, help: "Address of the TLS provider API.")
-    var host = "0.0.0.0"
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Address every listener binds (the development listener stays on loopback). Off loopback, network "
+                + "clients get TLS only: the provider API, the device link, and the admin API (over TLS, with its token).",
+            valueName: "address"))
+    var listen = "127.0.0.1"
     @Option(name: .long, help: "Port of the TLS provider API (HTTP/2 with ALPN h2 and http/1.1; 0 = any free port).")
     var port = 2197
     @Option(
@@ -45,8 +51,6 @@ struct GatewayCommand: AsyncParsableCommand {
     var offlineDepth = 1
     @Option(name: .long, help: "SQLite durability: full (survives power loss) or normal (survives a killed process).")
     var durability: SQLiteGatewayStore.Durability = .full
-    @Option(name: .long, help: "Address of the device link.")
-    var linkHost = "0.0.0.0"
     @Option(
         name: .long,
         help: "Port of the device link (WebSocket at /device/v1: TLS, or cleartext from loopback; 0 = any free port).")
@@ -70,10 +74,28 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: """
-            Seconds a provider connection may stay idle (nothing from the client, no request in flight) \
-            before the gateway closes it, over HTTP/2 with GOAWAY {"reason":"IdleTimeout"} (0 = never).
+            Seconds a provider connection (HTTP/2, HTTP/1.1 or binary) may stay idle (nothing from the client, \
+            no request in flight) before the gateway closes it, over HTTP/2 with GOAWAY {"reason":"IdleTimeout"} \
+            (0 = never).
             """)
-    var idleTimeout: Double = 0
+    var idleTimeout: Double = 3600
+    @Option(
+        name: .long,
+        help: """
+            Seconds a new connection on any listener has to send its first complete request (TLS handshake, \
+            protocol, request head; device link: the authenticated hello) before it is closed; also the time a \
+            started HTTP/1.1 request or binary frame has to arrive whole.
+            """)
+    var firstBytesTimeout: Double = 10
+    @Option(
+        name: .long,
+        help: """
+            Seconds a device link may be silent: after half of it the gateway pings the device, after all of it \
+            the link is closed (0 = never).
+            """)
+    var linkIdleTimeout: Double = 600
+    @Option(name: .long, help: "Seconds an admin API connection may stay idle between requests (0 = never).")
+    var adminIdleTimeout: Double = 60
     @Option(name: .long, help: "Event-loop threads for provider connections (default: one per core).")
     var threads = Gateway.Configuration().providerThreads
     @Option(
@@ -90,6 +112,10 @@ struct GatewayCommand: AsyncParsableCommand {
         guard offlineDepth >= 1 else { throw ValidationError("--offline-depth must be at least 1") }
         guard tokenRate >= 0 else { throw ValidationError("--token-rate must not be negative") }
         guard idleTimeout >= 0 else { throw ValidationError("--idle-timeout must not be negative") }
+        guard firstBytesTimeout > 0 else { throw ValidationError("--first-bytes-timeout must be more than 0 seconds") }
+        guard linkIdleTimeout >= 0 else { throw ValidationError("--link-idle-timeout must not be negative") }
+        guard adminIdleTimeout >= 0 else { throw ValidationError("--admin-idle-timeout must not be negative") }
+        guard !listen.isEmpty else { throw ValidationError("--listen needs an address, such as 127.0.0.1 or 0.0.0.0") }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard linkThreads >= 1 else { throw ValidationError("--link-threads must be at least 1") }
         try validateLogLevel(logLevel)
@@ -100,19 +126,22 @@ struct GatewayCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var configuration = Gateway.Configuration()
         configuration.stateDirectory = state
-        configuration.host = host
+        configuration.listenAddress = listen
         configuration.port = port
         configuration.developmentPort = noDev ? nil : devPort
         configuration.adminPort = adminPort
         configuration.environment = environment
         configuration.provider.tokenRate = tokenRate
         configuration.provider.tokenBurst = tokenBurst
-        configuration.provider.idleTimeout = idleTimeout > 0 ? .nanoseconds(Int64(idleTimeout * 1e9)) : nil
+        configuration.provider.idleTimeout = Self.seconds(idleTimeout)
+        configuration.firstBytesTimeout = Self.seconds(firstBytesTimeout) ?? .seconds(10)
+        configuration.link.firstBytesTimeout = configuration.firstBytesTimeout
+        configuration.link.idleTimeout = Self.seconds(linkIdleTimeout)
+        configuration.adminIdleTimeout = Self.seconds(adminIdleTimeout)
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads
-        configuration.linkHost = linkHost
         configuration.linkPort = linkPort
         configuration.binaryPort = noLegacy ? nil : binaryPort
         configuration.feedbackPort = noLegacy ? nil : feedbackPort
@@ -130,6 +159,13 @@ struct GatewayCommand: AsyncParsableCommand {
             text += "  admin token: \(gateway.state.adminTokenPath)\n"
             FileHandle.standardOutput.write(Data(text.utf8))
         }
+    }
+}
+
+extension GatewayCommand {
+    /// Seconds from the command line as a time amount; 0 is `nil` (never).
+    static func seconds(_ value: Double) -> TimeAmount? {
+        value > 0 ? .nanoseconds(Int64(value * 1e9)) : nil
     }
 }
 

@@ -4,6 +4,7 @@ import Foundation
 import HeraldCore
 import HeraldKit
 import HeraldProvider
+import HeraldRuntime
 
 struct UpCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -69,7 +70,9 @@ struct UpCommand: AsyncParsableCommand {
 
     func run() async throws {
         let root = URL(fileURLWithPath: state).standardizedFileURL
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        // First of all: another `herald up` on this directory is refused before anything changes.
+        let lock = try StateDirectoryLock(directory: root, role: "herald up")
+        defer { withExtendedLifetime(lock) {} }
         let gatewayState = root.appendingPathComponent("gateway")
         let deviceState = root.appendingPathComponent("device")
         let executable = currentExecutable()
@@ -249,9 +252,10 @@ struct UpCommand: AsyncParsableCommand {
             \(installed)  key:                      team \(Self.team), key \(keyID!), \(p8!)
               everything above:         \(root.path)/up.json
 
-            Send a push (the bearer token is valid for an hour; `herald push --alert Hi` signs its own):
+            Send a push (the bearer token is valid for an hour; `herald push --alert Hi` signs its own);
+            the answer is `HTTP/2 200` with its apns-id:
 
-            curl --http2-prior-knowledge \(development)/3/device/\(token) \\
+            curl -i --http2-prior-knowledge \(development)/3/device/\(token) \\
               -H 'apns-topic: \(app)' -H 'authorization: bearer \(jwt)' \\
               -d '\(payload)'
 

@@ -16,11 +16,9 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = Gateway.Configuration()
         configuration.stateDirectory = directory
-        configuration.host = "127.0.0.1"
         configuration.port = 0
         configuration.developmentPort = nil
         configuration.adminPort = 0
-        configuration.linkHost = "127.0.0.1"
         configuration.linkPort = 0
         configuration.binaryPort = nil
         configuration.feedbackPort = nil

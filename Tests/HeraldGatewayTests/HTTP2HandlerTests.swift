@@ -25,9 +25,10 @@ struct HTTP2Pair {
     /// `server.embeddedEventLoop.advanceTime(by:)` moves both.
     init(api: ProviderAPI, router: PushRouter) throws {
         let loop = server.embeddedEventLoop
-        try configureHTTP2(
-            server.pipeline.syncOperations, api, router, ProviderConnectionState(defaultEnvironment: .development),
-            { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) })
+        try ProviderPipeline(
+            api: api, router: router,
+            now: { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) }
+        ).http2(server.pipeline.syncOperations, ProviderConnectionState(defaultEnvironment: .development))
         try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
         try client.pipeline.syncOperations.addHandler(collector)
         try client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()

@@ -88,8 +88,23 @@ import Testing
         #expect(Self.goAways(pair).map(\.data) == [#"{"reason":"IdleTimeout"}"#])
     }
 
-    @Test func withoutATimeoutAConnectionStaysOpen() async throws {
+    @Test func byDefaultAConnectionQuietForAnHourGetsGoAway() async throws {
         let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        let loop = pair.server.embeddedEventLoop
+        loop.advanceTime(by: .seconds(3599))
+        try pair.exchange()
+        #expect(Self.goAways(pair).isEmpty)
+        loop.advanceTime(by: .seconds(1))
+        try pair.exchange()
+        #expect(Self.goAways(pair).map(\.data) == [#"{"reason":"IdleTimeout"}"#])
+    }
+
+    @Test func withoutATimeoutAConnectionStaysOpen() async throws {
+        var configuration = ProviderAPI.Configuration()
+        configuration.idleTimeout = nil
+        let f = try await Fixture(configuration: configuration)
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
         let pair = try HTTP2Pair(api: f.api, router: router)
         pair.server.embeddedEventLoop.advanceTime(by: .hours(48))
@@ -103,9 +118,10 @@ import Testing
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
         let channel = EmbeddedChannel()
         let loop = channel.embeddedEventLoop
-        try configureHTTP1(
-            channel.pipeline.syncOperations, f.api, router, ProviderConnectionState(defaultEnvironment: .development),
-            { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) })
+        try ProviderPipeline(
+            api: f.api, router: router,
+            now: { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) }
+        ).http1(channel.pipeline.syncOperations, ProviderConnectionState(defaultEnvironment: .development))
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
 
         loop.advanceTime(by: .seconds(30))
@@ -116,5 +132,56 @@ import Testing
         #expect(channel.isActive)
         loop.advanceTime(by: .seconds(1))
         #expect(!channel.isActive)
+    }
+
+    /// An HTTP/1.1 channel of the provider API with a 10 s request deadline, on virtual time.
+    static func http1Channel(_ f: Fixture, idle seconds: Int64 = 60) throws -> (EmbeddedChannel, EmbeddedEventLoop) {
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let channel = EmbeddedChannel()
+        let loop = channel.embeddedEventLoop
+        try ProviderPipeline(
+            api: f.api, router: router,
+            now: { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) },
+            requestDeadline: .seconds(10)
+        ).http1(channel.pipeline.syncOperations, ProviderConnectionState(defaultEnvironment: .development))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return (channel, loop)
+    }
+
+    @Test func aHeadSentAByteAtATimeAfterAnAnsweredRequestIsClosedAtTheRequestDeadline() async throws {
+        let f = try await Fixture(configuration: Self.configuration(seconds: 3600))
+        let (channel, loop) = try Self.http1Channel(f)
+        try channel.writeInbound(ByteBuffer(string: "GET /3/device/00 HTTP/1.1\r\nhost: localhost\r\n\r\n"))
+        #expect(String(buffer: try #require(try channel.readOutbound(as: ByteBuffer.self))).hasPrefix("HTTP/1.1 405"))
+        // Keep-alive: quiet for a minute is fine (the idle deadline is an hour).
+        loop.advanceTime(by: .seconds(60))
+        #expect(channel.isActive)
+        // Then a head, one byte a second: every byte is activity, but the request never arrives whole.
+        for byte in "POST /3/device/00 HTTP/1.1\r\nhost: l".utf8.prefix(10) {
+            try channel.writeInbound(ByteBuffer(bytes: [byte]))
+            loop.advanceTime(by: .seconds(1))
+        }
+        #expect(!channel.isActive)
+    }
+
+    @Test func aBodyThatNeverEndsIsClosedAtTheRequestDeadlineAndAWholeRequestIsNot() async throws {
+        let f = try await Fixture(configuration: Self.configuration(seconds: 3600))
+        let (channel, loop) = try Self.http1Channel(f)
+        try channel.writeInbound(
+            ByteBuffer(string: "POST /3/device/00 HTTP/1.1\r\nhost: localhost\r\ncontent-length: 100\r\n\r\n{"))
+        loop.advanceTime(by: .milliseconds(9_999))
+        #expect(channel.isActive)
+        loop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+
+        // The same body sent whole, slowly but within the deadline: answered, and the connection stays.
+        let (whole, wholeLoop) = try Self.http1Channel(f)
+        try whole.writeInbound(
+            ByteBuffer(string: "POST /3/device/00 HTTP/1.1\r\nhost: localhost\r\ncontent-length: 2\r\n\r\n{"))
+        wholeLoop.advanceTime(by: .seconds(9))
+        try whole.writeInbound(ByteBuffer(string: "}"))
+        #expect(String(buffer: try #require(try whole.readOutbound(as: ByteBuffer.self))).hasPrefix("HTTP/1.1 "))
+        wholeLoop.advanceTime(by: .seconds(30))
+        #expect(whole.isActive)
     }
 }

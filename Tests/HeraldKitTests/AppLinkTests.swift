@@ -126,6 +126,7 @@ struct TestDevice {
     func stop() async {
         await server.close()
         await serving.value
+        await service.close()
     }
 
     func push(_ app: String, _ json: String, id: String) async throws {

@@ -27,11 +27,9 @@ final class RunningGateway: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("provider-\(UUID())").path
         var configuration = Gateway.Configuration()
         configuration.stateDirectory = directory
-        configuration.host = "127.0.0.1"
         configuration.port = 0
         configuration.developmentPort = 0
         configuration.adminPort = 0
-        configuration.linkHost = "127.0.0.1"
         configuration.linkPort = 0
         var logger = Logger(label: "test.gateway")
         logger.logLevel = .warning

@@ -5,9 +5,11 @@ import Testing
 /// restart; the device clock's API refuses what it cannot do.
 @Suite(.serialized) struct DeviceEndToEndTests {
     @Test func theDeviceReconnectsAfterAGatewayRestartAndGetsWhatWasStoredWhileItWasDown() throws {
-        let p = try Provisioned()
+        // The gateway comes back on the same link port: one outside the ephemeral range, which no
+        // outgoing connection can take while the gateway is down.
+        let linkPort = try portOutsideTheEphemeralRange()
+        let p = try Provisioned(arguments: ["--link-port", "\(linkPort)"])
         let link = try #require(p.gateway.info["linkDevelopmentURL"])
-        let linkPort = try #require(URLComponents(string: link)?.port)
         let device = try DeviceProcess(extra: ["--gateway", link])
         let app = Provisioned.topic
         try device.herald(["device", "install", app, "--aps-environment", "development"])
@@ -42,6 +44,26 @@ import Testing
         #expect(again.daemon.waitForLine(containing: "stored").last == "[\(app)] stored (sound none)")
         let delivered = try again.delivered(app).compactMap { $0["body"] as? String }
         #expect(delivered == ["stored", "second", "first"])
+    }
+
+    @Test func aSecondDeviceOnTheSameStateIsRefusedAndTheFirstKeepsItsAppLink() throws {
+        let device = try DeviceProcess()
+        let socket = device.state.appendingPathComponent("app.sock").path
+        let inode = try FileManager.default.attributesOfItem(atPath: socket)[.systemFileNumber] as? Int
+        let second = try run(
+            try heraldExecutable().path, ["device", "--state", device.state.path, "--api-port", "0", "--manual-clock"])
+        #expect(second.status != 0)
+        let pid = device.daemon.process.processIdentifier
+        #expect(
+            second.stderr.contains("the state directory \(device.state.path) is in use by herald device, pid \(pid)"),
+            "\(second.stderr)")
+        // The socket is the same file, and apps still reach the running device through it.
+        #expect(try FileManager.default.attributesOfItem(atPath: socket)[.systemFileNumber] as? Int == inode)
+        try device.herald(["device", "install", "dev.herald.lock"])
+        try device.herald(["app", "dev.herald.lock", "authorize", "--options", "alert"])
+        try device.herald(["app", "dev.herald.lock", "add", "--id", "a", "--title", "A", "--in", "600"])
+        #expect(try device.pending("dev.herald.lock").map(\.id) == ["a"])
+        #expect(device.stop() == 0)
     }
 
     @Test func aRestartKeepsPendingNotificationsAndFiresTheMissedOneOnceMarkedLate() throws {

@@ -364,7 +364,7 @@ struct Provisioned {
                 "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
             ])
         #expect(provider.status != 0)
-        #expect(provider.stderr.contains("provider API could not listen on 0.0.0.0:\(tlsPort)"), "\(provider.stderr)")
+        #expect(provider.stderr.contains("provider API could not listen on 127.0.0.1:\(tlsPort)"), "\(provider.stderr)")
         let admin = try run(
             try heraldExecutable().path,
             [
@@ -381,7 +381,7 @@ struct Provisioned {
                 "--link-port", "\(linkPort)", "--binary-port", "0", "--feedback-port", "0",
             ])
         #expect(link.status != 0)
-        #expect(link.stderr.contains("device link could not listen on 0.0.0.0:\(linkPort)"), "\(link.stderr)")
+        #expect(link.stderr.contains("device link could not listen on 127.0.0.1:\(linkPort)"), "\(link.stderr)")
         #expect(first.stop() == 0)
     }
 
@@ -410,5 +410,57 @@ struct Provisioned {
         #expect(try curl([second.admin + "/healthz"]).body == #"{"status":"ok"}"#)
         #expect(try curl([second.admin + "/teams"]).status == 401)
         #expect(second.stop() == 0)
+    }
+
+    @Test func everyListenerBindsLoopbackUnlessToldOtherwise() throws {
+        let local = try GatewayProcess()
+        let addresses = listeningAddresses(pid: local.process.processIdentifier)
+        // Provider API, development listener, device link, binary, feedback, admin API.
+        #expect(addresses.count == 6, "\(addresses)")
+        #expect(addresses.allSatisfy { $0.hasPrefix("127.0.0.1:") }, "\(addresses)")
+        #expect(local.admin.hasPrefix("http://127.0.0.1:"))
+        #expect(local.stop() == 0)
+
+        // --listen 0.0.0.0: everything but the development listener on every address, and the admin
+        // API over TLS only, with its token.
+        let open = try GatewayProcess(arguments: ["--listen", "0.0.0.0"])
+        let wide = listeningAddresses(pid: open.process.processIdentifier)
+        #expect(wide.filter { $0.hasPrefix("0.0.0.0:") }.count == 5, "\(wide)")
+        #expect(wide.filter { $0.hasPrefix("127.0.0.1:") } == ["127.0.0.1:\(URL.port(open.dev))"], "\(wide)")
+        #expect(open.admin.hasPrefix("https://127.0.0.1:"), "\(open.admin)")
+        let port = URL.port(open.admin)
+        let secure = try curl([
+            "--cacert", open.ca, "https://localhost:\(port)/teams", "-H", "authorization: Bearer \(open.adminToken)",
+        ])
+        #expect(secure.status == 200, "\(secure)")
+        #expect(try curl(["--cacert", open.ca, "https://localhost:\(port)/teams"]).status == 401)
+        let plain = try RawSocket(port: port)
+        plain.send("GET /teams HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        let answer = plain.readUntilClosed()
+        #expect(answer.closed && !answer.text.contains("HTTP/1.1 200"), "\(answer)")
+        #expect(open.stop() == 0)
+    }
+
+    @Test func aSecondGatewayOnTheSameStateIsRefusedAndTouchesNothing() throws {
+        let first = try GatewayProcess()
+        let runtime = first.state.appendingPathComponent("gateway.json")
+        let before = try Data(contentsOf: runtime)
+        let second = try run(
+            try heraldExecutable().path,
+            [
+                "gateway", "--state", first.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
+            ])
+        #expect(second.status != 0)
+        let pid = first.process.processIdentifier
+        #expect(
+            second.stderr.contains("the state directory \(first.state.path) is in use by herald gateway, pid \(pid)"),
+            "\(second.stderr)")
+        #expect(try Data(contentsOf: runtime) == before)
+        #expect(try curl([first.admin + "/healthz"]).status == 200)
+        #expect(first.stop() == 0)
+        // Once the first is gone, the directory is free again.
+        let third = try GatewayProcess(state: first.state)
+        #expect(third.stop() == 0)
     }
 }

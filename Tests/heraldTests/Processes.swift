@@ -146,3 +146,29 @@ final class DeviceProcess {
         if ownsState { try? FileManager.default.removeItem(at: state) }
     }
 }
+
+/// A free loopback port below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), for a
+/// test that stops a server and starts it again on the same port: a port the kernel hands out as
+/// the source port of outgoing connections could be taken by any of them meanwhile, and one below
+/// the range is only ever taken by a server that asks for it.
+func portOutsideTheEphemeralRange() throws -> Int {
+    let range =
+        (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? "32768 60999"
+    let low = Int(range.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first ?? "") ?? 32768
+    for _ in 0..<200 {
+        let port = Int.random(in: 10_000..<max(10_001, low))
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if bound == 0 { return port }
+    }
+    throw CocoaError(.fileWriteUnknown, userInfo: ["port": "no free port below \(low)"])
+}

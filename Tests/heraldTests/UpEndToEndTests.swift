@@ -86,9 +86,23 @@ import Testing
         #expect(up.info["deviceToken"]?.count == 64)
         #expect(FileManager.default.fileExists(atPath: up.info["p8"] ?? ""))
 
-        // The curl command, pasted as printed.
-        let pasted = try run("/bin/sh", ["-c", up.curlCommand + " -sS -o /dev/null -w '%{http_code}'"])
-        #expect(pasted.stdout == "200", "\(up.curlCommand)\n\(pasted.stderr)")
+        // A second `herald up` on the same state is refused before it changes anything.
+        let second = try up.herald(["up", "--state", state.path, "--port", "0", "--dev-port", "0"])
+        #expect(second.status != 0)
+        #expect(
+            second.stderr.contains("is in use by herald up, pid \(up.process.processIdentifier)"), "\(second.stderr)")
+        #expect(FileManager.default.fileExists(atPath: state.appendingPathComponent("gateway/gateway.json").path))
+
+        // The curl command, pasted as printed: the user sees the status line and the apns-id.
+        #expect(up.curlCommand.hasPrefix("curl -i "))
+        let pasted = try run("/bin/sh", ["-c", up.curlCommand])
+        let head = pasted.stdout.components(separatedBy: "\r\n")
+        #expect(
+            head.first?.trimmingCharacters(in: .whitespaces) == "HTTP/2 200",
+            "\(up.curlCommand)\n\(pasted.stdout)\n\(pasted.stderr)")
+        #expect(
+            head.contains { $0.range(of: "^apns-id: [0-9a-f-]{36}$", options: .regularExpression) != nil },
+            "\(pasted.stdout)")
         let shown = up.waitForLine(containing: "Hello — from Herald")
         #expect(shown.last == "[dev.herald.demo] Hello — from Herald (sound default, badge 1)", "\(shown)")
 

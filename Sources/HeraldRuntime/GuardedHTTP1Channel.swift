@@ -1,0 +1,73 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTPTypes
+import NIOSSL
+
+/// A Hummingbird HTTP/1.1 server with Herald's listener guards (the admin API, the device API):
+/// the first-bytes deadline, protocol detection (an HTTP/2 preface or bytes that are no request line
+/// are refused with a logged reason, and a 400 where a line was readable), TLS when given a context,
+/// and the idle deadline between requests (Hummingbird's own, which only counts decoded requests as
+/// activity, so a head sent a byte at a time does not keep a connection open).
+public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel {
+    public typealias Value = Base.Value
+
+    let base: Base
+    let listener: String
+    let timeouts: ListenerTimeouts
+    let tls: NIOSSLContext?
+    let log: ListenerLog
+
+    /// Guards `base` (an ``HTTP1Channel``).
+    public init(_ base: Base, listener: String, timeouts: ListenerTimeouts, tls: NIOSSLContext?, log: ListenerLog) {
+        self.base = base
+        self.listener = listener
+        self.timeouts = timeouts
+        self.tls = tls
+        self.log = log
+    }
+
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(FirstBytesDeadline(listener: listener, deadline: timeouts.firstBytes, log: log))
+            if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+            try sync.addHandler(ProtocolSniffer(listener: listener, log: log, http1: { _ in }, http2: nil))
+        }.flatMap {
+            base.setup(channel: channel, logger: logger)
+        }
+    }
+
+    public func handle(value: Value, logger: Logger) async {
+        await base.handle(value: value, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// An HTTP/1.1 server guarded by ``GuardedHTTP1Channel``; with `tls`, over TLS.
+    public static func guardedHTTP1(
+        listener: String, timeouts: ListenerTimeouts, tls: NIOSSLContext? = nil, log: ListenerLog
+    ) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(
+                HTTP1Channel(
+                    responder: responder,
+                    configuration: .init(
+                        additionalChannelHandlers: [FirstRequestSignal()], idleTimeout: timeouts.idle)),
+                listener: listener, timeouts: timeouts, tls: tls, log: log)
+        }
+    }
+}
+
+/// Sends ``ConnectionEstablished`` when the first request head has been read, then leaves.
+final class FirstRequestSignal: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
+        context.fireChannelRead(data)
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+}

@@ -1,0 +1,277 @@
+import Crypto
+import Foundation
+import HeraldCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A plain TCP connection to a loopback port, for clients no library would be: half a preface,
+/// garbage, silence.
+final class RawSocket {
+    let fd: Int32
+    let opened = Date()
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw CocoaError(.fileReadUnknown, userInfo: ["connect": port]) }
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+    func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) } }
+
+    /// Reads until the peer closes (or resets) the connection, or `limit` seconds pass: what came, whether
+    /// it was closed, and the seconds since the connection was opened.
+    func readUntilClosed(limit: TimeInterval = 20) -> (text: String, closed: Bool, after: TimeInterval) {
+        var timeout = timeval(tv_sec: Int(limit), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 {
+                received += buffer[0..<n]
+                continue
+            }
+            let closed = n == 0 || errno == ECONNRESET
+            return (String(decoding: received, as: UTF8.self), closed, Date().timeIntervalSince(opened))
+        }
+    }
+
+    deinit { close(fd) }
+}
+
+/// The TCP addresses a process listens on, read from /proc (`127.0.0.1:2197`, `0.0.0.0:5223`, `[::1]:8080`).
+func listeningAddresses(pid: Int32) -> [String] {
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+    var inodes = Set<String>()
+    for fd in fds {
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+            target.hasPrefix("socket:[")
+        {
+            inodes.insert(String(target.dropFirst(8).dropLast()))
+        }
+    }
+    var addresses: [String] = []
+    for table in ["tcp", "tcp6"] {
+        // /proc files have no size: read to the end, however many reads it takes.
+        let data = FileHandle(forReadingAtPath: "/proc/net/\(table)")?.readDataToEndOfFile() ?? Data()
+        let text = String(decoding: data, as: UTF8.self)
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, fields[3] == "0A", inodes.contains(String(fields[9])) else { continue }
+            let parts = fields[1].split(separator: ":")
+            let port = Int(parts[1], radix: 16) ?? 0
+            let hex = String(parts[0])
+            if hex.count == 8 {
+                let value = UInt32(hex, radix: 16) ?? 0
+                let bytes = [value & 0xFF, (value >> 8) & 0xFF, (value >> 16) & 0xFF, value >> 24]
+                addresses.append(bytes.map(String.init).joined(separator: ".") + ":\(port)")
+            } else {
+                addresses.append(
+                    (hex == "00000000000000000000000001000000"
+                        ? "[::1]"
+                        : hex == String(repeating: "0", count: 32)
+                            ? "[::]" : "[\(hex)]") + ":\(port)")
+            }
+        }
+    }
+    return addresses.sorted()
+}
+
+/// Runs a client that ships with the tests (Tests/Clients) with Debian's python3.
+func pythonClient(_ name: String, _ arguments: [String]) throws -> (status: Int32, json: [String: Any]?, stderr: String)
+{
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Clients").appendingPathComponent(name).path
+    let r = try run("/usr/bin/python3", [script] + arguments)
+    let json = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+    return (r.status, json, r.stderr)
+}
+
+extension URL {
+    /// The port of a URL string.
+    static func port(_ text: String?) -> Int { text.flatMap { URLComponents(string: $0)?.port } ?? 0 }
+}
+
+/// Every listener tells what a client speaks from its first bytes, and no client can keep a
+/// connection waiting forever; provider tokens in every form real clients send.
+@Suite(.serialized) struct ListenerEndToEndTests {
+    @Test func everyRealClientGetsItsAnswer() throws {
+        let p = try Provisioned()
+        let tls = p.gateway.tls
+        // curl: HTTP/2 with ALPN over TLS, HTTP/1.1 over TLS, h2c with prior knowledge, HTTP/1.1 in the clear.
+        let h2 = try p.push(tls, http: "--http2", extra: ["--cacert", p.gateway.ca])
+        #expect(h2.status == 200 && h2.version == "HTTP/2", "\(h2)")
+        let h1tls = try p.push(tls, http: "--http1.1", extra: ["--cacert", p.gateway.ca])
+        #expect(h1tls.status == 200 && h1tls.version == "HTTP/1.1", "\(h1tls)")
+        let h2c = try p.push(http: "--http2-prior-knowledge")
+        #expect(h2c.status == 200 && h2c.version == "HTTP/2", "\(h2c)")
+        let h1 = try p.push(http: "--http1.1")
+        #expect(h1.status == 200 && h1.version == "HTTP/1.1", "\(h1)")
+
+        // A Python h2 client that opens TLS without ALPN and sends the preface at once.
+        let port = URL.port(tls)
+        let python = try pythonClient(
+            "h2_no_alpn.py",
+            [
+                "localhost", "\(port)", "/3/device/\(p.token)", p.gateway.ca, #"{"aps":{"alert":"from python"}}"#,
+                "authorization: bearer \(p.jwt)", "apns-topic: \(Provisioned.topic)",
+            ])
+        #expect(python.status == 0, "\(python.json ?? [:]) \(python.stderr)")
+        #expect(python.json?["alpn"] is NSNull)
+        #expect(python.json?["status"] as? Int == 200)
+        #expect((python.json?["headers"] as? [String: String])?["apns-id"]?.count == 36)
+
+        // nghttp over TLS (ALPN h2) and in the clear (prior knowledge).
+        let body = p.gateway.state.appendingPathComponent("nghttp.json")
+        try Data(#"{"aps":{"alert":"from nghttp"}}"#.utf8).write(to: body)
+        for url in [tls, p.gateway.dev] {
+            let trace = try run(
+                "/usr/bin/env",
+                [
+                    "nghttp", "-nv", "-d", body.path, "-H", "authorization: bearer \(p.jwt)", "-H",
+                    "apns-topic: \(Provisioned.topic)", url + "/3/device/" + p.token,
+                ])
+            #expect(trace.status == 0, "\(trace.stderr)")
+            #expect(trace.stdout.contains(":status: 200"), "\(url): \(trace.stdout)")
+        }
+
+        // A bad request line on the development listener is answered 400 by the first bytes' check.
+        let bad = try curl(["--http1.1", "-X", "GET /x", p.gateway.dev + "/"])
+        #expect(bad.status == 400, "\(bad)")
+        #expect(p.gateway.stop() == 0)
+    }
+
+    @Test func halfPrefacesSilenceAndGarbageAreClosedWithAReason() throws {
+        let g = try GatewayProcess(arguments: ["--first-bytes-timeout", "2"])
+        let dev = URL.port(g.dev)
+        let admin = URL.port(g.admin)
+        let link = URL.port(g.info["linkDevelopmentURL"])
+        let ports: [(String, Int)] = [
+            ("provider API", URL.port(g.tls)), ("development listener", dev), ("device link", link),
+            ("admin API", admin), ("binary gateway", Int(g.info["binaryAddress"]!.split(separator: ":")[1])!),
+            ("feedback service", Int(g.info["feedbackAddress"]!.split(separator: ":")[1])!),
+        ]
+        // Silent clients on every listener, half a preface, and a request head that never ends.
+        let silent = try ports.map { ($0.0, try RawSocket(port: $0.1)) }
+        let halfPreface = try RawSocket(port: dev)
+        halfPreface.send("PRI * HTTP/2.0\r\n\r\n")
+        let slowHead = try RawSocket(port: dev)
+        slowHead.send("POST /3/device/00 HTTP/1.1\r\nhost: localhost\r\napns-top")
+
+        // Garbage is closed at once, and a readable line that is no request gets a 400 first.
+        let garbage = try RawSocket(port: dev)
+        garbage.send([0x00, 0x01, 0x02, 0xFF])
+        let closed = garbage.readUntilClosed()
+        #expect(closed.closed && closed.text.isEmpty && closed.after < 1.5, "\(closed)")
+        for port in [dev, admin, link] {
+            let hello = try RawSocket(port: port)
+            hello.send("HELLO THERE\r\n")
+            let answer = hello.readUntilClosed()
+            #expect(answer.closed && answer.after < 1.5, "\(port): \(answer)")
+            #expect(answer.text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(port): \(answer.text)")
+            #expect(answer.text.hasSuffix("not an HTTP/1.x request line: \"HELLO THERE\"\n"), "\(answer.text)")
+        }
+        // The device link and the admin API speak HTTP/1.1 only: an HTTP/2 preface is closed at once.
+        for port in [admin, link] {
+            let h2 = try RawSocket(port: port)
+            h2.send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            let answer = h2.readUntilClosed()
+            #expect(answer.closed && answer.text.isEmpty && answer.after < 1.5, "\(port): \(answer)")
+        }
+
+        // The rest are closed at the first-bytes deadline (2 s here), not before.
+        for (name, socket) in silent + [("half preface", halfPreface), ("slow head", slowHead)] {
+            let end = socket.readUntilClosed()
+            #expect(end.closed, "\(name) was not closed")
+            #expect(end.after >= 1.9 && end.after < 8, "\(name) closed after \(end.after) s")
+        }
+        // Each closed connection is counted by listener.
+        let metrics = try g.adminCall("GET", "/metrics").body
+        for (listener, least) in [
+            ("development listener", 4), ("admin API", 3), ("device link", 3), ("provider API", 1),
+            ("binary gateway", 1), ("feedback service", 1),
+        ] {
+            let line = metrics.split(separator: "\n").first {
+                $0.hasPrefix("herald_connections_refused_total{listener=\"\(listener)\"}")
+            }
+            let count = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            #expect(count >= least, "\(listener): \(line ?? "no line")")
+        }
+        // And the gateway still answers.
+        #expect(try curl([g.admin + "/healthz"]).status == 200)
+        #expect(g.stop() == 0)
+    }
+
+    /// Signs a token with `header` and `claims` as given (JSON text), the way any client library might.
+    static func token(header: String, claims: String, key: P256.Signing.PrivateKey) throws -> String {
+        let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(claims.utf8))
+        let signature = try key.signature(for: Data(input.utf8))
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+
+    @Test func providerTokensInEveryFormRealClientsSend() throws {
+        let p = try Provisioned()
+        let key = try P256.Signing.PrivateKey(pemRepresentation: try String(contentsOfFile: p.p8, encoding: .utf8))
+        let other = P256.Signing.PrivateKey()
+        let now = Date().timeIntervalSince1970
+        let whole = Int64(now)
+        let header = #"{"alg":"ES256","kid":"\#(Provisioned.key)"}"#
+        func claims(_ iat: String, iss: String = Provisioned.team) -> String { #"{"iss":"\#(iss)","iat":\#(iat)}"# }
+        let fraction = String(format: "%.6f", now)
+        let cases: [(String, String, P256.Signing.PrivateKey, Int, String?)] = [
+            ("iat an integer", claims("\(whole)"), key, 200, nil),
+            ("iat a fraction, straight from the clock", claims(fraction), key, 200, nil),
+            ("iat a string", claims("\"\(whole)\""), key, 200, nil),
+            ("iat a fraction in a string", claims("\"\(fraction)\""), key, 200, nil),
+            ("iat within the stated skew ahead", claims("\(whole + 200)"), key, 200, nil),
+            (
+                "extra claims",
+                #"{"iss":"\#(Provisioned.team)","iat":\#(whole),"kid":"\#(Provisioned.key)","jti":"x"}"#,
+                key, 200, nil
+            ),
+            ("a bad signature", claims("\(whole)"), other, 403, "InvalidProviderToken"),
+            ("a wrong team", claims("\(whole)", iss: "OTHER12345"), key, 403, "InvalidProviderToken"),
+            ("iat older than an hour", claims("\(whole - 3601)"), key, 403, "ExpiredProviderToken"),
+            ("iat too far ahead", claims("\(whole + 400)"), key, 403, "InvalidProviderToken"),
+            ("iat not a number", claims("\"soon\""), key, 403, "InvalidProviderToken"),
+        ]
+        for (name, body, signer, status, reason) in cases {
+            let jwt = try Self.token(header: header, claims: body, key: signer)
+            let r = try p.push(headers: ["authorization: bearer \(jwt)"], auth: false)
+            #expect(r.status == status, "\(name): \(r.status) \(r.body)")
+            #expect(r.reason == reason, "\(name): \(r.body)")
+        }
+        // Extra header fields, and an unknown key.
+        let typ = try Self.token(
+            header: #"{"alg":"ES256","kid":"\#(Provisioned.key)","typ":"JWT","x5t":"y"}"#, claims: claims(fraction),
+            key: key)
+        #expect(try p.push(headers: ["authorization: bearer \(typ)"], auth: false).status == 200)
+        let unknown = try Self.token(
+            header: #"{"alg":"ES256","kid":"NOKEY12345"}"#, claims: claims("\(whole)"), key: key)
+        #expect(try p.push(headers: ["authorization: bearer \(unknown)"], auth: false).reason == "InvalidProviderToken")
+
+        // The Python client that failed before: no ALPN, and a fractional iat.
+        let python = try pythonClient(
+            "h2_no_alpn.py",
+            [
+                "localhost", "\(URL.port(p.gateway.tls))", "/3/device/\(p.token)", p.gateway.ca,
+                #"{"aps":{"alert":"x"}}"#,
+                "authorization: bearer \(try Self.token(header: header, claims: claims(fraction), key: key))",
+                "apns-topic: \(Provisioned.topic)",
+            ])
+        #expect(python.json?["status"] as? Int == 200, "\(python.json ?? [:]) \(python.stderr)")
+        #expect(p.gateway.stop() == 0)
+    }
+}
