@@ -103,6 +103,10 @@ public enum LinkMessage: Sendable, Equatable {
     case resetDevice(request: Int?)
     /// Acknowledges notifications by `apns-id`.
     case ack([String])
+    /// A notification the device acknowledged but could not use (its payload unreadable, its app
+    /// not installed, or refused by the notification center): the gateway writes it into the push's
+    /// delivery log. `reason` names the key when the payload is at fault.
+    case refused(apnsID: String, reason: String)
 }
 
 /// A device link message that could not be read.
@@ -304,6 +308,10 @@ extension LinkMessage {
         case .resetDevice(let request):
             e = Envelope(type: "resetDevice")
             e.request = request
+        case .refused(let apnsID, let reason):
+            e = Envelope(type: "refused")
+            e.apnsID = apnsID
+            e.message = reason
         case .push, .ack:
             preconditionFailure("handled above")
         }
@@ -380,6 +388,7 @@ extension LinkMessage {
                 environment: try need(e.environment, "environment"))
         case "resetDevice": self = .resetDevice(request: e.request)
         case "ack": self = .ack(try need(e.ids, "ids"))
+        case "refused": self = .refused(apnsID: try need(e.apnsID, "apnsID"), reason: try need(e.message, "message"))
         default: throw LinkMessageError("unknown message type \"\(e.type)\"")
         }
     }

@@ -33,6 +33,9 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
         case removed
         /// An app's service extension was given a notification to rewrite.
         case serviceExtension
+        /// A push the device took but could not use: its payload unreadable (the reason names the
+        /// key), its app not installed, or refused by the notification center.
+        case refused
         /// Apps installed or removed, tokens issued, the link's state.
         case system
     }

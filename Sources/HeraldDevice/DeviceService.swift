@@ -274,16 +274,14 @@ public actor DeviceService {
             return
         }
         guard let app = engine.apps[push.topic] ?? Self.baseApp(of: push.topic, in: engine.apps) else {
-            logger.warning("push for an app that is not installed", metadata: ["topic": "\(push.topic)"])
-            client.acknowledge([push.apnsID])
+            refuse(push, app: push.topic, reason: "the app \(push.topic) is not installed", client: client)
             return
         }
         let payload: Payload
         do {
             payload = try Payload(data: push.payload)
         } catch {
-            logger.warning("push with a payload the device cannot read", metadata: ["error": "\(error)"])
-            client.acknowledge([push.apnsID])
+            refuse(push, app: app.app.bundleID, reason: "\(error)", client: client)
             return
         }
         do {
@@ -291,7 +289,8 @@ public actor DeviceService {
                 .remoteNotification(
                     app: app.app.bundleID, payload: payload, apnsID: push.apnsID, collapseID: push.collapseID))
         } catch let error as NotificationError {
-            logger.warning("push refused by the engine", metadata: ["error": "\(error)"])
+            refuse(push, app: app.app.bundleID, reason: "\(error)", client: client)
+            return
         } catch {
             // Not saved: not acknowledged, so the push service keeps it and sends it again.
             logger.error("push not saved; not acknowledged", metadata: ["error": "\(error)"])
@@ -299,6 +298,17 @@ public actor DeviceService {
         }
         remember(push.apnsID)
         client.acknowledge([push.apnsID])
+    }
+
+    /// A push the device cannot use: acknowledged (sending it again would not help), shown in the
+    /// device's log and on its presenters, and reported to the push service for its delivery log.
+    func refuse(_ push: LinkPush, app: String, reason: String, client: GatewayLinkClient) {
+        logger.notice(
+            "push refused", metadata: ["apns-id": "\(push.apnsID)", "topic": "\(push.topic)", "reason": "\(reason)"])
+        note(.refused, app: app, push.apnsID, "refused push \(push.apnsID): \(reason)")
+        remember(push.apnsID)
+        client.acknowledge([push.apnsID])
+        client.refused(push.apnsID, reason: reason)
     }
 
     /// `com.example.app.voip` and the like belong to `com.example.app`.

@@ -226,6 +226,13 @@ public final class GatewayLinkClient: Sendable {
         channel.eventLoop.execute { handler.value.send(.ack(apnsIDs)) }
     }
 
+    /// Tells the gateway that a notification (already acknowledged) could not be used, and why;
+    /// the gateway writes it into the push's delivery log.
+    public func refused(_ apnsID: String, reason: String) {
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.send(.refused(apnsID: apnsID, reason: reason)) }
+    }
+
     /// Closes the link.
     public func close() async {
         try? await channel.close()

@@ -137,6 +137,13 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             refuse(code: "NotAuthenticated", message: "the first message must be hello, signed over the challenge")
         case (.online, .ack(let ids)):
             acknowledge(ids)
+        case (.online(let device), .refused(let apnsID, let reason)):
+            // Acknowledged already; the delivery log says what became of it on the device.
+            service.router.committer.submitLog([
+                DeliveryEvent(
+                    apnsID: apnsID, uniqueID: nil, kind: .refused, at: service.now(),
+                    detail: "device \(device): \(reason)")
+            ])
         case (.online(let device), .register), (.online(let device), .unregister),
             (.online(let device), .resetDevice):
             guard let context else { return }

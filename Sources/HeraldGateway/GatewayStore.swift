@@ -71,6 +71,9 @@ public struct DeliveryEvent: Sendable, Codable, Equatable {
         case replaced
         /// Dropped: expired, expiration 0 while offline, or the token became invalid.
         case discarded
+        /// The device acknowledged it but could not use it (the detail says why, naming the key
+        /// when the payload is at fault).
+        case refused
     }
     /// `apns-id`.
     public var apnsID: String

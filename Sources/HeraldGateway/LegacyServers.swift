@@ -243,7 +243,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     private func process(_ notification: LegacyBinary.Notification, context: ChannelHandlerContext) {
         let decision = api.handle(binary: notification, connection: &connection, now: now())
         if case .respond(let response, nil) = decision, response.status != 410 {
-            router.metrics.answered(response, after: .zero)
+            router.answered(response, after: .zero)
             let status = LegacyBinary.Status(reason: response.reason ?? .internalServerError)
             // Shutdown names the last notification processed, and this one was not.
             finish(status, identifier: status == .shutdown ? lastProcessed : notification.identifier, context: context)

@@ -188,8 +188,8 @@ public struct ProviderAPI: Sendable {
                 return .respond(.error(reason, apnsID: apnsID, timestamp: stamp), delay: delay)
             }
         }
-        func failLater(_ reason: APNsReason, timestamp: Int64? = nil) -> Decision {
-            .respond(.error(reason, apnsID: apnsID, timestamp: timestamp), delay: delay)
+        func failLater(_ reason: APNsReason, timestamp: Int64? = nil, note: String? = nil) -> Decision {
+            .respond(.error(reason, apnsID: apnsID, timestamp: timestamp, note: note), delay: delay)
         }
 
         if shuttingDown.isSet { return failLater(.shutdown) }
@@ -217,14 +217,15 @@ public struct ProviderAPI: Sendable {
 
         // Body.
         let size = body.readableBytes
-        if size == 0 { return failLater(.payloadEmpty) }
+        if size == 0 { return failLater(.payloadEmpty, note: "the body is empty") }
         let limit = (pushType ?? .alert).maximumPayloadSize
         if size > limit { return failLater(.payloadTooLarge) }
         let summary: PayloadSummary
         do {
             summary = try PayloadSummary.scan(body)
         } catch {
-            return failLater(.payloadEmpty)
+            // APNs answers a body that is no JSON object with PayloadEmpty; the log says why.
+            return failLater(.payloadEmpty, note: "the body is not a JSON object: \(error)")
         }
         let type = pushType ?? (summary.hasUserVisibleContent ? .alert : .background)
 

@@ -120,7 +120,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
             if tooLarge {
                 let response = ProviderResponse.error(
                     .payloadTooLarge, apnsID: r.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
-                router.metrics.answered(response, after: .zero)
+                router.answered(response, after: .zero)
                 write(response, context: context)
                 return
             }

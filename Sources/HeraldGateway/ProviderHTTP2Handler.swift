@@ -124,7 +124,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                         let response = ProviderResponse.error(
                             .payloadTooLarge,
                             apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
-                        router.metrics.answered(response, after: .zero)
+                        router.answered(response, after: .zero)
                         // Reset the stream (NO_ERROR: stop sending the body) only once the answer is out:
                         // a reset written earlier would discard the DATA frame still queued for flow control.
                         let sent = context.eventLoop.makePromise(of: Void.self)
@@ -176,14 +176,14 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         if stream.bodyLimitExceeded {
             let response = ProviderResponse.error(
                 .payloadTooLarge, apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
-            router.metrics.answered(response, after: .zero)
+            router.answered(response, after: .zero)
             write(response, on: id, context: context)
             return
         }
         let decision = api.handle(stream.request, connection: &connection, now: now())
         if case .respond(let response, nil) = decision {
             // Written now, within the read that completed the request; flushed with the rest of it.
-            router.metrics.answered(response, after: .zero)
+            router.answered(response, after: .zero)
             write(response, on: id, context: context)
             return
         }

@@ -81,6 +81,9 @@ public struct ProviderResponse: Sendable, Equatable {
     public var reason: APNsReason?
     /// For 410: milliseconds since 1970 at which the token stopped being valid for the topic.
     public var timestamp: Int64?
+    /// Why the request was refused, in more words than the reason, for the gateway's log; never
+    /// sent to the client.
+    public var note: String?
 
     /// A 200.
     public static func ok(apnsID: String, uniqueID: String?) -> ProviderResponse {
@@ -88,10 +91,12 @@ public struct ProviderResponse: Sendable, Equatable {
     }
 
     /// An error answer.
-    public static func error(_ reason: APNsReason, apnsID: String, timestamp: Int64? = nil) -> ProviderResponse {
+    public static func error(_ reason: APNsReason, apnsID: String, timestamp: Int64? = nil, note: String? = nil)
+        -> ProviderResponse
+    {
         ProviderResponse(
             status: reason.status, apnsID: apnsID, uniqueID: nil, reason: reason,
-            timestamp: reason.status == 410 ? timestamp : nil)
+            timestamp: reason.status == 410 ? timestamp : nil, note: note)
     }
 
     /// The JSON body: empty for 200, `{"reason":"…"}` (plus `"timestamp"` for 410) otherwise.

@@ -327,6 +327,20 @@ extension AcceptedPush {
 }
 
 extension PushRouter {
+    /// Counts an answer, and logs why it was given when the provider API left a note (a body that
+    /// is no JSON object, say): the client sees only the reason.
+    func answered(_ response: ProviderResponse, after elapsed: TimeAmount) {
+        if let note = response.note {
+            logger.notice(
+                "provider request refused",
+                metadata: [
+                    "apns-id": "\(response.apnsID)", "reason": "\(response.reason?.rawValue ?? "\(response.status)")",
+                    "why": "\(note)",
+                ])
+        }
+        metrics.answered(response, after: elapsed)
+    }
+
     /// Carries out a provider API decision for a transport: answers at once, after an injected
     /// delay, or once the push is delivered or stored. `answer` always runs on `loop` (at once,
     /// inside this call, for an immediate answer), so a channel handler can write from it.
@@ -337,11 +351,11 @@ extension PushRouter {
         let metrics = self.metrics
         switch decision {
         case .respond(let response, nil):
-            metrics.answered(response, after: .zero)
+            answered(response, after: .zero)
             answer(response)
         case .respond(let response, let delay?):
-            loop.assumeIsolated().scheduleTask(in: delay) {
-                metrics.answered(response, after: .now() - start)
+            loop.assumeIsolated().scheduleTask(in: delay) { [self] in
+                answered(response, after: .now() - start)
                 answer(response)
             }
         case .accept(let push, let delay):

@@ -21,6 +21,7 @@ import Testing
         .unregister(request: nil, topic: "com.example.a", environment: .development),
         .resetDevice(request: 9),
         .ack(["a", "b"]),
+        .refused(apnsID: "6e1f2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b", reason: "aps.badge: must be a non-negative integer"),
         .push(
             LinkPush(
                 apnsID: "id \"quoted\"\n", uniqueID: "u", topic: "com.example.a", token: token,

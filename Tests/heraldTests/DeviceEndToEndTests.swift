@@ -46,6 +46,53 @@ import Testing
         #expect(delivered == ["stored", "second", "first"])
     }
 
+    @Test func aPushTheDeviceCannotReadIsRefusedVisiblyEverywhere() throws {
+        let p = try Provisioned()
+        let device = try DeviceProcess(extra: ["--gateway", try #require(p.gateway.info["linkDevelopmentURL"])])
+        let app = Provisioned.topic
+        try device.herald(["device", "install", app, "--aps-environment", "development"])
+        try device.herald(["app", app, "authorize", "--options", "alert", "badge"])
+        var token = ""
+        try eventually("a token for \(app)") {
+            token = try device.app(app)["token"] as? String ?? ""
+            return token.count == 64
+        }
+        // The gateway takes what APNs takes (a JSON object); the device cannot use these.
+        for (body, key) in [(#"{"aps":"hi"}"#, "aps:"), (#"{"aps":{"alert":"x","badge":"two"}}"#, "aps.badge:")] {
+            let id = UUID().uuidString.lowercased()
+            let answer = try p.push(token: token, body: body, headers: ["apns-id: \(id)", "apns-push-type: alert"])
+            #expect(answer.status == 200, "\(body): \(answer)")
+            // The terminal presenter shows the refusal, naming the key.
+            let shown = device.daemon.waitForLine(containing: "refused push \(id)")
+            #expect(shown.last?.hasPrefix("· [\(app)] refused push \(id): \(key)") == true, "\(shown)")
+            // `herald device log` has it.
+            #expect(try device.herald(["device", "log"]).contains("refused push \(id): \(key)"))
+            // The gateway's delivery log: delivered, acknowledged, then refused by the device with the reason.
+            var kinds: [String] = []
+            var detail = ""
+            try eventually("the refusal in the delivery log") {
+                let log = try p.gateway.adminCall("GET", "/deliveries/\(id)")
+                let events = (try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? []
+                kinds = events.compactMap { $0["kind"] as? String }
+                detail = events.last?["detail"] as? String ?? ""
+                return kinds.last == "refused"
+            }
+            #expect(kinds == ["accepted", "delivered", "acknowledged", "refused"], "\(kinds)")
+            #expect(detail.contains(key), "\(detail)")
+        }
+        #expect(try device.delivered(app).isEmpty)
+
+        // A body that is no JSON object is answered PayloadEmpty, and the gateway's log says why.
+        let broken = try p.push(
+            token: token, body: #"{"aps":{"alert":"x"}"#, headers: ["apns-id: \(UUID().uuidString)"])
+        #expect(broken.status == 400 && broken.reason == "PayloadEmpty")
+        try eventually("the reason in the gateway's log") {
+            p.gateway.log.contains("provider request refused")
+                && p.gateway.log.contains("the body is not a JSON object")
+        }
+        #expect(device.stop() == 0)
+    }
+
     @Test func aSecondDeviceOnTheSameStateIsRefusedAndTheFirstKeepsItsAppLink() throws {
         let device = try DeviceProcess()
         let socket = device.state.appendingPathComponent("app.sock").path

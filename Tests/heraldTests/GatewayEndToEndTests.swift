@@ -82,7 +82,9 @@ final class GatewayProcess {
                 "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
             ] + arguments
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        // The gateway's log, for tests that read what it says (and for a failing test's reader).
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
         // Wait for the ready line (the gateway writes it once every listener is bound).
         var seen = ""
@@ -96,6 +98,10 @@ final class GatewayProcess {
     }
 
     var dev: String { info["developmentURL"]! }
+    /// Where the gateway's log (its standard error) goes: `gateway.log` beside its state directory.
+    var logPath: String { state.path + ".log" }
+    /// What the gateway has logged so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     var tls: String { info["providerURL"]! }
     var admin: String { info["adminURL"]! }
     var adminToken: String { info["adminToken"]! }
@@ -118,6 +124,7 @@ final class GatewayProcess {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        try? FileManager.default.removeItem(atPath: logPath)
     }
 }
 
