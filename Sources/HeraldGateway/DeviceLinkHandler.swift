@@ -39,7 +39,19 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     var qos: LinkQoS
     var nextTicket = 0
     /// Waiting in the QoS, by ticket.
-    var queued: [Int: Entry] = [:]
+    var queued: [Int: Entry] = [:] {
+        didSet { queuedIDs = nil }
+    }
+    /// The `apns-id`s in `queued`, made when first asked for after a change.
+    var queuedIDs: Set<String>?
+    /// Whether the stored backlog has been read since the device came online. Until then, stored
+    /// pushes offered after their commit (``offerStored(_:)``) wait in `storedWaiting`, so that
+    /// they go down in the order they were accepted, after the older ones the backlog holds.
+    var backlogLoaded = false
+    var storedWaiting: [StoredPush] = []
+    /// `apns-id`s of stored pushes acknowledged on this link lately: a stored push offered again
+    /// once its commit lands is not sent a second time.
+    var recentlyAcknowledged = RecentIDs(capacity: 4096)
     /// Written to the device, waiting for its acknowledgement, by `apns-id`: almost always one
     /// each, so the first has a dictionary of its own and no array is made per notification.
     var awaiting: [String: Entry] = [:]
@@ -212,21 +224,54 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         Task {
             do {
                 let pending = try await service.router.committer.store.pending(device: device, now: service.now())
-                loop.execute { bound.value.backlog(pending) }
+                loop.execute { bound.value.backlogRead(pending) }
             } catch {
                 service.logger.error(
                     "could not read stored notifications", metadata: ["device": "\(device)", "error": "\(error)"])
+                loop.execute { bound.value.backlogRead([]) }
             }
         }
     }
 
-    func backlog(_ pending: [StoredPush]) {
+    /// The backlog is read: it goes down with whatever was stored meanwhile, oldest first.
+    func backlogRead(_ pending: [StoredPush]) {
+        backlogLoaded = true
+        var all = pending
+        if !storedWaiting.isEmpty {
+            all += storedWaiting
+            storedWaiting = []
+            var seen = Set<String>()
+            all = all.filter { seen.insert($0.apnsID).inserted }
+            // Stable: pushes accepted in the same instant keep the store's order.
+            all = all.enumerated().sorted { ($0.element.receivedAt, $0.offset) < ($1.element.receivedAt, $1.offset) }
+                .map(\.element)
+        }
+        submitStored(all)
+    }
+
+    /// Pushes the router stored while this link was up (its commit landed after the device was
+    /// attached, or the link held them): sent now, unless the link already has them.
+    func offerStored(_ pushes: [StoredPush]) {
+        guard deviceID != nil else { return }
+        if !backlogLoaded {
+            storedWaiting += pushes
+            return
+        }
+        submitStored(pushes)
+    }
+
+    /// Queues stored pushes for the device, skipping those it has or has just acknowledged.
+    func submitStored(_ pending: [StoredPush]) {
         guard let device = deviceID else { return }
         var tickets: [LinkQoS.Ticket] = []
-        let waiting = Set(queued.values.map(\.push.apnsID))
+        if queuedIDs == nil { queuedIDs = Set(queued.values.map(\.push.apnsID)) }
+        let waiting = queuedIDs ?? []
         let registry = service.directory.registry
         var void: [StoredPush] = []
-        for stored in pending where awaiting[stored.apnsID] == nil && !waiting.contains(stored.apnsID) {
+        for stored in pending
+        where awaiting[stored.apnsID] == nil && !waiting.contains(stored.apnsID)
+            && !recentlyAcknowledged.contains(stored.apnsID)
+        {
             guard registry.registration(stored.token, in: stored.environment)?.invalidatedAt == nil else {
                 // The app was removed or the device reset since: the push has no one to go to.
                 void.append(stored)
@@ -262,6 +307,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .direct(let completion):
             completion(.acknowledged(deliveredAt: deliveredAt, acknowledgedAt: at))
         case .stored:
+            recentlyAcknowledged.insert(entry.push.apnsID)
             service.router.acknowledgedStored(entry.push, device: device, deliveredAt: deliveredAt, acknowledgedAt: at)
         }
     }
@@ -527,5 +573,28 @@ extension StoredPush {
         LinkPush(
             apnsID: apnsID, uniqueID: uniqueID, topic: topic, token: token, environment: environment,
             pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, payload: payload)
+    }
+}
+
+/// The last `capacity` identifiers added, for membership tests.
+struct RecentIDs {
+    let capacity: Int
+    private var set = Set<String>()
+    private var order: [String] = []
+    private var head = 0
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    func contains(_ id: String) -> Bool { set.contains(id) }
+
+    mutating func insert(_ id: String) {
+        guard set.insert(id).inserted else { return }
+        if order.count < capacity {
+            order.append(id)
+        } else {
+            set.remove(order[head])
+            order[head] = id
+            head = (head + 1) % capacity
+        }
     }
 }

@@ -85,6 +85,14 @@ public final class DeviceLinks: Sendable {
         return true
     }
 
+    /// Hands pushes just committed to the offline store to the device's link, if it is connected:
+    /// it sends those it does not have yet. This closes the gap between a device's connecting (its
+    /// link reads the store) and a commit that lands after that read.
+    func offerStored(_ pushes: [StoredPush], to deviceID: String) {
+        guard !pushes.isEmpty, let handle = links.withLock({ $0[deviceID] }) else { return }
+        handle.loop.execute { handle.handler.value.offerStored(pushes) }
+    }
+
     /// Tells a connected device that it was reset.
     public func deviceWasReset(_ deviceID: String, generation: Int) {
         guard let handle = links.withLock({ $0[deviceID] }) else { return }

@@ -201,13 +201,14 @@ public struct OfflinePolicy: Sendable, Equatable {
 
     /// Applies the policy within one batch, in order: a push replaces an earlier one of the same
     /// (device, topic) and collapse id, and beyond `depth` the oldest go. Returns what is left to
-    /// write, in order, and the `apns-id`s pushed out. Writing the survivors one by one under the
-    /// same rules gives the same queues as writing every push one by one.
-    public func coalesce(_ pushes: [StoredPush]) -> (survivors: [StoredPush], replaced: [String]) {
+    /// write, in order, and the pushes pushed out, each with the push that replaced it. Writing the
+    /// survivors one by one under the same rules gives the same queues as writing every push one
+    /// by one.
+    public func coalesce(_ pushes: [StoredPush]) -> (survivors: [StoredPush], replaced: [Replacement]) {
         if pushes.count < 2 { return (pushes, []) }
         var queues: [String: [Int]] = [:]
         var dropped = Set<Int>()
-        var replaced: [String] = []
+        var replaced: [Replacement] = []
         for (i, p) in pushes.enumerated() {
             let key = p.deviceID + "\u{0}" + p.topic
             var queue = queues[key, default: []]
@@ -215,7 +216,7 @@ public struct OfflinePolicy: Sendable, Equatable {
                 queue.removeAll { j in
                     guard pushes[j].collapseID == collapse else { return false }
                     dropped.insert(j)
-                    replaced.append(pushes[j].apnsID)
+                    replaced.append(Replacement(apnsID: pushes[j].apnsID, by: p))
                     return true
                 }
             }
@@ -223,12 +224,27 @@ public struct OfflinePolicy: Sendable, Equatable {
             while queue.count > depth {
                 let j = queue.removeFirst()
                 dropped.insert(j)
-                replaced.append(pushes[j].apnsID)
+                replaced.append(Replacement(apnsID: pushes[j].apnsID, by: p))
             }
             queues[key] = queue
         }
         let survivors = pushes.indices.filter { !dropped.contains($0) }.map { pushes[$0] }
         return (survivors, replaced)
+    }
+
+    /// A stored push the policy pushed out, and the newer push that did it.
+    public struct Replacement: Sendable {
+        /// The `apns-id` pushed out.
+        public var apnsID: String
+        /// The push that replaced it.
+        public var by: StoredPush
+
+        /// Its delivery-log line, which a store writes in the same transaction as the replacement.
+        public var event: DeliveryEvent {
+            DeliveryEvent(
+                apnsID: apnsID, uniqueID: nil, kind: .replaced, at: by.receivedAt,
+                detail: "replaced by \(by.apnsID), a newer push for the same device and topic (or collapse id)")
+        }
     }
 }
 
@@ -366,8 +382,9 @@ public protocol GatewayStore: Sendable {
     /// device record, in one transaction (a reset's new generation and its invalidated tokens
     /// land together or not at all).
     func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws
-    /// Writes a batch in one transaction, applying `policy` to the offline queues it touches.
-    /// Returns the `apns-id`s the policy pushed out (replaced), so they can be logged.
+    /// Writes a batch in one transaction, applying `policy` to the offline queues it touches. The
+    /// `replaced` delivery-log line of every push the policy pushes out is written in the same
+    /// transaction, so it is exactly as durable as the replacement. Returns their `apns-id`s.
     ///
     /// `durable` false says the batch only extends the delivery log and nobody waits on it: the
     /// store may commit it without forcing it to disk (it must still be atomic and survive a

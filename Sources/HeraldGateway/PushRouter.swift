@@ -130,18 +130,8 @@ public final class GroupCommitter: Sendable {
             } catch {
                 result = .failure(error)
             }
+            // (What the policy pushed out was logged by the store, in the same transaction.)
             for item in items { item.completion?(result) }
-            if case .success(let replaced) = result, !replaced.isEmpty {
-                // Log what the policy pushed out, like any other log line; once released, this
-                // drain's next round writes it.
-                let events = replaced.map {
-                    DeliveryEvent(
-                        apnsID: $0, uniqueID: nil, kind: .replaced, at: now(),
-                        detail: "a newer push for the same device and topic (or collapse id) replaced it")
-                }
-                let threshold = logBatch
-                _ = state.withLock { $0.addLog(events, threshold: threshold) }
-            }
         }
     }
 }
@@ -291,23 +281,26 @@ public final class PushRouter: Sendable {
             respond(ok)
             return
         }
-        batch.pushes = [
-            StoredPush(
-                apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
-                token: push.registration.token, environment: push.registration.environment, topic: push.topic,
-                pushType: push.pushType, priority: push.priority, collapseID: push.collapseID,
-                expiration: push.expiration, expiresAt: expiresAt, receivedAt: push.receivedAt,
-                payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable)
-        ]
+        let stored = StoredPush(
+            apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
+            token: push.registration.token, environment: push.registration.environment, topic: push.topic,
+            pushType: push.pushType, priority: push.priority, collapseID: push.collapseID,
+            expiration: push.expiration, expiresAt: expiresAt, receivedAt: push.receivedAt,
+            payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable)
+        batch.pushes = [stored]
         batch.events.append(
             event(push, .stored, push.receivedAt, "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds)"))
         let logger = self.logger
         let metrics = self.metrics
+        let links = self.links
         committer.submit(batch) { result in
             switch result {
-            case .success:
+            case .success(let replaced):
                 metrics.stored()
                 respond(ok)
+                // If the device is connected now (it came online after the push found no link, and
+                // its link may have read the store before this commit), its link sends the push.
+                if !replaced.contains(stored.apnsID) { links.offerStored([stored], to: stored.deviceID) }
             case .failure(let error):
                 logger.error("store write failed", metadata: ["error": "\(error)", "apns-id": "\(push.apnsID)"])
                 respond(.error(.serviceUnavailable, apnsID: push.apnsID))

@@ -217,7 +217,7 @@ public final class SQLiteGatewayStore: GatewayStore {
                         db.cachedStatement(
                             sql: "SELECT apnsID FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?"),
                         arguments: [p.deviceID, p.topic, collapse])
-                    replaced += ids
+                    replaced += ids.map { OfflinePolicy.Replacement(apnsID: $0, by: p) }
                     try db.cachedStatement(
                         sql: "DELETE FROM stored WHERE deviceID = ? AND topic = ? AND collapseID = ?"
                     )
@@ -236,7 +236,7 @@ public final class SQLiteGatewayStore: GatewayStore {
                     ),
                     arguments: [p.deviceID, p.topic, policy.depth])
                 for row in overflow {
-                    replaced.append(row["apnsID"])
+                    replaced.append(OfflinePolicy.Replacement(apnsID: row["apnsID"], by: p))
                     try db.cachedStatement(sql: "DELETE FROM stored WHERE seq = ?").execute(arguments: [
                         row["seq"] as Int64
                     ])
@@ -246,18 +246,23 @@ public final class SQLiteGatewayStore: GatewayStore {
                 try db.cachedStatement(sql: "DELETE FROM stored WHERE deviceID = ? AND apnsID = ?")
                     .execute(arguments: [deviceID, apnsID])
             }
+            // What the policy pushed out is logged in this same transaction: a crash can never keep
+            // the replacement and lose the line that explains where the older push went.
+            let replacedEvents = replaced.map(\.event)
+            let rows =
+                replacedEvents.isEmpty ? events : events + replacedEvents.indices.map { .run(replacedEvents[$0...$0]) }
             // Many rows per statement: a group commit carries up to thousands of log rows, and each
             // statement run costs more than the row it inserts.
-            var next = events.startIndex
-            var arena = JSONWriter(capacity: min(events.count, Self.eventRowsPerInsert) * 320)
-            while next < events.endIndex {
-                let count = min(Self.eventRowsPerInsert, events.endIndex - next)
+            var next = rows.startIndex
+            var arena = JSONWriter(capacity: min(rows.count, Self.eventRowsPerInsert) * 320)
+            while next < rows.endIndex {
+                let count = min(Self.eventRowsPerInsert, rows.endIndex - next)
                 let insert = try db.cachedStatement(
                     sql: count == Self.eventRowsPerInsert ? Self.insertFullEventRun : Self.insertEvents(count))
-                try Self.insert(events[next..<next + count], with: insert, in: db, arena: &arena)
+                try Self.insert(rows[next..<next + count], with: insert, in: db, arena: &arena)
                 next += count
             }
-            return replaced
+            return replaced.map(\.apnsID)
         }
         guard !durable, durability == .full else { return try await writer.write(write) }
         // Log only: commit without the fsync (WAL with synchronous NORMAL: atomic, survives a

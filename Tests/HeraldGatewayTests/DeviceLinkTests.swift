@@ -66,10 +66,10 @@ struct LinkHarness {
 
     init(
         acknowledgementTimeout: TimeAmount = .seconds(10), qos: LinkQoS.Configuration = .init(batchWindow: 60),
-        offline: OfflinePolicy = OfflinePolicy()
+        offline: OfflinePolicy = OfflinePolicy(), store: ((any GatewayStore) -> any GatewayStore)? = nil
     ) async throws {
         f = try await Fixture(now: Date())
-        router = PushRouter(committer: GroupCommitter(store: f.store, policy: offline))
+        router = PushRouter(committer: GroupCommitter(store: store?(f.store) ?? f.store, policy: offline))
         var configuration = DeviceLinkServer.Configuration()
         configuration.acknowledgementTimeout = acknowledgementTimeout
         configuration.qos = qos

@@ -252,20 +252,34 @@ import X509
         #expect(try await logged("f"))
     }
 
-    /// What the policy pushes out is logged as replaced, by the committer itself.
-    @Test func replacedPushesAreLogged() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
-        let committer = GroupCommitter(store: store, policy: OfflinePolicy())
+    /// What the policy pushes out is logged as replaced in the very transaction that replaces it:
+    /// once the commit returns, the line is there (no flush, nothing lingering), naming the push
+    /// that replaced it. Within one batch and across batches alike.
+    @Test func replacedPushesAreLoggedInTheSameTransaction() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
         let later = Date(timeIntervalSince1970: 1000)
-        for id in ["first", "second"] {
-            var batch = StoreBatch()
-            batch.pushes = [push(id, expires: later)]
-            _ = try await committer.commit(batch)
+        do {
+            let store = try SQLiteGatewayStore(path: path)
+            let committer = GroupCommitter(store: store, policy: OfflinePolicy(), logBatch: 4096)
+            for id in ["first", "second"] {
+                var batch = StoreBatch()
+                batch.pushes = [push(id, expires: later)]
+                _ = try await committer.commit(batch)
+            }
+            var both = StoreBatch()
+            both.pushes = [push("third", expires: later), push("fourth", expires: later)]
+            _ = try await committer.commit(both)
         }
-        try await waitUntil("the replaced push's log line is written") {
-            try await store.deliveryLog(id: "first").map(\.kind) == [.replaced]
+        // Opened again, as after a crash: every replacement has its line.
+        let reopened = try SQLiteGatewayStore(path: path)
+        // In the last batch, "third" never reaches the table: "fourth" replaces it, and "second".
+        for (id, by) in [("first", "second"), ("second", "fourth"), ("third", "fourth")] {
+            let log = try await reopened.deliveryLog(id: id)
+            #expect(log.map(\.kind) == [.replaced], "\(id)")
+            #expect(log.first?.detail?.hasPrefix("replaced by \(by),") == true, "\(id): \(log)")
         }
-        #expect(try await store.pending(device: "d1", now: .distantPast).map(\.apnsID) == ["second"])
+        #expect(try await reopened.pending(device: "d1", now: .distantPast).map(\.apnsID) == ["fourth"])
     }
 
     @Test func directorySurvivesReopening() async throws {

@@ -1,0 +1,174 @@
+import Foundation
+import HeraldCore
+import HeraldDevice
+import Synchronization
+import Testing
+
+@testable import HeraldGateway
+
+/// A point a store call waits at until the test opens it, counting the calls that arrived.
+final class Gate: Sendable {
+    private struct State {
+        var closed = false
+        var arrived = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    /// From now on calls wait.
+    func close() { state.withLock { $0.closed = true } }
+
+    /// Lets every waiting call (and every later one) through.
+    func open() {
+        let waiters = state.withLock { s in
+            s.closed = false
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// How many calls have arrived (waiting or not).
+    var arrived: Int { state.withLock { $0.arrived } }
+
+    func pass() async {
+        await withCheckedContinuation { continuation in
+            let wait = state.withLock { s in
+                s.arrived += 1
+                if s.closed { s.waiters.append(continuation) }
+                return s.closed
+            }
+            if !wait { continuation.resume() }
+        }
+    }
+}
+
+/// The gateway's store with gates before commits that store pushes and before backlog reads, so a
+/// test can put a commit and a device's connection in the order it needs.
+final class GatedStore: GatewayStore {
+    let inner: any GatewayStore
+    let commits = Gate()
+    let reads = Gate()
+    /// Backlog reads that have returned.
+    let readsDone = Mutex(0)
+
+    init(_ inner: any GatewayStore) { self.inner = inner }
+
+    func loadDirectory() async throws -> DirectorySnapshot { try await inner.loadDirectory() }
+    func save(_ team: Team) async throws { try await inner.save(team) }
+    func deleteTeam(_ id: String) async throws { try await inner.deleteTeam(id) }
+    func save(_ key: ProviderKey) async throws { try await inner.save(key) }
+    func deleteKey(_ id: String) async throws { try await inner.deleteKey(id) }
+    func save(_ app: HeraldGateway.AppRecord) async throws { try await inner.save(app) }
+    func deleteApp(_ bundleID: String) async throws { try await inner.deleteApp(bundleID) }
+    func save(_ device: DeviceRecord) async throws { try await inner.save(device) }
+    func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws {
+        try await inner.save(registrations, feedback: feedback, device: device)
+    }
+    func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String] {
+        if !batch.pushes.isEmpty { await commits.pass() }
+        return try await inner.commit(batch, policy: policy, durable: durable)
+    }
+    func pending(device: String, now: Date) async throws -> [StoredPush] {
+        await reads.pass()
+        defer { readsDone.withLock { $0 += 1 } }
+        return try await inner.pending(device: device, now: now)
+    }
+    func purgeExpired(now: Date) async throws -> [StoredPush] { try await inner.purgeExpired(now: now) }
+    func deliveryLog(id: String) async throws -> [DeliveryEvent] { try await inner.deliveryLog(id: id) }
+    func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+        try await inner.takeFeedback(bundleID: bundleID, environment: environment)
+    }
+    func storedCount() async throws -> Int { try await inner.storedCount() }
+}
+
+/// A push that found no link just before its device connected is stored; its commit may land
+/// after the new link read the store. It must still reach the device at once, and stored pushes
+/// arrive in the order they were accepted.
+@Suite struct LinkBacklogRaceTests {
+    /// A harness whose router writes through a gated store, and a device registered and offline.
+    func offlineDevice(_ id: String) async throws -> (LinkHarness, GatedStore, DeviceIdentity, DeviceToken) {
+        var gated: GatedStore?
+        let h = try await LinkHarness(
+            store: { inner in
+                let store = GatedStore(inner)
+                gated = store
+                return store
+            })
+        let identity = DeviceIdentity(deviceID: id)
+        let first = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        let token = try await first.register(topic: Fixture.bundle)
+        await first.close()
+        try await waitUntil("\(id) offline") { !h.router.links.isOnline(id) }
+        let store = try #require(gated)
+        // The first link's own backlog read has returned, so the counts below are the next link's.
+        try await waitUntil("the first link's backlog read") { store.readsDone.withLock { $0 } == 1 }
+        return (h, store, identity, token)
+    }
+
+    @Test func aCommitThatLandsAfterTheNewLinkReadTheStoreIsStillDelivered() async throws {
+        let (h, store, identity, token) = try await offlineDevice("phone-race")
+        // The push finds no link and goes to the store; its commit waits at the gate. (Whatever
+        // happens, the gates open at the end, so a failing test does not wait for ever.)
+        defer { store.commits.open() }
+        store.commits.close()
+        let id = "33333333-3333-3333-3333-333333333333"
+        let answer = Task { try await h.push(to: token, headers: [("apns-id", id)]) }
+        try await waitUntil("the commit at the gate") { store.commits.arrived == 1 }
+        // The device connects and its link reads the store, which does not have the push yet.
+        let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        defer { Task { await client.close() } }
+        let inbox = Inbox(client)
+        try await waitUntil("the backlog read") { store.readsDone.withLock { $0 } == 2 }
+        #expect(inbox.pushes.isEmpty)
+        // Now the commit lands: the 200 goes out, and the link sends the push.
+        store.commits.open()
+        #expect(try await answer.value.status == 200)
+        #expect(try await inbox.waitForPushes(1).map(\.apnsID) == [id])
+        // Acknowledged, it leaves the store; it is sent once.
+        try await h.waitForStored(0)
+        try await h.waitForLog(id, [.accepted, .stored, .delivered, .acknowledged])
+        #expect(inbox.pushes.count == 1)
+    }
+
+    @Test func storedPushesArriveInTheOrderTheyWereAcceptedAndOnce() async throws {
+        let (h, store, identity, token) = try await offlineDevice("phone-order")
+        // Two pushes stored while the device is offline (a depth of one would keep only the newest
+        // per topic: they go to two topics of one app).
+        let a = "aaaaaaaa-0000-0000-0000-000000000001"
+        let b = "aaaaaaaa-0000-0000-0000-000000000002"
+        let c = "aaaaaaaa-0000-0000-0000-000000000003"
+        #expect(try await h.push(to: token, headers: [("apns-id", a), ("apns-collapse-id", "a")]).status == 200)
+        #expect(
+            try await h.push(
+                to: token, topic: Fixture.bundle + ".voip", body: #"{"aps":{}}"#,
+                headers: [("apns-id", b), ("apns-push-type", "voip")]
+            ).status == 200)
+        // A third finds no link; its commit waits. The device connects; its backlog read waits too.
+        defer {
+            store.commits.open()
+            store.reads.open()
+        }
+        store.commits.close()
+        store.reads.close()
+        let commitsBefore = store.commits.arrived
+        let answer = Task {
+            try await h.push(
+                to: token, topic: Fixture.bundle + ".complication", body: #"{"aps":{}}"#,
+                headers: [("apns-id", c), ("apns-push-type", "complication")])
+        }
+        try await waitUntil("the commit at the gate") { store.commits.arrived == commitsBefore + 1 }
+        let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        defer { Task { await client.close() } }
+        let inbox = Inbox(client)
+        try await waitUntil("the backlog read at the gate") { store.reads.arrived == 2 }
+        // The commit lands first (the link holds the push back: its backlog is not read yet), then
+        // the read, which now finds all three.
+        store.commits.open()
+        #expect(try await answer.value.status == 200)
+        store.reads.open()
+        #expect(try await inbox.waitForPushes(3).map(\.apnsID) == [a, b, c])
+        try await h.waitForStored(0)
+        #expect(inbox.pushes.count == 3)
+    }
+}
