@@ -24,6 +24,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         var request: ProviderRequest
         var bodyLimitExceeded = false
         var answered = false
+        /// When its HEADERS came: a request must arrive whole within the stall deadline.
+        var openedAt = NIODeadline.uptimeNanoseconds(0)
     }
 
     let api: ProviderAPI
@@ -51,13 +53,36 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     static let bodyCap = 5120
     static let connectionWindowRefill = 32 * 1024
 
-    init(api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date)
-    {
+    /// Where a connection closed for a protocol error or abuse is logged.
+    let log: ListenerLog?
+    /// Answers with a body not yet passed to the socket (the client's flow-control window holds
+    /// them back), by when they were written; and the timer that looks at the oldest.
+    var unsentBodies: [HTTP2StreamID: NIODeadline] = [:]
+    var stallTimer: Scheduled<Void>?
+    /// Looks at requests that are not whole yet (a stream opened and never finished).
+    var incompleteTimer: Scheduled<Void>?
+    /// How long an answer may wait for the client's window before the connection is given up.
+    let stallDeadline: TimeAmount
+
+    init(
+        api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date,
+        log: ListenerLog? = nil, stallDeadline: TimeAmount = .seconds(10)
+    ) {
         self.api = api
         self.router = router
         self.connection = connection
         self.now = now
         self.idle = IdleWatch(timeout: api.idleTimeout)
+        self.log = log
+        self.stallDeadline = stallDeadline
+    }
+
+    /// A connection error (NIOHTTP2Handler has already sent GOAWAY with its code: ENHANCE_YOUR_CALM
+    /// for floods and rapid resets, PROTOCOL_ERROR for a malformed connection) or a transport
+    /// failure: the connection is closed, with a logged reason. Other connections go on.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        log?.closed(listener: "provider API (HTTP/2)", peer: context.channel.remoteAddress, reason: "\(error)")
+        context.close(promise: nil)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -68,6 +93,10 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idle.stop()
+        stallTimer?.cancel()
+        stallTimer = nil
+        incompleteTimer?.cancel()
+        incompleteTimer = nil
         self.context = nil
     }
 
@@ -104,7 +133,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             if headers.endStream {
                 complete(frame.streamID, &stream, context: context)
             } else {
+                stream.openedAt = context.eventLoop.now
                 streams[frame.streamID] = stream
+                if incompleteTimer == nil { armIncompleteTimer(in: stallDeadline, context) }
             }
         case .data(let payload):
             var length = 0
@@ -245,11 +276,89 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         context.write(
             wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
         let buffer = context.channel.allocator.buffer(string: body)
+        // A body is flow-controlled: watch that it leaves (a client whose window never opens would
+        // otherwise hold the stream, and its memory, for as long as the connection lasts).
+        let sent = context.eventLoop.makePromise(of: Void.self)
+        unsentBodies[id] = context.eventLoop.now
+        armStallTimer(context)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        sent.futureResult.whenComplete { _ in bound.value.unsentBodies[id] = nil }
+        if let promise { sent.futureResult.cascade(to: promise) }
         context.write(
             wrapOutboundOut(
                 HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
-            promise: promise)
+            promise: sent)
         needsFlush = true
+    }
+
+    // MARK: Requests that never finish
+
+    private func armIncompleteTimer(in delay: TimeAmount, _ context: ChannelHandlerContext) {
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        incompleteTimer = context.eventLoop.scheduleTask(in: delay) { bound.value.resetIncomplete() }
+    }
+
+    /// Streams whose request has not arrived whole within the deadline are reset (CANCEL): a
+    /// client cannot hold streams, and the gateway's memory, by opening them and never finishing.
+    func resetIncomplete() {
+        incompleteTimer = nil
+        guard let context else { return }
+        let now = context.eventLoop.now
+        var oldestLeft: NIODeadline?
+        var expired: [HTTP2StreamID] = []
+        for (id, stream) in streams {
+            if now - stream.openedAt >= stallDeadline {
+                expired.append(id)
+            } else if oldestLeft.map({ stream.openedAt < $0 }) ?? true {
+                oldestLeft = stream.openedAt
+            }
+        }
+        for id in expired {
+            streams[id] = nil
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
+        }
+        if !expired.isEmpty {
+            context.flush()
+            log?.logger.notice(
+                "request streams reset",
+                metadata: [
+                    "peer": "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", "streams": "\(expired.count)",
+                    "reason": "the request did not arrive whole within \(stallDeadline.secondsText) (CANCEL)",
+                ])
+            closeIfDrained()
+        }
+        if let oldestLeft { armIncompleteTimer(in: oldestLeft + stallDeadline - now, context) }
+    }
+
+    // MARK: Answers the client's window holds back
+
+    private func armStallTimer(_ context: ChannelHandlerContext) {
+        guard stallTimer == nil, let oldest = unsentBodies.values.min() else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        stallTimer = context.eventLoop.scheduleTask(deadline: oldest + stallDeadline) { bound.value.checkStall() }
+    }
+
+    /// An answer has waited the whole deadline for the client's flow-control window: GOAWAY
+    /// (ENHANCE_YOUR_CALM: the client holds the gateway's memory without reading) and close.
+    func checkStall() {
+        stallTimer = nil
+        guard let context, let oldest = unsentBodies.values.min() else { return }
+        guard context.eventLoop.now - oldest >= stallDeadline else {
+            armStallTimer(context)
+            return
+        }
+        log?.closed(
+            listener: "provider API (HTTP/2)", peer: context.channel.remoteAddress,
+            reason: "\(unsentBodies.count) answers waited \(stallDeadline.secondsText) for a flow-control window")
+        let debug = context.channel.allocator.buffer(
+            string: "answers waited for a flow-control window that never opened")
+        context.writeAndFlush(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .goAway(lastStreamID: highestStreamID, errorCode: .enhanceYourCalm, opaqueData: debug))),
+            promise: nil)
+        context.close(promise: nil)
     }
 
     static func statusText(_ status: Int) -> String {

@@ -171,7 +171,8 @@ struct ProviderPipeline: Sendable {
     let api: ProviderAPI
     let router: PushRouter
     let now: @Sendable () -> Date
-    /// How long a started HTTP/1.1 request may take to arrive whole (the first-bytes deadline).
+    /// How long a started HTTP/1.1 request may take to arrive whole, and how long an HTTP/2 answer
+    /// may wait for the client's flow-control window (the first-bytes deadline).
     var requestDeadline: TimeAmount = .seconds(10)
     /// Where a connection closed for a missed deadline is logged.
     var log: ListenerLog? = nil
@@ -182,7 +183,10 @@ struct ProviderPipeline: Sendable {
         configuration.initialSettings = ProviderServer.settings
         try pipeline.addHandler(WriteCoalescingHandler())
         try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
-        try pipeline.addHandler(ProviderHTTP2Handler(api: api, router: router, connection: connection, now: now))
+        try pipeline.addHandler(
+            ProviderHTTP2Handler(
+                api: api, router: router, connection: connection, now: now, log: log,
+                stallDeadline: requestDeadline))
     }
 
     /// Adds the HTTP/1.1 handlers.
