@@ -28,7 +28,7 @@ bench_extra_cleanup() { for p in "${IDLE_PIDS[@]}"; do kill "$p" 2>/dev/null || 
 bench_setup curl:curl -- --no-legacy --durability normal
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$GW_PID/status"; }
-online() { curl -sf "$ADMIN/metrics" | awk '/^herald_devices_online / {print $2}'; }
+online() { curl -sf "$ADMIN/metrics" -H "$AUTH" | awk '/^herald_devices_online / {print $2}'; }
 
 # One phase: connect N idle devices to $1 (a ws:// or wss:// link URL), print the memory per link.
 phase() {

@@ -67,7 +67,7 @@ HR=${H%%|*}; NR=${N%%|*}
 echo "herald gateway: $HR req/s (${H#*|})"
 echo "nginx:          $NR req/s (${N#*|})"
 python3 -c "print(f'ratio herald/nginx: {float($HR)/float($NR)*100:.1f}%')"
-METRICS=$(curl -sf "$ADMIN/metrics")
+METRICS=$(curl -sf "$ADMIN/metrics" -H "$AUTH")
 ACKED=$(echo "$METRICS" | grep '^herald_deliveries_total{result="acknowledged"}' | awk '{print $2}')
 STORED=$(echo "$METRICS" | grep '^herald_pushes_stored_total' | awk '{print $2}')
 echo "delivered to the device and acknowledged: $ACKED; stored instead (no acknowledgement in time): $STORED"

@@ -106,9 +106,12 @@ public struct AdminAPI: Sendable {
             apps: directory.registry.registrations(device: id).map(RegistrationView.init))
     }
 
-    /// The router. `/healthz` needs no token; everything else wants `authorization: Bearer <token>`.
+    /// The router. Every route, `/healthz` and `/metrics` included, wants
+    /// `authorization: Bearer <admin token>`: the admin API may be reached from the network
+    /// (`--listen`), and its metrics say who pushes to whom and how much.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: BearerTokenMiddleware(token: token))
         router.get("/healthz") { _, _ in #"{"status":"ok"}"# }
         let push = self.pushRouter
         router.get("/metrics") { _, _ -> Response in
@@ -118,7 +121,7 @@ public struct AdminAPI: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         }
-        let api = router.group().add(middleware: BearerTokenMiddleware(token: token))
+        let api = router.group()
         let directory = self.directory
         let faults = self.faults
         let ca = self.ca

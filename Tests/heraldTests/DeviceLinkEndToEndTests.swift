@@ -84,7 +84,7 @@ final class LineReader {
                 .compactMap { $0["kind"] as? String }
             return kinds == ["accepted", "delivered", "acknowledged"]
         }
-        let metrics = try curl([p.gateway.admin + "/metrics"])
+        let metrics = try p.gateway.adminCall("GET", "/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.body.contains(#"herald_provider_requests_total{status="200",reason=""} 1"#), "\(metrics.body)")
         #expect(metrics.body.contains(#"herald_deliveries_total{result="acknowledged"} 1"#))
@@ -94,7 +94,7 @@ final class LineReader {
         // A bad token is counted by its reason.
         _ = try p.push(token: String(repeating: "ab", count: 32))
         #expect(
-            try curl([p.gateway.admin + "/metrics"]).body.contains(
+            try p.gateway.adminCall("GET", "/metrics").body.contains(
                 #"herald_provider_requests_total{status="400",reason="BadDeviceToken"} 1"#))
 
         // Stopping the gateway closes the link (1001, going away).
@@ -170,13 +170,13 @@ final class LineReader {
         let lines = LineReader(out.fileHandleForReading)
         let ready = try #require(lines.json())
         #expect(ready["idleDevices"] as? Int == 5)
-        #expect(try curl([p.gateway.admin + "/metrics"]).body.contains("herald_devices_online 6"))
+        #expect(try p.gateway.adminCall("GET", "/metrics").body.contains("herald_devices_online 6"))
         let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
         #expect(try p.push(token: token).status == 200)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         try eventually("every device to go offline") {
-            try curl([p.gateway.admin + "/metrics"]).body.contains("herald_devices_online 0")
+            try p.gateway.adminCall("GET", "/metrics").body.contains("herald_devices_online 0")
         }
         #expect(p.gateway.stop() == 0)
 

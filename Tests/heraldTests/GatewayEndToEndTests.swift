@@ -414,7 +414,7 @@ struct Provisioned {
         let second = try GatewayProcess(state: first.state)
         #expect(second.adminToken == token)
         #expect(try String(contentsOfFile: second.ca, encoding: .utf8) == ca)
-        #expect(try curl([second.admin + "/healthz"]).body == #"{"status":"ok"}"#)
+        #expect(try second.adminCall("GET", "/healthz").body == #"{"status":"ok"}"#)
         #expect(try curl([second.admin + "/teams"]).status == 401)
         #expect(second.stop() == 0)
     }
@@ -464,7 +464,7 @@ struct Provisioned {
             second.stderr.contains("the state directory \(first.state.path) is in use by herald gateway, pid \(pid)"),
             "\(second.stderr)")
         #expect(try Data(contentsOf: runtime) == before)
-        #expect(try curl([first.admin + "/healthz"]).status == 200)
+        #expect(try first.adminCall("GET", "/healthz").status == 200)
         #expect(first.stop() == 0)
         // Once the first is gone, the directory is free again.
         let third = try GatewayProcess(state: first.state)

@@ -109,7 +109,7 @@ func residentMemory(pid: Int32) -> (now: Int, peak: Int) {
 
         // The process is up, answers, and its memory stayed bounded.
         #expect(p.gateway.process.isRunning)
-        #expect(try curl([p.gateway.admin + "/healthz"]).status == 200)
+        #expect(try p.gateway.adminCall("GET", "/healthz").status == 200)
         let memoryAfter = residentMemory(pid: pid)
         #expect(
             memoryAfter.now - memoryBefore.now < 64 * 1024,

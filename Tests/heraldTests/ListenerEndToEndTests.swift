@@ -210,7 +210,7 @@ extension URL {
             #expect(count >= least, "\(listener): \(line ?? "no line")")
         }
         // And the gateway still answers.
-        #expect(try curl([g.admin + "/healthz"]).status == 200)
+        #expect(try g.adminCall("GET", "/healthz").status == 200)
         #expect(g.stop() == 0)
     }
 

@@ -1,0 +1,115 @@
+import Foundation
+import HeraldCore
+import HeraldDevice
+import Logging
+import Testing
+
+@testable import HeraldGateway
+
+/// Runs curl; returns the HTTP status it printed.
+func curlStatus(_ arguments: [String]) throws -> Int {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20"] + arguments
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return Int(text) ?? 0
+}
+
+/// Who may do what: the admin API's token on every route; a device acts on its own apps only.
+@Suite struct GatewaySecurityTests {
+    @Test func everyAdminRouteRefusesAMissingOrWrongToken() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("security-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = Gateway.Configuration()
+        configuration.stateDirectory = directory
+        configuration.port = 0
+        configuration.developmentPort = nil
+        configuration.adminPort = 0
+        configuration.linkPort = 0
+        configuration.binaryPort = nil
+        configuration.feedbackPort = nil
+        var logger = Logger(label: "test.gateway")
+        logger.logLevel = .warning
+        let gateway = try await Gateway.open(configuration, logger: logger)
+        let (ready, readyContinuation) = AsyncStream.makeStream(of: [String: String].self)
+        let run = Task { try await gateway.run { readyContinuation.yield($0) } }
+        var failure: (any Error)?
+        do {
+            var started: [String: String]?
+            for await i in ready {
+                started = i
+                break
+            }
+            let admin = try #require(started?["adminURL"])
+            // Every route the admin API has, read from its own router: a route added later is covered too.
+            let routes = AdminAPI(
+                directory: gateway.directory, router: gateway.router, faults: gateway.faults, ca: gateway.ca,
+                token: gateway.adminToken
+            ).router().routes
+            #expect(routes.count >= 25, "\(routes)")
+            #expect(routes.contains { $0.description == "GET /healthz" })
+            #expect(routes.contains { $0.description == "GET /metrics" })
+            for route in routes {
+                let path = "\(route.path)".replacing(/\{[^}]*\}/, with: "x")
+                let url = admin + path
+                let method = route.method.rawValue
+                for header in [
+                    nil, "authorization: Bearer wrong-token", "authorization: Bearer \(gateway.adminToken)x",
+                    "authorization: Basic \(gateway.adminToken)", "authorization: \(gateway.adminToken)",
+                ] {
+                    let status = try curlStatus(["-X", method, url] + (header.map { ["-H", $0] } ?? []))
+                    #expect(status == 401, "\(method) \(path) with \(header ?? "no authorization"): \(status)")
+                }
+                // And the right token gets past the check.
+                let allowed = try curlStatus(
+                    ["-X", method, url, "-H", "authorization: Bearer \(gateway.adminToken)"])
+                #expect(allowed != 401 && allowed != 0, "\(method) \(path) with the token: \(allowed)")
+            }
+        } catch {
+            failure = error
+        }
+        run.cancel()
+        _ = await run.result
+        if let failure { throw failure }
+    }
+
+    @Test func aDeviceActsOnItsOwnAppsOnly() async throws {
+        let h = try await LinkHarness()
+        let phone = try await GatewayLinkClient.connect(url: h.url, identity: DeviceIdentity(deviceID: "phone-a"))
+        defer { Task { await phone.close() } }
+        let phoneInbox = Inbox(phone)
+        let phoneToken = try await phone.register(topic: Fixture.bundle)
+
+        let other = try await GatewayLinkClient.connect(url: h.url, identity: DeviceIdentity(deviceID: "phone-b"))
+        defer { Task { await other.close() } }
+        let otherInbox = Inbox(other)
+        // It sees none of the first device's registrations, and cannot remove them.
+        #expect(other.registrations.isEmpty)
+        await #expect(throws: GatewayLinkClient.Failure.self) { try await other.unregister(topic: Fixture.bundle) }
+        #expect(h.reason(of: phoneToken) == nil)
+        // Registering the same app gives it a token of its own, which reaches it and not the first.
+        let otherToken = try await other.register(topic: Fixture.bundle)
+        #expect(otherToken != phoneToken)
+        #expect(
+            try await h.push(to: otherToken, headers: [("apns-id", "44444444-4444-4444-4444-444444444444")]).status
+                == 200)
+        #expect(try await otherInbox.waitForPushes(1).map(\.apnsID) == ["44444444-4444-4444-4444-444444444444"])
+        #expect(phoneInbox.pushes.isEmpty)
+        // Resetting itself voids its own tokens only.
+        _ = try await other.reset()
+        #expect(h.reason(of: otherToken) == .unregistered)
+        #expect(h.reason(of: phoneToken) == nil)
+        // Nor can it claim the first device's id without the first device's key.
+        await #expect(
+            throws: GatewayLinkClient.Failure(
+                code: "DeviceKeyMismatch", message: "device phone-a is registered with another key")
+        ) {
+            _ = try await GatewayLinkClient.connect(url: h.url, identity: DeviceIdentity(deviceID: "phone-a"))
+        }
+    }
+}
