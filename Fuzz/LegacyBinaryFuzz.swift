@@ -1,10 +1,21 @@
 // libFuzzer target for the legacy binary frame parser (HeraldCore/LegacyBinary.swift).
-// Built and run by scripts/fuzz-binary-parser.sh; not part of the package.
+// Built and run by scripts/fuzz.sh (and scripts/fuzz-binary-parser.sh); not part of the package.
 //
 // Besides "never crashes", every input checks what the gateway relies on:
 // - a notification parsed from a stream is the same when parsed from exactly its bytes;
 // - any shorter prefix of it asks for more bytes (so a split read never changes the verdict);
 // - re-encoding it in its command's form and parsing that gives it back.
+
+import HeraldCore
+
+/// Stops with `message` when `condition` fails (fatalError prints its message in an optimized
+/// build, where precondition would not).
+func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
+
+/// Stops with `message`.
+func failure(_ message: String) -> Never { fatalError(message) }
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzLegacyBinary(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -14,19 +25,19 @@ public func fuzzLegacyBinary(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
         switch LegacyBinary.parse(rest) {
         case .notification(let n, let consumed):
-            precondition(consumed > 0 && consumed <= rest.count, "consumed \(consumed) of \(rest.count)")
+            check(consumed > 0 && consumed <= rest.count, "consumed \(consumed) of \(rest.count)")
             let exact = UnsafeRawBufferPointer(rebasing: rest[..<consumed])
-            precondition(LegacyBinary.parse(exact) == .notification(n, consumed: consumed), "not the same alone")
+            check(LegacyBinary.parse(exact) == .notification(n, consumed: consumed), "not the same alone")
             let cut = UnsafeRawBufferPointer(rebasing: rest[..<(consumed - 1)])
-            precondition(LegacyBinary.parse(cut) == .needMoreBytes, "a prefix did not ask for more")
+            check(LegacyBinary.parse(cut) == .needMoreBytes, "a prefix did not ask for more")
             let again = n.encoded()
             guard case .notification(let m, let used) = LegacyBinary.parse(again) else {
-                preconditionFailure("re-encoded notification refused")
+                failure("re-encoded notification refused")
             }
-            precondition(m == n && used == again.count, "re-encoding changed it")
+            check(m == n && used == again.count, "re-encoding changed it")
             offset += consumed
         case .failure(let status, _):
-            precondition(status != .noError && status != .shutdown, "a parse cannot fail with \(status)")
+            check(status != .noError && status != .shutdown, "a parse cannot fail with \(status)")
             return 0
         case .needMoreBytes:
             return 0

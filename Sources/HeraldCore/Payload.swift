@@ -151,6 +151,13 @@ public struct Payload: Sendable, Hashable {
         if data.isEmpty || data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw PayloadError(key: "payload", rule: "must not be empty", reason: .payloadEmpty)
         }
+        // One definition of a well-formed payload for the gateway and the device: RFC 8259, one
+        // object (the gateway's scanner), before anything is decoded.
+        do {
+            _ = try data.withUnsafeBytes { raw throws(PayloadSummary.ScanError) in try PayloadSummary.scan(raw) }
+        } catch {
+            throw PayloadError(key: "payload", rule: "must be a JSON object (\(error))")
+        }
         let root: JSONValue
         do {
             root = try JSONValue.parse(data)

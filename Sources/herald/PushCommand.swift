@@ -341,16 +341,17 @@ struct PushCommand: AsyncParsableCommand {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw ValidationError("cannot read \(file)")
             }
-            guard var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-                throw ValidationError("\(file) is not a JSON object")
+            let parsed: SimulatorPushFile
+            do {
+                parsed = try SimulatorPushFile(data: data)
+            } catch {
+                throw ValidationError("\(file): \(error)")
             }
-            let topic = object.removeValue(forKey: "Simulator Target Bundle") as? String
-            if apnsFile != nil && topic == nil && self.topic == nil {
+            if apnsFile != nil && parsed.topic == nil && self.topic == nil {
                 throw ValidationError("\(file) has no \"Simulator Target Bundle\"; pass --topic")
             }
             // The payload goes as written, less the simulator's key.
-            let bytes = topic == nil ? data : try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            return (bytes, topic)
+            return (parsed.payload, parsed.topic)
         }
         var aps: [String: Any] = [:]
         if let title {

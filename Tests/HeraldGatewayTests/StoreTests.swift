@@ -353,6 +353,27 @@ import X509
         }
     }
 
+    /// What fuzzing against HeraldCore's validator found: the scanner now refuses what no decoder
+    /// reads (an unpaired surrogate escape, a number beyond a double), and reads content-available
+    /// as the device does (any number but zero).
+    @Test func payloadScannerAgreesWithTheDevicesValidator() throws {
+        for bad in [
+            #"{"a":"\ude00"}"#, #"{"a":"\ud83d"}"#, #"{"a":"\ud83dx"}"#, #"{"a":"\ud83d\u0041"}"#, #"{"a":1e400}"#,
+            #"{"a":-3e2555555555555555}"#,
+        ] {
+            #expect(throws: PayloadSummary.ScanError.self, "\(bad)") { try PayloadSummary.scan(Array(bad.utf8)) }
+            #expect(throws: PayloadError.self, "\(bad)") { try Payload(json: bad) }
+        }
+        let pair = #"{"a":"\ud83d\ude00","b":1e300,"c":1e-400}"#
+        #expect(throws: Never.self) { try PayloadSummary.scan(Array(pair.utf8)) }
+        #expect(throws: Never.self) { try Payload(json: pair) }
+        for (flag, set) in [("1", true), ("2", true), ("0", false), ("0.0", false), ("-0", false), ("1e0", true)] {
+            let json = #"{"aps":{"content-available":\#(flag)}}"#
+            #expect(try PayloadSummary.scan(Array(json.utf8)).contentAvailable == set, "\(flag)")
+            #expect(try Payload(json: json).aps.contentAvailable == set, "\(flag)")
+        }
+    }
+
     @Test func scannerAgreesWithFoundationOnRandomInputs() {
         var rng = SeededRandom(seed: 42)
         let pieces = [

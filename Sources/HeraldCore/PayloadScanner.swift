@@ -1,5 +1,3 @@
-import NIOCore
-
 /// A single-pass, allocation-free check of a push payload for the provider API's hot path.
 ///
 /// It verifies the body is one well-formed JSON object (RFC 8259) and notes what the gateway
@@ -13,7 +11,7 @@ public struct PayloadSummary: Sendable, Equatable {
     public var hasSound = false
     /// `aps.badge` is present.
     public var hasBadge = false
-    /// `aps.content-available` is 1.
+    /// `aps.content-available` is a number other than 0 (`1`, as Apple documents it).
     public var contentAvailable = false
 
     /// Alert, sound or badge: what makes APNs infer `alert` when `apns-push-type` is absent.
@@ -29,22 +27,22 @@ public struct PayloadSummary: Sendable, Equatable {
         public var description: String { "\(message) at byte \(offset)" }
     }
 
-    /// Scans `body`.
-    public static func scan(_ body: ByteBuffer) throws(ScanError) -> PayloadSummary {
-        let result: Result<PayloadSummary, ScanError> = body.withUnsafeReadableBytes { raw in
-            var scanner = Scanner(bytes: raw)
+    /// Scans a body's bytes in place.
+    public static func scan(_ bytes: UnsafeRawBufferPointer) throws(ScanError) -> PayloadSummary {
+        var scanner = Scanner(bytes: bytes)
+        return try scanner.document()
+    }
+
+    /// Scans raw bytes.
+    public static func scan(_ bytes: [UInt8]) throws(ScanError) -> PayloadSummary {
+        let result: Result<PayloadSummary, ScanError> = bytes.withUnsafeBytes { raw in
             do throws(ScanError) {
-                return .success(try scanner.document())
+                return .success(try scan(raw))
             } catch {
                 return .failure(error)
             }
         }
         return try result.get()
-    }
-
-    /// Scans raw bytes.
-    public static func scan(_ bytes: [UInt8]) throws(ScanError) -> PayloadSummary {
-        try scan(ByteBuffer(bytes: bytes))
     }
 
     private struct Scanner {
@@ -115,7 +113,7 @@ public struct PayloadSummary: Sendable, Equatable {
                 case .contentAvailable:
                     let start = i
                     try value(depth: depth + 1)
-                    summary.contentAvailable = isOne(start, i)
+                    summary.contentAvailable = isNonZeroNumber(start, i)
                 default:
                     try value(depth: depth + 1)
                 }
@@ -155,8 +153,19 @@ public struct PayloadSummary: Sendable, Equatable {
         }
 
         /// `1` (or `1.0`, `true`): what APNs treats as content-available.
-        func isOne(_ start: Int, _ end: Int) -> Bool {
-            equals(start, end, "1") || equals(start, end, "1.0") || equals(start, end, "true")
+        /// Whether the value at `start..<end` is a number other than zero: what a device reads as a
+        /// set flag (`content-available: 1`; HeraldCore's `Payload` reads any non-zero integer so).
+        func isNonZeroNumber(_ start: Int, _ end: Int) -> Bool {
+            guard start < end, bytes[start] == UInt8(ascii: "-") || (0x30...0x39).contains(bytes[start]) else {
+                return false
+            }
+            // Any non-zero digit before the exponent makes it non-zero.
+            for k in start..<end {
+                let b = bytes[k]
+                if b == UInt8(ascii: "e") || b == UInt8(ascii: "E") { break }
+                if (0x31...0x39).contains(b) { return true }
+            }
+            return false
         }
 
         mutating func value(depth: Int) throws(ScanError) {
@@ -211,21 +220,35 @@ public struct PayloadSummary: Sendable, Equatable {
         }
 
         mutating func number() throws(ScanError) {
+            let start = i
+            var integerDigits = 0
             if bytes[i] == UInt8(ascii: "-") { i += 1 }
             guard i < bytes.count else { throw fail("invalid number") }
             if bytes[i] == UInt8(ascii: "0") {
                 i += 1
-            } else if digits() == 0 {
-                throw fail("invalid number")
+            } else {
+                integerDigits = digits()
+                if integerDigits == 0 { throw fail("invalid number") }
             }
             if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
                 i += 1
                 guard digits() > 0 else { throw fail("invalid number") }
             }
+            var exponent = false
             if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+                exponent = true
                 i += 1
                 if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
                 guard digits() > 0 else { throw fail("invalid number") }
+            }
+            // A number no double can hold (1e999) is well-formed JSON that no decoder reads: refused
+            // like malformed JSON. Only numbers that could be that large are looked at again.
+            if exponent || integerDigits > 300 {
+                let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                guard let value = Double(text), value.isFinite else {
+                    i = start
+                    throw fail("number out of range")
+                }
             }
         }
 
@@ -246,13 +269,18 @@ public struct PayloadSummary: Sendable, Equatable {
                         UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                         i += 1
                     case UInt8(ascii: "u"):
-                        guard i + 4 < bytes.count else { throw fail("invalid \\u escape") }
-                        for k in 1...4 {
-                            let h = bytes[i + k]
-                            let isHex = (h >= 0x30 && h <= 0x39) || (h | 0x20 >= 0x61 && h | 0x20 <= 0x66)
-                            guard isHex else { throw fail("invalid \\u escape") }
-                        }
+                        // An escaped UTF-16 unit; a surrogate must come in a pair (high, then low),
+                        // or the string is no Unicode text at all and no JSON decoder will read it.
+                        let unit = try hexUnit(at: i + 1)
                         i += 5
+                        if (0xDC00...0xDFFF).contains(unit) { throw fail("unpaired surrogate escape") }
+                        if (0xD800...0xDBFF).contains(unit) {
+                            guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"),
+                                bytes[i + 1] == UInt8(ascii: "u"),
+                                (0xDC00...0xDFFF).contains(try hexUnit(at: i + 2))
+                            else { throw fail("unpaired surrogate escape") }
+                            i += 6
+                        }
                     default:
                         throw fail("invalid escape")
                     }
@@ -265,6 +293,24 @@ public struct PayloadSummary: Sendable, Equatable {
                 }
             }
             throw fail("unterminated string")
+        }
+
+        /// The four hex digits at `at` as a UTF-16 unit.
+        func hexUnit(at start: Int) throws(ScanError) -> UInt16 {
+            guard start + 3 < bytes.count else { throw fail("invalid \\u escape") }
+            var unit: UInt16 = 0
+            for k in 0..<4 {
+                let h = bytes[start + k]
+                let digit: UInt8
+                switch h {
+                case 0x30...0x39: digit = h - 0x30
+                case 0x41...0x46: digit = h - 0x41 + 10
+                case 0x61...0x66: digit = h - 0x61 + 10
+                default: throw fail("invalid \\u escape")
+                }
+                unit = unit << 4 | UInt16(digit)
+            }
+            return unit
         }
 
         mutating func utf8Sequence() throws(ScanError) {
