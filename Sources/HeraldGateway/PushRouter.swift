@@ -276,9 +276,17 @@ public final class PushRouter: Sendable {
                     deliveredAt == nil
                         ? "expiration 0 or past and the device is offline"
                         : "expiration 0 or past and the device did not acknowledge it"))
-            committer.submitLog(batch.events)
+            // The 200 waits for this line to be durable: after a crash, the delivery log still says
+            // what became of every push answered 200 (it is rare: the device was not connected).
             metrics.discarded()
-            respond(ok)
+            let logger = self.logger
+            committer.submit(batch) { result in
+                if case .failure(let error) = result {
+                    logger.error(
+                        "delivery log write failed", metadata: ["error": "\(error)", "apns-id": "\(push.apnsID)"])
+                }
+                respond(ok)
+            }
             return
         }
         let stored = StoredPush(

@@ -10,7 +10,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
         discussion: """
             The device's key and id are kept in --identity, so running it again is the same device. \
             Notifications are acknowledged (unless --no-ack) and a second copy of an apns-id is dropped. \
-            It stops after --count notifications, when the gateway closes the link, or on Ctrl-C.
+            It stops after --count notifications, when the gateway closes the link (unless --reconnect), \
+            or on Ctrl-C.
             """)
 
     @Option(
@@ -43,6 +44,15 @@ struct TestDeviceCommand: AsyncParsableCommand {
             and stay idle until the command ends: a load for measuring what idle links cost the gateway.
             """)
     var idleDevices = 0
+    @Flag(
+        name: .long,
+        help: """
+            Stay connected: when the link drops or cannot be made (the gateway restarts), connect again \
+            with the device daemon's backoff (0.5 s doubling to 30 s, each wait scaled by a random 50-100%), \
+            register again and go on; idle devices too. A push seen before, on any connection, is dropped \
+            (and reported as a duplicate with --json).
+            """)
+    var reconnect = false
 
     func validate() throws {
         if idleDevices < 0 { throw ValidationError("--idle-devices must be 0 or more") }
@@ -56,8 +66,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
             pem = try? String(contentsOfFile: path, encoding: .utf8)
         }
         var me = try DeviceIdentity.loadOrCreate(at: identity, deviceID: deviceId)
-        let client = try await GatewayLinkClient.connect(
-            url: url, identity: me, caCertificatePEM: pem, autoAcknowledge: !noAck)
+        var client = try await Self.connect(url: url, identity: me, pem: pem, ack: !noAck, retry: reconnect)
         if me.deviceID != client.deviceID {
             me.deviceID = client.deviceID
             try me.save(to: identity)
@@ -67,45 +76,89 @@ struct TestDeviceCommand: AsyncParsableCommand {
             let token = try await client.register(topic: t, environment: environment)
             tokens.append((t, token.hex))
         }
-        let idle = try await Self.connectIdle(idleDevices, url: url, caCertificatePEM: pem)
-        defer { withExtendedLifetime(idle) {} }
+        let idle = try await Self.connectIdle(idleDevices, url: url, caCertificatePEM: pem, reconnect: reconnect)
+        defer { idle.cancel() }
         if json {
             emit([
                 "event": "ready", "device": client.deviceID, "generation": client.generation,
-                "tokens": Dictionary(tokens, uniquingKeysWith: { $1 }), "idleDevices": idle.count,
+                "tokens": Dictionary(tokens, uniquingKeysWith: { $1 }), "idleDevices": idleDevices,
             ])
         } else {
             var text = "herald test-device ready\n  device: \(client.deviceID)\n"
             for (t, hex) in tokens { text += "  token \(t) (\(environment.rawValue)): \(hex)\n" }
-            if !idle.isEmpty { text += "  idle devices connected: \(idle.count)\n" }
+            if idleDevices > 0 { text += "  idle devices connected: \(idleDevices)\n" }
             write(text)
         }
         var received = 0
+        var duplicates = 0
         var closedReason: String?
+        // Across connections: a push the gateway sends again after a crash is dropped here.
+        var seen = Set<String>()
         // Read once: an option's value is slow to read, and this loop runs for every notification.
-        let (quiet, count) = (self.quiet, self.count)
-        loop: for await event in client.events {
-            switch event {
-            case .pushes(let pushes):
-                for push in pushes {
-                    received += 1
-                    if !quiet { show(push) }
-                    if let count, received >= count { break loop }
+        let (quiet, count, json) = (self.quiet, self.count, self.json)
+        connection: while true {
+            for await event in client.events {
+                switch event {
+                case .pushes(let pushes):
+                    for push in pushes {
+                        if reconnect, !seen.insert(push.apnsID).inserted {
+                            duplicates += 1
+                            if json { emit(["event": "duplicate", "apnsID": push.apnsID]) }
+                            continue
+                        }
+                        received += 1
+                        if !quiet { show(push) }
+                        if let count, received >= count { break connection }
+                    }
+                case .reset(let generation):
+                    if json {
+                        emit(["event": "reset", "generation": generation])
+                    } else {
+                        write("reset: generation \(generation)\n")
+                    }
+                case .closed(let reason):
+                    closedReason = reason
                 }
-            case .reset(let generation):
-                if json {
-                    emit(["event": "reset", "generation": generation])
-                } else {
-                    write("reset: generation \(generation)\n")
-                }
-            case .closed(let reason):
-                closedReason = reason
-                break loop
+            }
+            guard reconnect else { break }
+            // The link dropped: the same device connects again, registers again (the same tokens)
+            // and goes on.
+            await client.close()
+            if json { emit(["event": "disconnected", "reason": closedReason ?? "closed"]) }
+            client = try await Self.connect(url: url, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
+            for t in topic { _ = try await client.register(topic: t, environment: environment) }
+            closedReason = nil
+            if json { emit(["event": "reconnected", "device": client.deviceID]) }
+        }
+        if json {
+            emit(["event": "done", "received": received, "duplicates": duplicates])
+        } else {
+            write("received \(received)\n")
+        }
+        await client.close()
+        if let closedReason, !reconnect { throw ValidationError("the gateway closed the link: \(closedReason)") }
+    }
+
+    /// Connects; with `retry`, tries again with the device daemon's backoff until it works
+    /// (`failed`: the link just dropped, so the first attempt waits its turn too).
+    static func connect(
+        url: String, identity: DeviceIdentity, pem: String?, ack: Bool, retry: Bool, failed: Bool = false
+    ) async throws -> GatewayLinkClient {
+        var failures = failed ? 1 : 0
+        while true {
+            if failures > 0 {
+                let delay = DeviceService.reconnectDelay(
+                    failures: failures, base: 0.5, maximum: 30, jitter: Double.random(in: 0...1))
+                try await Task.sleep(for: .seconds(delay))
+            }
+            do {
+                return try await GatewayLinkClient.connect(
+                    url: url, identity: identity, caCertificatePEM: pem, autoAcknowledge: ack)
+            } catch {
+                guard retry, !(error is CancellationError) else { throw error }
+                failures += 1
             }
         }
-        if json { emit(["event": "done", "received": received]) } else { write("received \(received)\n") }
-        await client.close()
-        if let closedReason { throw ValidationError("the gateway closed the link: \(closedReason)") }
     }
 
     func show(_ push: LinkPush) {
@@ -125,25 +178,52 @@ struct TestDeviceCommand: AsyncParsableCommand {
         }
     }
 
-    /// Connects `count` devices with fresh identities, 64 handshakes at a time.
-    static func connectIdle(_ count: Int, url: String, caCertificatePEM: String?) async throws -> [GatewayLinkClient] {
-        var clients: [GatewayLinkClient] = []
+    /// Connects `count` devices with fresh identities, 64 handshakes at a time, and keeps them: with
+    /// `reconnect`, each connects again (same id and key) whenever its link drops. Cancel the task
+    /// to close them all.
+    static func connectIdle(_ count: Int, url: String, caCertificatePEM: String?, reconnect: Bool) async throws
+        -> Task<Void, Never>
+    {
+        var clients: [(DeviceIdentity, GatewayLinkClient)] = []
         clients.reserveCapacity(count)
         var next = 0
         while next < count {
             let wave = min(64, count - next)
-            try await withThrowingTaskGroup(of: GatewayLinkClient.self) { group in
+            try await withThrowingTaskGroup(of: (DeviceIdentity, GatewayLinkClient).self) { group in
                 for _ in 0..<wave {
                     group.addTask {
-                        try await GatewayLinkClient.connect(
-                            url: url, identity: DeviceIdentity(), caCertificatePEM: caCertificatePEM)
+                        var identity = DeviceIdentity()
+                        let client = try await GatewayLinkClient.connect(
+                            url: url, identity: identity, caCertificatePEM: caCertificatePEM)
+                        identity.deviceID = client.deviceID
+                        return (identity, client)
                     }
                 }
-                for try await client in group { clients.append(client) }
+                for try await pair in group { clients.append(pair) }
             }
             next += wave
         }
-        return clients
+        let connected = clients
+        return Task {
+            await withTaskGroup(of: Void.self) { group in
+                for (identity, first) in connected {
+                    group.addTask {
+                        var client = first
+                        while !Task.isCancelled {
+                            for await _ in client.events {}
+                            await client.close()
+                            guard reconnect, !Task.isCancelled,
+                                let again = try? await connect(
+                                    url: url, identity: identity, pem: caCertificatePEM, ack: true, retry: true,
+                                    failed: true)
+                            else { break }
+                            client = again
+                        }
+                        await client.close()
+                    }
+                }
+            }
+        }
     }
 
     static func linkURL(state: String) throws -> String {

@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+
+/// `herald test-device --reconnect`: the same device connects again after a gateway restart, gets
+/// what was stored meanwhile, and drops a push it has already seen on an earlier connection.
+@Suite(.serialized) struct TestDeviceReconnectTests {
+    @Test func aTestDeviceComesBackAfterARestartAndDropsWhatItAlreadyHad() throws {
+        let linkPort = try portOutsideTheEphemeralRange()
+        let p = try Provisioned(arguments: ["--link-port", "\(linkPort)", "--ack-timeout", "0.2"])
+        let identity = p.gateway.state.appendingPathComponent("device.json").path
+        // It never acknowledges: every push is stored once its acknowledgement is overdue, and sent again
+        // on the next connection.
+        let device = try Child(
+            try heraldExecutable(),
+            [
+                "test-device", "--gateway", "ws://127.0.0.1:\(linkPort)/device/v1", "--identity", identity,
+                "--topic", Provisioned.topic, "--json", "--reconnect", "--no-ack",
+            ])
+        let ready = device.reader.json() ?? [:]
+        #expect(ready["event"] as? String == "ready")
+        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+
+        let first = "aaaaaaaa-1111-2222-3333-444444444444"
+        #expect(try p.push(token: token, headers: ["apns-id: \(first)"]).status == 200)
+        #expect(device.reader.json()?["apnsID"] as? String == first)
+
+        // The gateway goes down and comes back on the same state and port; the device reconnects by itself
+        // and is sent the stored push again, which it drops as a duplicate.
+        #expect(p.gateway.stop() == 0)
+        #expect(device.reader.json()?["event"] as? String == "disconnected")
+        let again = try Provisioned(
+            arguments: ["--link-port", "\(linkPort)", "--ack-timeout", "0.2"], state: p.gateway.state, existing: p)
+        #expect(device.reader.json()?["event"] as? String == "reconnected")
+        let duplicate = device.reader.json() ?? [:]
+        #expect(duplicate["event"] as? String == "duplicate" && duplicate["apnsID"] as? String == first, "\(duplicate)")
+        // A new push arrives as usual.
+        let second = "bbbbbbbb-1111-2222-3333-444444444444"
+        #expect(try again.push(token: token, headers: ["apns-id: \(second)"]).status == 200)
+        #expect(device.reader.json()?["apnsID"] as? String == second)
+        kill(device.process.processIdentifier, SIGTERM)
+        #expect(again.gateway.stop() == 0)
+    }
+}
