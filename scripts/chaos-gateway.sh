@@ -8,12 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CYCLES="${1:?usage: scripts/chaos-gateway.sh CYCLES [--seed N]}"
 shift
-if ! /usr/bin/python3 -c 'import h2' 2>/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-h2 >/dev/null
-fi
-if [ -z "${HERALD:-}" ]; then
-    swift build --product herald >/dev/null
-    HERALD="$(swift build --show-bin-path)/herald"
-fi
+source scripts/lib/chaos-setup.sh
 exec /usr/bin/python3 scripts/lib/chaos_gateway.py "$HERALD" "$CYCLES" "$@"

@@ -374,6 +374,12 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func request(_ make: (Int) -> LinkMessage, promise: EventLoopPromise<LinkMessage>) {
+        // A link that closed before the request got here never answers: fail it now rather than
+        // leave it waiting for ever.
+        guard let context, context.channel.isActive else {
+            promise.fail(GatewayLinkClient.Failure(code: "Closed", message: closeReason ?? "the link closed"))
+            return
+        }
         nextRequest += 1
         pending[nextRequest] = promise
         send(make(nextRequest))

@@ -125,8 +125,17 @@ struct TestDeviceCommand: AsyncParsableCommand {
             // and goes on.
             await client.close()
             if json { emit(["event": "disconnected", "reason": closedReason ?? "closed"]) }
-            client = try await Self.connect(url: url, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
-            for t in topic { _ = try await client.register(topic: t, environment: environment) }
+            while true {
+                client = try await Self.connect(
+                    url: url, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
+                do {
+                    for t in topic { _ = try await client.register(topic: t, environment: environment) }
+                    break
+                } catch {
+                    // The link dropped again while registering (the gateway went down once more).
+                    await client.close()
+                }
+            }
             closedReason = nil
             if json { emit(["event": "reconnected", "device": client.deviceID]) }
         }

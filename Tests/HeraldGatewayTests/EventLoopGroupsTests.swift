@@ -14,19 +14,10 @@ import Testing
     @Test func deviceLinksRunOnTheirOwnLoopsAndAPushCrossesToThemAndBack() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("loops-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = Gateway.Configuration()
-        configuration.stateDirectory = directory
-        configuration.port = 0
-        configuration.developmentPort = nil
-        configuration.adminPort = 0
-        configuration.linkPort = 0
-        configuration.binaryPort = nil
-        configuration.feedbackPort = nil
+        var configuration = Gateway.Configuration.testing(directory: directory)
         configuration.providerThreads = 1
         configuration.linkThreads = 2
-        var logger = Logger(label: "test.gateway")
-        logger.logLevel = .warning
-        let gateway = try await Gateway.open(configuration, logger: logger)
+        let gateway = try await Gateway.open(configuration, logger: .testGateway)
         #expect(Array(gateway.group.makeIterator()).count == 1)
         #expect(Array(gateway.linkGroup.makeIterator()).count == 2)
         _ = try await gateway.directory.putTeam(id: Fixture.team)

@@ -25,17 +25,7 @@ func curlStatus(_ arguments: [String]) throws -> Int {
     @Test func everyAdminRouteRefusesAMissingOrWrongToken() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("security-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = Gateway.Configuration()
-        configuration.stateDirectory = directory
-        configuration.port = 0
-        configuration.developmentPort = nil
-        configuration.adminPort = 0
-        configuration.linkPort = 0
-        configuration.binaryPort = nil
-        configuration.feedbackPort = nil
-        var logger = Logger(label: "test.gateway")
-        logger.logLevel = .warning
-        let gateway = try await Gateway.open(configuration, logger: logger)
+        let gateway = try await Gateway.open(.testing(directory: directory), logger: .testGateway)
         let (ready, readyContinuation) = AsyncStream.makeStream(of: [String: String].self)
         let run = Task { try await gateway.run { readyContinuation.yield($0) } }
         var failure: (any Error)?

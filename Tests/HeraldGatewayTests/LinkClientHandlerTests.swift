@@ -77,6 +77,23 @@ import Testing
         #expect(await iterator.next() == .closed(reason: nil))
     }
 
+    /// A request that reaches the handler after the link closed fails at once: it would otherwise wait
+    /// for an answer for ever (a device registering just as the gateway went down hung that way).
+    @Test func aRequestAfterTheLinkClosedFailsAtOnce() async throws {
+        let (channel, _) = try client()
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+        let handler = try channel.pipeline.syncOperations.handler(type: LinkClientHandler.self)
+        let open = channel.eventLoop.makePromise(of: LinkMessage.self)
+        handler.request({ .register(request: $0, topic: "com.example.a", environment: .development) }, promise: open)
+        try await channel.close()
+        // A request in flight when the link closed fails with it...
+        await #expect(throws: GatewayLinkClient.Failure.self) { try await open.futureResult.get() }
+        // ...and so does one that arrives afterwards.
+        let late = channel.eventLoop.makePromise(of: LinkMessage.self)
+        handler.request({ .register(request: $0, topic: "com.example.a", environment: .development) }, promise: late)
+        await #expect(throws: GatewayLinkClient.Failure.self) { try await late.futureResult.get() }
+    }
+
     /// The duplicate check keeps a lowercase UUID as its 128 bits and any other identifier as text:
     /// two identifiers are the same exactly when their text is.
     @Test func duplicatesAreTheSameIdentifierText() async throws {

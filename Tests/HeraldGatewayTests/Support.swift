@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldProvider
+import Logging
 import NIOCore
 
 @testable import HeraldGateway
@@ -73,5 +74,30 @@ struct Fixture {
     func reason(_ r: ProviderRequest, at time: Date? = nil) -> APNsReason? {
         var connection = ProviderConnectionState(defaultEnvironment: .development)
         return reason(r, connection: &connection, at: time)
+    }
+}
+
+extension Gateway.Configuration {
+    /// A gateway for an in-process test: its state in `directory`, the TLS provider API, admin API and
+    /// device link on free loopback ports, no development listener and no legacy interface.
+    static func testing(directory: String) -> Gateway.Configuration {
+        var configuration = Gateway.Configuration()
+        configuration.stateDirectory = directory
+        configuration.port = 0
+        configuration.developmentPort = nil
+        configuration.adminPort = 0
+        configuration.linkPort = 0
+        configuration.binaryPort = nil
+        configuration.feedbackPort = nil
+        return configuration
+    }
+}
+
+extension Logger {
+    /// A gateway's logger for tests: warnings and worse.
+    static var testGateway: Logger {
+        var logger = Logger(label: "test.gateway")
+        logger.logLevel = .warning
+        return logger
     }
 }

@@ -38,7 +38,7 @@ import h2.connection
 import h2.events
 
 sys.path.insert(0, os.path.dirname(__file__))
-from chaos_gateway import Gateway, free_port  # noqa: E402
+from chaos_gateway import Gateway, free_port, provision  # noqa: E402
 
 APP = "com.example.chaosdevice"
 TEAM = "CHAOSTEAM2"
@@ -141,12 +141,7 @@ def main():
     ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link", "api")}
     gateway = Gateway(herald, os.path.join(work, "gateway"), ports)
     gateway.start()
-    p8 = os.path.join(work, "key.p8")
-    subprocess.run([herald, "keys", "new", "--state", gateway.state, "--team", TEAM, "--key-id", KEY, "--out", p8],
-                   check=True, stdout=subprocess.DEVNULL)
-    gateway.admin_call("POST", "/apps", {"bundleID": APP, "teamID": TEAM})
-    jwt = subprocess.run([herald, "keys", "token", "--p8", p8, "--key-id", KEY, "--team", TEAM],
-                         check=True, capture_output=True, text=True).stdout.strip()
+    jwt = provision(herald, gateway, work, TEAM, KEY, APP)
     daemon = Daemon(herald, work, f"ws://127.0.0.1:{ports['link']}/device/v1", ports["api"])
     daemon.start()
     for command in (["device", "install", APP, "--aps-environment", "development"],

@@ -34,11 +34,6 @@ import urllib.error
 import urllib.request
 import uuid
 
-import h2.config
-import h2.connection
-import h2.events
-import h2.exceptions
-
 TOPIC = "com.example.chaos"
 TEAM = "CHAOSTEAM1"
 KEY = "CHAOSKEY01"
@@ -105,6 +100,16 @@ class Gateway:
             raise
 
 
+def provision(herald, gateway, work, team, key, topic):
+    """Registers a team, a key (its .p8 in `work`) and an app with the gateway; returns a provider token."""
+    p8 = os.path.join(work, "key.p8")
+    subprocess.run([herald, "keys", "new", "--state", gateway.state, "--team", team, "--key-id", key, "--out", p8],
+                   check=True, stdout=subprocess.DEVNULL)
+    gateway.admin_call("POST", "/apps", {"bundleID": topic, "teamID": team})
+    return subprocess.run([herald, "keys", "token", "--p8", p8, "--key-id", key, "--team", team],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
 class Device:
     def __init__(self, herald, work, index, link_url):
         self.herald, self.index, self.link_url = herald, index, link_url
@@ -160,6 +165,7 @@ class Sender(threading.Thread):
         self.port, self.jwt, self.devices, self.results, self.stop, self.rng = port, jwt, devices, results, stop, rng
 
     def run(self):
+        import h2.exceptions
         while not self.stop.is_set():
             try:
                 self.connection()
@@ -167,6 +173,9 @@ class Sender(threading.Thread):
                 time.sleep(0.05)
 
     def connection(self):
+        import h2.config
+        import h2.connection
+        import h2.events
         sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
         conn.initiate_connection()
@@ -213,12 +222,7 @@ def main():
     ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
     gateway = Gateway(herald, os.path.join(work, "gateway"), ports)
     gateway.start()
-    p8 = os.path.join(work, "key.p8")
-    subprocess.run([herald, "keys", "new", "--state", gateway.state, "--team", TEAM, "--key-id", KEY, "--out", p8],
-                   check=True, stdout=subprocess.DEVNULL)
-    gateway.admin_call("POST", "/apps", {"bundleID": TOPIC, "teamID": TEAM})
-    jwt = subprocess.run([herald, "keys", "token", "--p8", p8, "--key-id", KEY, "--team", TEAM],
-                         check=True, capture_output=True, text=True).stdout.strip()
+    jwt = provision(herald, gateway, work, TEAM, KEY, TOPIC)
     link = f"ws://127.0.0.1:{ports['link']}/device/v1"
     devices = [Device(herald, work, i, link) for i in range(4)]
     for device in devices:
