@@ -93,6 +93,22 @@ import Testing
         #expect(device.stop() == 0)
     }
 
+    @Test func theDeviceAPITellsWhatAConnectionSpeaksFromItsFirstBytes() throws {
+        let device = try DeviceProcess()
+        let port = URL.port(device.apiURL)
+        let hello = try RawSocket(port: port)
+        hello.send("HELLO THERE\r\n")
+        let answer = hello.readUntilClosed()
+        #expect(answer.closed && answer.text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer)")
+        let h2 = try RawSocket(port: port)
+        h2.send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        let refused = h2.readUntilClosed()
+        #expect(refused.closed && refused.text.isEmpty && refused.after < 5, "\(refused)")
+        // A real request still works, and the daemon is fine.
+        #expect(try curl([device.apiURL + "/status"]).status == 200)
+        #expect(device.stop() == 0)
+    }
+
     @Test func aSecondDeviceOnTheSameStateIsRefusedAndTheFirstKeepsItsAppLink() throws {
         let device = try DeviceProcess()
         let socket = device.state.appendingPathComponent("app.sock").path
