@@ -16,15 +16,6 @@ import HeraldCore
 let key = P256.Signing.PrivateKey()
 let other = P256.Signing.PrivateKey()
 
-/// Stops with `message` when `condition` fails (fatalError prints its message in an optimized
-/// build, where precondition would not).
-func check(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError(message()) }
-}
-
-/// Stops with `message`.
-func failure(_ message: String) -> Never { fatalError(message) }
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJWT(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let text = Substring(String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self))

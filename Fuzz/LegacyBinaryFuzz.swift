@@ -8,15 +8,6 @@
 
 import HeraldCore
 
-/// Stops with `message` when `condition` fails (fatalError prints its message in an optimized
-/// build, where precondition would not).
-func check(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError(message()) }
-}
-
-/// Stops with `message`.
-func failure(_ message: String) -> Never { fatalError(message) }
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzLegacyBinary(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: start, count: count)

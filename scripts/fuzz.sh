@@ -64,7 +64,7 @@ build() {
         extra+=(-lstdc++)
     fi
     swiftc -sanitize=fuzzer,address -parse-as-library -O -I "$MOD" \
-        "$source" "${extra[@]}" "$OUT/HeraldCore.o" -o "$OUT/fuzz-$target" 2> >(quiet)
+        "$source" Fuzz/FuzzSupport.swift "${extra[@]}" "$OUT/HeraldCore.o" -o "$OUT/fuzz-$target" 2> >(quiet)
 }
 
 failed=()

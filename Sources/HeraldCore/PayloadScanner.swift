@@ -85,6 +85,7 @@ public struct PayloadSummary: Sendable, Equatable {
                 i += 1
                 return
             }
+            var sawAPS = false
             while true {
                 skipSpace()
                 guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -93,6 +94,14 @@ public struct PayloadSummary: Sendable, Equatable {
                 let keyEnd = i - 1
                 var key = Key.other
                 if isRoot || isAPS { key = classify(keyStart, keyEnd, isRoot: isRoot) }
+                if key == .aps {
+                    // Decoders differ on which of two keys wins: a payload with two is refused.
+                    if sawAPS {
+                        i = keyStart - 1
+                        throw fail("duplicate aps key")
+                    }
+                    sawAPS = true
+                }
                 skipSpace()
                 guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                 i += 1
@@ -139,20 +148,63 @@ public struct PayloadSummary: Sendable, Equatable {
         }
 
         func classify(_ start: Int, _ end: Int, isRoot: Bool) -> Key {
-            if isRoot { return equals(start, end, "aps") ? .aps : .other }
-            switch end - start {
-            case 5:
-                if equals(start, end, "alert") { return .alert }
-                if equals(start, end, "sound") { return .sound }
-                if equals(start, end, "badge") { return .badge }
-            case 17:
-                if equals(start, end, "content-available") { return .contentAvailable }
-            default: break
+            var escaped = false
+            for k in start..<end where bytes[k] == UInt8(ascii: "\\") {
+                escaped = true
+                break
             }
+            if !escaped {
+                // The usual case, without allocating.
+                if isRoot { return equals(start, end, "aps") ? .aps : .other }
+                switch end - start {
+                case 5:
+                    if equals(start, end, "alert") { return .alert }
+                    if equals(start, end, "sound") { return .sound }
+                    if equals(start, end, "badge") { return .badge }
+                case 17:
+                    if equals(start, end, "content-available") { return .contentAvailable }
+                default: break
+                }
+                return .other
+            }
+            // A key written with escapes (`"ap\u0073"`) is the same key to a JSON decoder: compare
+            // what it decodes to. Every key looked for is short ASCII, so only that needs decoding.
+            var name: [UInt8] = []
+            var k = start
+            while k < end, name.count <= 17 {
+                guard bytes[k] == UInt8(ascii: "\\") else {
+                    name.append(bytes[k])
+                    k += 1
+                    continue
+                }
+                guard k + 1 < end else { return .other }
+                switch bytes[k + 1] {
+                case UInt8(ascii: "u"):
+                    guard let unit = try? hexUnit(at: k + 2), unit < 0x80 else { return .other }
+                    name.append(UInt8(unit))
+                    k += 6
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"):
+                    name.append(bytes[k + 1])
+                    k += 2
+                default:
+                    return .other  // \b, \f, \n, \r, \t: in no key looked for
+                }
+            }
+            func named(_ literal: StaticString) -> Bool {
+                name.count == literal.utf8CodeUnitCount
+                    && name.withUnsafeBufferPointer {
+                        $0.elementsEqual(
+                            UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+                    }
+            }
+            if isRoot { return named("aps") ? .aps : .other }
+            if named("alert") { return .alert }
+            if named("sound") { return .sound }
+            if named("badge") { return .badge }
+            if named("content-available") { return .contentAvailable }
             return .other
         }
 
-        /// `1` (or `1.0`, `true`): what APNs treats as content-available.
         /// Whether the value at `start..<end` is a number other than zero: what a device reads as a
         /// set flag (`content-available: 1`; HeraldCore's `Payload` reads any non-zero integer so).
         func isNonZeroNumber(_ start: Int, _ end: Int) -> Bool {

@@ -71,10 +71,10 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     init(service: DeviceLinkService) {
         self.service = service
-        var nonce = Data(count: 32)
-        nonce.withUnsafeMutableBytes { raw in
-            for i in raw.indices { raw[i] = UInt8.random(in: 0...255) }
-        }
+        // 32 random bytes in four draws: each draw is a system call (getrandom), and a reconnect
+        // storm opens thousands of links a second.
+        var nonce = Data(capacity: 32)
+        for _ in 0..<4 { withUnsafeBytes(of: UInt64.random(in: .min ... .max)) { nonce.append(contentsOf: $0) } }
         self.phase = .greeting(nonce: nonce)
         self.qos = LinkQoS(configuration: service.configuration.qos)
     }
@@ -144,6 +144,9 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch (phase, message) {
         case (.greeting(let nonce), .hello(let device, let publicKey, let signature)):
             phase = .authenticating
+            // The device has done its part within the first-bytes deadline; checking its signature
+            // and registering it is the gateway's work, which a busy gateway must not count against it.
+            context?.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
             authenticate(device: device, publicKey: publicKey, signature: signature, nonce: nonce)
         case (.greeting, _), (.authenticating, _):
             refuse(code: "NotAuthenticated", message: "the first message must be hello, signed over the challenge")
@@ -194,7 +197,6 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             refuse(code: refusal.code, message: refusal.message)
         case .success(let (device, registrations)):
             phase = .online(device: device.id)
-            context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
             startLiveness(context)
             send(
                 .welcome(

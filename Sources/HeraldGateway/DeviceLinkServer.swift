@@ -23,8 +23,8 @@ public final class DeviceLinkServer: Sendable {
         /// gateway sends a WebSocket ping; after all of it the link is closed (a device that is gone
         /// without a word, a half-open connection). `nil`: never. Ten minutes by default.
         public var idleTimeout: TimeAmount? = .minutes(10)
-        /// From accepting a connection until the device is authenticated (TLS, the WebSocket
-        /// upgrade, the signed `hello`). Ten seconds by default.
+        /// From accepting a connection until the device's signed `hello` has arrived (TLS, the
+        /// WebSocket upgrade, the hello). Ten seconds by default.
         public var firstBytesTimeout: TimeAmount = .seconds(10)
 
         /// The defaults.

@@ -81,8 +81,36 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     /// for floods and rapid resets, PROTOCOL_ERROR for a malformed connection) or a transport
     /// failure: the connection is closed, with a logged reason. Other connections go on.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        log?.closed(listener: "provider API (HTTP/2)", peer: context.channel.remoteAddress, reason: "\(error)")
-        context.close(promise: nil)
+        // A protocol error or abuse is worth a line and a count; a connection that simply went away
+        // (a reset, TLS without close_notify) is not.
+        if error is any NIOHTTP2Error {
+            if !closingAfterGoAway {
+                log?.closed(listener: "provider API (HTTP/2)", peer: context.channel.remoteAddress, reason: "\(error)")
+            }
+            closeAfterGoAway(context)
+        } else {
+            log?.logger.debug(
+                "provider connection error",
+                metadata: ["peer": "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", "error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+
+    /// Whether the connection is on its way out after a GOAWAY for an error.
+    var closingAfterGoAway = false
+
+    /// Ends a connection whose GOAWAY (for an error) has been written: our side is closed first, so
+    /// that the GOAWAY reaches the client before anything else; what the client still sends is read
+    /// and dropped; a second later the socket closes. Closing it at once, with the client's frames
+    /// still unread, would answer them with a TCP reset, which can destroy the GOAWAY on its way.
+    private func closeAfterGoAway(_ context: ChannelHandlerContext) {
+        guard !closingAfterGoAway else { return }
+        closingAfterGoAway = true
+        let channel = context.channel
+        let halfClosed = context.eventLoop.makePromise(of: Void.self)
+        context.close(mode: .output, promise: halfClosed)
+        halfClosed.futureResult.whenFailure { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -358,7 +386,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                     streamID: .rootStream,
                     payload: .goAway(lastStreamID: highestStreamID, errorCode: .enhanceYourCalm, opaqueData: debug))),
             promise: nil)
-        context.close(promise: nil)
+        closeAfterGoAway(context)
     }
 
     static func statusText(_ status: Int) -> String {

@@ -5,7 +5,7 @@ import NIOCore
 public struct ListenerTimeouts: Sendable, Equatable {
     /// From accepting the connection until its first complete request: the TLS handshake, the
     /// protocol, and the first request's head (HTTP/1.1), the client's SETTINGS after the preface
-    /// (HTTP/2), or an authenticated `hello` (device link). Also the time a started HTTP/1.1 request
+    /// (HTTP/2), or the signed `hello` (device link). Also the time a started HTTP/1.1 request
     /// has to arrive whole. Ten seconds by default: real clients need milliseconds.
     public var firstBytes: TimeAmount
     /// How long a connection may stay quiet (nothing from the peer, nothing in flight) before it is

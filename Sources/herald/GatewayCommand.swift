@@ -83,7 +83,7 @@ struct GatewayCommand: AsyncParsableCommand {
         name: .long,
         help: """
             Seconds a new connection on any listener has to send its first complete request (TLS handshake, \
-            protocol, request head; device link: the authenticated hello) before it is closed; also the time a \
+            protocol, request head; device link: the signed hello) before it is closed; also the time a \
             started HTTP/1.1 request or binary frame has to arrive whole.
             """)
     var firstBytesTimeout: Double = 10

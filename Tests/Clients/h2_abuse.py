@@ -59,11 +59,13 @@ class Connection:
 
     def flush(self):
         if self.out and not self.closed:
+            out, self.out = self.out, bytearray()
             try:
-                self.sock.sendall(self.out)
+                self.sock.sendall(out)
             except OSError:
+                # The server is gone; what it said before (its GOAWAY) may still wait to be read.
+                self.drain_while_sending()
                 self.closed = True
-            self.out = bytearray()
 
     def pump(self, timeout):
         """Reads what has arrived (waiting at most `timeout`); False once the connection is closed."""

@@ -353,6 +353,19 @@ import X509
         }
     }
 
+    /// Also from fuzzing: a key written with escapes is the key it decodes to, and two `aps` keys
+    /// (on which decoders disagree) are refused.
+    @Test func escapedKeysAreTheirDecodedNamesAndTwoApsKeysAreRefused() throws {
+        let escaped = #"{"ap\u0073":{"\u0061lert":"x","b\u0061dge":1,"content\u002davailable":1}}"#
+        let summary = try PayloadSummary.scan(Array(escaped.utf8))
+        #expect(summary.hasAlert && summary.hasBadge && summary.contentAvailable)
+        let payload = try Payload(json: escaped)
+        #expect(payload.aps.alert != nil && payload.aps.badge == 1 && payload.aps.contentAvailable)
+        let twice = #"{"aps":{},"x":1,"aps":{"alert":"x"}}"#
+        #expect(throws: PayloadSummary.ScanError.self) { try PayloadSummary.scan(Array(twice.utf8)) }
+        #expect(throws: PayloadError.self) { try Payload(json: twice) }
+    }
+
     /// What fuzzing against HeraldCore's validator found: the scanner now refuses what no decoder
     /// reads (an unpaired surrogate escape, a number beyond a double), and reads content-available
     /// as the device does (any number but zero).

@@ -2,10 +2,11 @@
 #
 #   bench_setup TOOL:PACKAGE... -- GATEWAY-ARGUMENTS...
 #
-# Installs the Debian packages of missing tools, builds herald in release, and starts a gateway in a
-# temporary directory ($WORK, removed on exit) with the extra arguments. It then registers team
-# BENCH12345, key BENCHKEY01 ($WORK/key.p8) and app com.example.bench, and connects one device with
-# `herald test-device`, which registers the app and acknowledges every push. It writes a 200-byte alert
+# Installs the Debian packages of missing tools, builds herald in release (unless HERALD names a
+# binary), and starts a gateway in a temporary directory ($WORK, removed on exit) with the extra
+# arguments. It then registers team BENCH12345, key BENCHKEY01 ($WORK/key.p8) and app
+# com.example.bench, and connects one device with `herald test-device`, which registers the app and
+# acknowledges every push. It writes a 200-byte alert
 # payload to $WORK/payload.json. Sets HERALD, WORK, ADMIN, PROVIDER, AUTH, TOKEN and JWT. A script
 # that starts more processes may define bench_extra_cleanup, which runs first on exit.
 
@@ -30,8 +31,11 @@ bench_setup() {
         apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
 
-    swift build -c release --product herald >/dev/null
-    HERALD="$(swift build -c release --show-bin-path)/herald"
+    # HERALD may name another build (an A/B comparison); by default this checkout's, in release.
+    if [ -z "${HERALD:-}" ]; then
+        swift build -c release --product herald >/dev/null
+        HERALD="$(swift build -c release --show-bin-path)/herald"
+    fi
 
     WORK=$(mktemp -d)
     trap bench_cleanup EXIT

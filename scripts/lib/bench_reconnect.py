@@ -34,6 +34,12 @@ from chaos_gateway import Gateway, free_port, provision  # noqa: E402
 TOPIC = "com.example.storm"
 
 
+def cpu_seconds(pid):
+    """User and system CPU time a process has used, in seconds."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def online(gateway):
     request = urllib.request.Request(gateway.admin + "/metrics", headers={"authorization": "Bearer " + gateway.token})
     with urllib.request.urlopen(request, timeout=10) as answer:
@@ -100,6 +106,12 @@ def main():
     stopped = time.time()
     gateway.start()
     ready = time.time()
+    profiler = None
+    if os.environ.get("BENCH_RECONNECT_PERF"):
+        profiler = subprocess.Popen(["perf", "record", "-g", "-o", os.environ["BENCH_RECONNECT_PERF"], "-p",
+                                     str(gateway.process.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gateway_cpu = cpu_seconds(gateway.process.pid)
+    devices_cpu = sum(cpu_seconds(w.process.pid) for w in watchers)
     # One push to each registered device, at once: mostly still reconnecting, so stored.
     sent = {}
     for i, watcher in enumerate(watchers):
@@ -112,7 +124,7 @@ def main():
         if status != 200:
             raise SystemExit(f"push {i} answered {status}")
         sent[apns_id] = watcher
-    back_at, samples, last = None, [], 0
+    back_at, samples, last, levels = None, [], 0, {}
     delivered_at = None
     deadline = ready + 300
     while time.time() < deadline and (back_at is None or delivered_at is None):
@@ -120,12 +132,20 @@ def main():
         now = time.time()
         samples.append((now, count - last))
         last = count
+        for share in (0.5, 0.9, 0.99):
+            if share not in levels and count >= share * total:
+                levels[share] = now
         if back_at is None and count >= total:
             back_at = now
         if delivered_at is None and all(apns_id in w.arrived for apns_id, w in sent.items()):
             delivered_at = max(w.arrived[apns_id] for apns_id, w in sent.items())
         time.sleep(0.1)
+    if profiler:
+        profiler.send_signal(signal.SIGINT)
+        profiler.wait()
     peak = max((d for _, d in samples), default=0)
+    gateway_cpu = cpu_seconds(gateway.process.pid) - gateway_cpu
+    devices_cpu = sum(cpu_seconds(w.process.pid) for w in watchers) - devices_cpu
     for watcher in watchers:
         watcher.process.send_signal(signal.SIGTERM)
     gateway.stop()
@@ -135,7 +155,11 @@ def main():
         print(f"bench-reconnect: NOT all back within 300 s: {last} of {total}")
         return 1
     print(f"bench-reconnect: all {total} devices back {back_at - ready:.2f} s after the new gateway was ready "
-          f"(peak {peak} reconnections in 100 ms)")
+          f"(half by {levels[0.5] - ready:.2f} s, 90% by {levels[0.9] - ready:.2f} s, 99% by "
+          f"{levels[0.99] - ready:.2f} s; peak {peak} reconnections in 100 ms)")
+    print(f"bench-reconnect: CPU meanwhile: gateway {gateway_cpu:.1f} s ({gateway_cpu / total * 1e6:.0f} us per "
+          f"device), the test devices {devices_cpu:.1f} s ({devices_cpu / total * 1e6:.0f} us per device), "
+          f"on {os.cpu_count()} cores")
     if delivered_at is None:
         print("bench-reconnect: NOT every stored push delivered within 300 s")
         return 1
