@@ -268,7 +268,7 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
 
     static func isLoopback(_ address: SocketAddress?) -> Bool {
         guard let ip = address?.ipAddress else { return false }
-        return ip == "::1" || ip.hasPrefix("127.") || ip.hasPrefix("::ffff:127.")
+        return Loopback.contains(ip)
     }
 
     static func configureHTTP(_ sync: ChannelPipeline.SynchronousOperations, service: DeviceLinkService) throws {

@@ -64,12 +64,7 @@ public final class Gateway: Sendable {
         public init() {}
 
         /// Whether `listenAddress` is a loopback address.
-        public var listensOnLoopbackOnly: Bool { Self.isLoopback(listenAddress) }
-
-        /// `127.x.x.x`, `::1`, `localhost`.
-        public static func isLoopback(_ address: String) -> Bool {
-            address == "localhost" || address == "::1" || address.hasPrefix("127.") || address == "[::1]"
-        }
+        public var listensOnLoopbackOnly: Bool { Loopback.contains(listenAddress) }
     }
 
     /// The configuration it runs with.
@@ -275,8 +270,9 @@ public final class Gateway: Sendable {
         try await linkGroup.shutdownGracefully()
     }
 
-    /// An address as the host of a URL: a wildcard becomes loopback (what a local client reaches),
-    /// an IPv6 address gets brackets.
+    /// An address as the host of a URL written into `gateway.json`: a wildcard (`--listen 0.0.0.0`,
+    /// bound only when asked for) is given as loopback, which is what a local client reaches; an IPv6
+    /// address gets brackets.
     static func urlHost(_ address: String) -> String {
         if address == "0.0.0.0" { return "127.0.0.1" }
         if address == "::" { return "[::1]" }

@@ -66,10 +66,12 @@ struct LinkHarness {
 
     init(
         acknowledgementTimeout: TimeAmount = .seconds(10), qos: LinkQoS.Configuration = .init(batchWindow: 60),
-        offline: OfflinePolicy = OfflinePolicy(), store: ((any GatewayStore) -> any GatewayStore)? = nil
+        offline: OfflinePolicy = OfflinePolicy(), store: ((any GatewayStore) -> any GatewayStore)? = nil,
+        logBatch: Int = 0
     ) async throws {
         f = try await Fixture(now: Date())
-        router = PushRouter(committer: GroupCommitter(store: store?(f.store) ?? f.store, policy: offline))
+        router = PushRouter(
+            committer: GroupCommitter(store: store?(f.store) ?? f.store, policy: offline, logBatch: logBatch))
         var configuration = DeviceLinkServer.Configuration()
         configuration.acknowledgementTimeout = acknowledgementTimeout
         configuration.qos = qos
@@ -213,6 +215,20 @@ struct LinkHarness {
         #expect(response.status == 200)
         #expect(try await h.storedCount() == 0)
         try await h.waitForLog("33333333-3333-3333-3333-333333333333", [.accepted, .delivered, .discarded])
+    }
+
+    /// APNs answers 200 to an expiration-0 push it could not deliver, and drops it. The 200 comes
+    /// only once the `discarded` line is durable: a crash right after it still leaves a trace.
+    @Test func anExpirationZeroPushToAnOfflineDeviceIsLoggedDiscardedBeforeItsAnswer() async throws {
+        // Log lines linger in groups, as in the gateway: only a line the answer waits for is there at once.
+        let h = try await LinkHarness(logBatch: 4096)
+        let token = h.f.token  // device-1, registered and never connected
+        let id = "55555555-5555-5555-5555-555555555555"
+        let response = try await h.push(to: token, headers: [("apns-expiration", "0"), ("apns-id", id)])
+        #expect(response.status == 200)
+        // No flush, no waiting: the line was committed before the answer.
+        #expect(try await h.f.store.deliveryLog(id: id).map(\.kind) == [.accepted, .discarded])
+        #expect(try await h.storedCount() == 0)
     }
 
     @Test func anOfflineDeviceGetsItsStoredPushWhenItConnects() async throws {

@@ -69,3 +69,14 @@ struct FirstBytesTests {
                     reason: "no line end within \(FirstBytes.maximumLine) bytes", badRequest: true))
     }
 }
+
+struct LoopbackTests {
+    @Test func loopbackIsLocalhost127AndIPv6One() {
+        for host in ["localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]", "::ffff:127.0.0.1"] {
+            #expect(Loopback.contains(host), "\(host)")
+        }
+        for host in ["0.0.0.0", "::", "10.0.0.1", "192.168.1.2", "example.com", "::ffff:10.0.0.1", "1127.0.0.1"] {
+            #expect(!Loopback.contains(host), "\(host)")
+        }
+    }
+}
