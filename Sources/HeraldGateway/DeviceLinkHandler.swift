@@ -577,26 +577,3 @@ extension StoredPush {
             pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, payload: payload)
     }
 }
-
-/// The last `capacity` identifiers added, for membership tests.
-struct RecentIDs {
-    let capacity: Int
-    private var set = Set<String>()
-    private var order: [String] = []
-    private var head = 0
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    func contains(_ id: String) -> Bool { set.contains(id) }
-
-    mutating func insert(_ id: String) {
-        guard set.insert(id).inserted else { return }
-        if order.count < capacity {
-            order.append(id)
-        } else {
-            set.remove(order[head])
-            order[head] = id
-            head = (head + 1) % capacity
-        }
-    }
-}

@@ -156,7 +156,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
         var failures = failed ? 1 : 0
         while true {
             if failures > 0 {
-                let delay = DeviceService.reconnectDelay(
+                let delay = ReconnectBackoff.delay(
                     failures: failures, base: 0.5, maximum: 30, jitter: Double.random(in: 0...1))
                 try await Task.sleep(for: .seconds(delay))
             }

@@ -32,15 +32,15 @@ import Testing
         _ = try e.handle(
             .add(app: app, request: NotificationRequest(identifier: "now", content: content("now", badge: 4))), now: t0)
         let store = try SQLiteDeviceStore(path: path)
-        try await e.persist(to: store)
+        try await store.save(e.takeChanges())
         #expect(try await store.journalMode() == "wal")
         _ = try e.handle(.removeApp("com.other"), now: t0)
-        try await e.persist(to: store)
+        try await store.save(e.takeChanges())
         #expect(e.changedApps.isEmpty && e.removedApps.isEmpty)
         // Removed and reinstalled before a save: the new install is written, not deleted.
         _ = try e.handle(.removeApp(app), now: t0)
         _ = try e.handle(.installApp(InstalledApp(bundleID: app)), now: t0)
-        try await e.persist(to: store)
+        try await store.save(e.takeChanges())
         #expect(try await store.loadAll().map(\.app.bundleID) == [app])
         e = try engine(app: app, now: t0)
         _ = try e.handle(
@@ -58,7 +58,7 @@ import Testing
                     trigger: .timeInterval(try TimeIntervalTrigger(interval: 3600)))), now: t0)
         _ = try e.handle(
             .add(app: app, request: NotificationRequest(identifier: "now", content: content("now", badge: 4))), now: t0)
-        try await e.persist(to: store)
+        try await store.save(e.takeChanges())
 
         // A new process: reopen, reload, and the pending request fires once, late.
         let reopened = try SQLiteDeviceStore(path: path)
@@ -71,7 +71,7 @@ import Testing
         let actions = try restarted.handle(.start, now: t0.addingTimeInterval(7200))
         #expect(actions.presentations.map(\.notification.identifier) == ["later"])
         #expect(actions.presentations.first?.notification.late == true)
-        try await restarted.persist(to: reopened)
+        try await reopened.save(restarted.takeChanges())
         #expect(try await reopened.loadAll().first?.pending.isEmpty == true)
     }
 }
@@ -88,7 +88,7 @@ import Testing
         let payload = try Payload(json: #"{"aps":{"alert":"original","mutable-content":1}}"#)
         _ = try e.handle(.remoteNotification(app: app, payload: payload, apnsID: "m1", collapseID: nil), now: t0)
         let store = try SQLiteDeviceStore(path: path)
-        try await e.persist(to: store)
+        try await store.save(e.takeChanges())
         // kill -9 here; a new process loads the records.
         var restarted = DeviceEngine(policy: FixedDecision(allow: true), records: try await store.loadAll())
         #expect(restarted.nextWake == t0.addingTimeInterval(30))
@@ -244,15 +244,23 @@ import Testing
             .installApp(
                 InstalledApp(bundleID: "com.example.app", bundleDirectory: bundle.path, libraryDirectory: library.path)),
             now: t0)
-        for (name, expected) in [
-            ("chime.wav", ResolvedSound.file(path: library.path + "/Sounds/chime.wav", duration: 1)),
-            ("long.wav", .default),
+        for (name, expected, fallback) in [
+            ("chime.wav", ResolvedSound.file(path: library.path + "/Sounds/chime.wav", duration: 1), nil),
+            ("long.wav", .default, "long.wav lasts 31.0 s; a sound must be shorter than 30 s"),
+            ("song.mp3", .default, "song.mp3 is not an aiff, wav or caf file"),
+            ("missing.caf", .default, "missing.caf is in neither Library/Sounds nor the app's bundle"),
         ] {
             let payload = try Payload(json: #"{"aps":{"alert":"x","sound":"\#(name)"}}"#)
             let actions = try e.handle(
                 .remoteNotification(app: "com.example.app", payload: payload, apnsID: name, collapseID: nil), now: t0)
             let presentation = try #require(actions.presentations.first)
-            #expect(e.resolvedSound(for: presentation) == expected)
+            let resolved = try #require(e.resolvedSound(for: presentation))
+            #expect(resolved.sound == expected && resolved.fallback == fallback, "\(name)")
+            // What the terminal line and the device's log say: the sound that really plays.
+            let summary = PresentationSummary(presentation, playing: resolved)
+            #expect(summary.sound == (fallback == nil ? name : "default"))
+            #expect(summary.soundFile == (fallback == nil ? library.path + "/Sounds/chime.wav" : nil))
+            #expect(summary.line == "x (sound \(fallback == nil ? name : "default (\(fallback!))"))")
         }
     }
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// Records every log entry and lets a test wait for the next of a kind. `show` runs on the daemon;
 /// `next` only on the test's task (hence unchecked).
-final class LogWatcher: DevicePresenter, @unchecked Sendable {
+final class LogWatcher: Presenter, @unchecked Sendable {
     let stream: AsyncStream<DeviceLogEntry>
     let sink: AsyncStream<DeviceLogEntry>.Continuation
     var iterator: AsyncStream<DeviceLogEntry>.Iterator?
@@ -132,6 +132,43 @@ struct TestDevice {
     func push(_ app: String, _ json: String, id: String) async throws {
         try await service.apply(
             .remoteNotification(app: app, payload: try Payload(json: json), apnsID: id, collapseID: nil))
+    }
+}
+
+@Suite struct DaemonSoundTests {
+    /// A one-second 8 kHz 16-bit mono WAV.
+    static let oneSecondWAV: Data = {
+        func le(_ value: Int, _ bytes: Int) -> Data {
+            Data((0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) })
+        }
+        var d = Data("RIFF".utf8) + le(36 + 16_000, 4) + Data("WAVEfmt ".utf8) + le(16, 4) + le(1, 2) + le(1, 2)
+        d += le(8000, 4) + le(16_000, 4) + le(2, 2) + le(16, 2) + Data("data".utf8) + le(16_000, 4)
+        return d + Data(count: 16_000)
+    }()
+
+    /// The daemon resolves a push's sound on the device: the line and the log name the file that
+    /// plays, or the default sound and why.
+    @Test func theDaemonNamesTheSoundThatReallyPlays() async throws {
+        let device = try await TestDevice()
+        let library = device.state.appendingPathComponent("Library")
+        try FileManager.default.createDirectory(
+            at: library.appendingPathComponent("Sounds"), withIntermediateDirectories: true)
+        try Self.oneSecondWAV.write(to: library.appendingPathComponent("Sounds/chime.wav"))
+        try await device.service.install(InstalledApp(bundleID: "s", libraryDirectory: library.path))
+        let center = try await device.connect("s", .background)
+        #expect(try await center.requestAuthorization(options: [.alert, .sound]))
+
+        try await device.push("s", #"{"aps":{"alert":"one","sound":"chime.wav"}}"#, id: "p1")
+        let one = try #require(await device.log.next(.presented)?.presentation)
+        #expect(one.sound == "chime.wav" && one.soundFile == library.path + "/Sounds/chime.wav")
+        #expect(one.soundFallback == nil && one.line == "one (sound chime.wav)")
+
+        try await device.push("s", #"{"aps":{"alert":"two","sound":"gone.caf"}}"#, id: "p2")
+        let two = try #require(await device.log.next(.presented)?.presentation)
+        #expect(two.sound == "default" && two.soundFile == nil)
+        #expect(two.line == "two (sound default (gone.caf is in neither Library/Sounds nor the app's bundle))")
+        await center.close()
+        await device.stop()
     }
 }
 
@@ -300,11 +337,11 @@ struct TestDevice {
     }
 
     @Test func reconnectDelaysDoubleUpToTheirCapWithJitter() {
-        #expect(DeviceService.reconnectDelay(failures: 1, base: 0.5, maximum: 30, jitter: 1) == 0.5)
-        #expect(DeviceService.reconnectDelay(failures: 3, base: 0.5, maximum: 30, jitter: 1) == 2)
-        #expect(DeviceService.reconnectDelay(failures: 3, base: 0.5, maximum: 30, jitter: 0) == 1)
-        #expect(DeviceService.reconnectDelay(failures: 20, base: 0.5, maximum: 30, jitter: 1) == 30)
-        #expect(DeviceService.reconnectDelay(failures: 1000, base: 0.5, maximum: 30, jitter: 0.5) == 22.5)
+        #expect(ReconnectBackoff.delay(failures: 1, base: 0.5, maximum: 30, jitter: 1) == 0.5)
+        #expect(ReconnectBackoff.delay(failures: 3, base: 0.5, maximum: 30, jitter: 1) == 2)
+        #expect(ReconnectBackoff.delay(failures: 3, base: 0.5, maximum: 30, jitter: 0) == 1)
+        #expect(ReconnectBackoff.delay(failures: 20, base: 0.5, maximum: 30, jitter: 1) == 30)
+        #expect(ReconnectBackoff.delay(failures: 1000, base: 0.5, maximum: 30, jitter: 0.5) == 22.5)
     }
 
     @Test func preferredLanguagesComeFromTheLocaleEnvironment() {

@@ -69,8 +69,12 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
     public var title: String
     public var subtitle: String
     public var body: String
-    /// `default`, a file name, or `critical:<name>`; `nil` is silent.
+    /// The sound that plays: `default`, a file name, or `critical:<name>`; `nil` is silent.
     public var sound: String?
+    /// The file that plays, when it is the app's own.
+    public var soundFile: String?
+    /// Why a named sound plays as the default (missing, not a usable format, 30 s or longer).
+    public var soundFallback: String?
     public var badge: Int?
     /// Action identifiers in the default context.
     public var actions: [String]
@@ -82,8 +86,9 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
     /// The foreground app asked for it (`willPresent`).
     public var requestedByForegroundApp: Bool
 
-    /// Summarises a presentation.
-    public init(_ p: Presentation) {
+    /// Summarises a presentation; `playing` is the sound as resolved on the device
+    /// (``DeviceEngine/resolvedSound(for:)``), and without it a named sound is given by its name.
+    public init(_ p: Presentation, playing: (sound: ResolvedSound, fallback: String?)? = nil) {
         let content = p.notification.request.content
         title = content.title
         subtitle = content.subtitle
@@ -93,6 +98,18 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
         case .default?: sound = "default"
         case .named(let name)?: sound = name
         case .critical(let name, _)?: sound = "critical:\(name ?? "default")"
+        }
+        if let playing, let requested = p.sound {
+            let critical: String
+            if case .critical = requested { critical = "critical:" } else { critical = "" }
+            switch playing.sound {
+            case .default:
+                sound = critical + "default"
+            case .file(let path, _):
+                sound = critical + (path as NSString).lastPathComponent
+                soundFile = path
+            }
+            soundFallback = playing.fallback
         }
         badge = p.badge
         actions = p.actions.map(\.identifier)
@@ -110,35 +127,10 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
         if text.isEmpty { text = "(no text)" }
         var details: [String] = []
         if alertStyle == "none" { details.append(inList ? "list only" : "not shown") }
-        details.append("sound \(sound ?? "none")")
+        details.append("sound \(sound ?? "none")" + (soundFallback.map { " (\($0))" } ?? ""))
         if let badge { details.append("badge \(badge)") }
         if !actions.isEmpty { details.append("actions: " + actions.joined(separator: " | ")) }
         if late { details.append("late") }
         return "\(text) (\(details.joined(separator: ", ")))"
-    }
-}
-
-/// Shows what happens on the device: the terminal, a desktop, a web page.
-public protocol DevicePresenter: Sendable {
-    /// Called for every log entry, in order.
-    func show(_ entry: DeviceLogEntry)
-}
-
-/// Writes one clear line per presentation (and per other happening) to standard output.
-public struct TerminalPresenter: DevicePresenter {
-    let write: @Sendable (String) -> Void
-
-    /// Writes to standard output, or to `write` (tests).
-    public init(write: (@Sendable (String) -> Void)? = nil) {
-        self.write = write ?? { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-    }
-
-    /// `[app] title — body (sound …, badge …, actions: …)`; other entries start with `·`.
-    public func show(_ entry: DeviceLogEntry) {
-        if let presentation = entry.presentation {
-            write("[\(entry.app)] \(presentation.line)")
-        } else {
-            write("· [\(entry.app)] \(entry.text)")
-        }
     }
 }

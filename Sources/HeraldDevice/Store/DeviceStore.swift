@@ -64,13 +64,22 @@ public final class SQLiteDeviceStore: DeviceStore {
     }
 }
 
-extension DeviceEngine {
-    /// Writes what changed since the last save to `store`.
-    /// The changes stay marked until the write succeeds, so a failed write is retried by the next call.
-    public mutating func persist(to store: any DeviceStore) async throws {
-        let records = changedApps.compactMap { apps[$0] }
-        if records.isEmpty && removedApps.isEmpty { return }
-        try await store.save(records, removing: Array(removedApps))
-        _ = takeChangedApps()
+/// The app records to write and the apps to delete, taken from the engine in one piece
+/// (``DeviceEngine/takeChanges()``).
+public struct DeviceChanges: Sendable {
+    /// Records of apps that changed, in bundle-id order.
+    public var records: [AppRecord]
+    /// Apps removed, in bundle-id order.
+    public var removed: [String]
+
+    /// Nothing to write.
+    public var isEmpty: Bool { records.isEmpty && removed.isEmpty }
+}
+
+extension DeviceStore {
+    /// Writes what changed, atomically: the one way the engine's state reaches the store.
+    public func save(_ changes: DeviceChanges) async throws {
+        guard !changes.isEmpty else { return }
+        try await save(changes.records, removing: changes.removed)
     }
 }

@@ -28,19 +28,37 @@ public enum SoundResolver {
 
     /// The sound to play for `name`.
     public static func resolve(_ name: String, libraryDirectory: String?, bundleDirectory: String?) -> ResolvedSound {
-        guard !name.contains("/"), name != "default" else { return .default }
+        resolution(name, libraryDirectory: libraryDirectory, bundleDirectory: bundleDirectory).sound
+    }
+
+    /// The sound to play for `name`, and when it is the default instead of the named file, why.
+    public static func resolution(
+        _ name: String, libraryDirectory: String?, bundleDirectory: String?
+    ) -> (sound: ResolvedSound, fallback: String?) {
+        if name == "default" { return (.default, nil) }
+        if name.contains("/") { return (.default, "a sound name cannot contain \"/\"") }
         let candidates = [libraryDirectory.map { "\($0)/Sounds/\(name)" }, bundleDirectory.map { "\($0)/\(name)" }]
         for path in candidates.compactMap({ $0 }) {
             guard let handle = FileHandle(forReadingAtPath: path) else { continue }
             defer { try? handle.close() }
             let header = (try? handle.read(upToCount: 64 * 1024)) ?? Data()
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? header.count
-            if let info = inspect(header, fileSize: size), info.isPlayable {
-                return .file(path: path, duration: info.duration)
+            // Found but unusable: the default sound, not a search further on.
+            guard let info = inspect(header, fileSize: size) else {
+                return (.default, "\(name) is not an aiff, wav or caf file")
             }
-            return .default  // found but unusable: the default sound, not a search further on
+            guard allowedEncodings.contains(info.encoding) else {
+                return (.default, "\(name) is \(info.encoding), not linear PCM, IMA4, µ-law or a-law")
+            }
+            guard info.duration < 30 else {
+                return (
+                    .default,
+                    "\(name) lasts \(String(format: "%.1f", info.duration)) s; a sound must be shorter than 30 s"
+                )
+            }
+            return (.file(path: path, duration: info.duration), nil)
         }
-        return .default
+        return (.default, "\(name) is in neither Library/Sounds nor the app's bundle")
     }
 
     /// Reads a sound file's header (the first bytes of the file; `fileSize` is the whole file's size).
@@ -165,15 +183,16 @@ public enum SoundResolver {
 
 extension DeviceEngine {
     /// The sound a presentation actually plays: a named sound resolved in the app's `Library/Sounds`, then
-    /// its bundle directory (the default sound when missing or unusable); `nil` when it is silent.
-    public func resolvedSound(for presentation: Presentation) -> ResolvedSound? {
+    /// its bundle directory (the default sound when missing or unusable, with the reason); `nil` when it
+    /// is silent.
+    public func resolvedSound(for presentation: Presentation) -> (sound: ResolvedSound, fallback: String?)? {
         guard let sound = presentation.sound else { return nil }
         let app = apps[presentation.app]?.app
         switch sound {
         case .default, .critical(name: nil, _):
-            return .default
+            return (.default, nil)
         case .named(let name), .critical(name: let name?, _):
-            return SoundResolver.resolve(
+            return SoundResolver.resolution(
                 name, libraryDirectory: app?.libraryDirectory, bundleDirectory: app?.bundleDirectory)
         }
     }

@@ -1,0 +1,150 @@
+import Foundation
+import HeraldCore
+
+/// The app link, the daemon's side: app processes connect, say who they are, and call; each call
+/// is answered here.
+extension DeviceService {
+    /// An app process connected (`hello`): it is running, in `state`; events held for it go out now.
+    func connect(_ bundleID: String, state: AppRunState, send: @escaping @Sendable (AppLinkFrame) -> Void)
+        async throws -> Int
+    {
+        guard engine.apps[bundleID] != nil else {
+            throw AppLinkFailure.protocolError("\(bundleID) is not installed on this device")
+        }
+        guard state != .notRunning else {
+            throw AppLinkFailure.protocolError("state: an app that connects is running (foreground or background)")
+        }
+        if let previous = sessions[bundleID] {
+            previous.send(.event(event: .stateChanged(state: .notRunning)))
+        }
+        nextSession += 1
+        sessions[bundleID] = Session(id: nextSession, send: send)
+        try await apply(.appStateChanged(app: bundleID, state: state))
+        for event in waiting.removeValue(forKey: bundleID) ?? [] { send(.event(event: event)) }
+        return nextSession
+    }
+
+    /// The app's connection closed: it is not running any more.
+    func disconnect(_ bundleID: String, session: Int) async {
+        guard sessions[bundleID]?.id == session else { return }
+        sessions[bundleID] = nil
+        if engine.apps[bundleID] != nil {
+            _ = try? await apply(.appStateChanged(app: bundleID, state: .notRunning))
+        }
+    }
+
+    /// Carries out one call of a connected app.
+    func call(_ bundleID: String, _ call: AppLinkCall) async throws -> AppLinkResult {
+        do {
+            return try await answer(bundleID, call)
+        } catch let error as NotificationError {
+            throw AppLinkFailure(error)
+        } catch let error as AppLinkFailure {
+            throw error
+        } catch {
+            throw AppLinkFailure(domain: AppLink.heraldErrorDomain, code: 2, message: "the device failed: \(error)")
+        }
+    }
+
+    func answer(_ app: String, _ call: AppLinkCall) async throws -> AppLinkResult {
+        switch call {
+        case .hello:
+            throw AppLinkFailure.protocolError("hello: the app has already said who it is")
+        case .setState(let state):
+            guard state != .notRunning else {
+                throw AppLinkFailure.protocolError("state: close the connection to stop running")
+            }
+            try await apply(.appStateChanged(app: app, state: state))
+            return .done
+        case .requestAuthorization(let options):
+            let actions = try await apply(.requestAuthorization(app: app, options: options))
+            for case .authorizationResult(_, let granted, let settings) in actions {
+                note(.system, app: app, "authorization \(granted ? "granted" : "denied")")
+                return .authorization(granted: granted, settings: settings)
+            }
+            throw AppLinkFailure.protocolError("requestAuthorization: the engine gave no answer")
+        case .notificationSettings:
+            return .settings(settings: try need(app).settings)
+        case .setCategories(let categories):
+            try await apply(.setCategories(app: app, categories: categories))
+            return .done
+        case .categories:
+            return .categories(categories: try need(app).categories.values.sorted { $0.identifier < $1.identifier })
+        case .add(let request):
+            try await apply(.add(app: app, request: request))
+            return .done
+        case .pending:
+            let pending = try need(app).pending.values.sorted {
+                ($0.nextFireDate ?? .distantFuture, $0.request.identifier)
+                    < ($1.nextFireDate ?? .distantFuture, $1.request.identifier)
+            }
+            return .pending(requests: pending)
+        case .removePending(let identifiers):
+            try await apply(.removePending(app: app, identifiers: identifiers))
+            return .done
+        case .delivered:
+            return .delivered(notifications: try need(app).delivered)
+        case .requestLocationAuthorization:
+            if try need(app).locationDecided != true {
+                try await apply(.setLocationAuthorization(app: app, allowed: configuration.userAllows))
+                note(.system, app: app, "location \(configuration.userAllows ? "allowed" : "denied")")
+            }
+            return .locationAuthorization(granted: try need(app).locationAuthorized)
+        case .removeDelivered(let identifiers):
+            try await apply(.removeDelivered(app: app, identifiers: identifiers))
+            return .done
+        case .setBadge(let badge):
+            try await apply(.setBadge(app: app, badge: badge))
+            return .done
+        case .registerForRemoteNotifications:
+            return .token(token: try await register(app))
+        case .unregisterForRemoteNotifications:
+            try await gateway.unregister(app, environment: try need(app).app.apsEnvironment)
+            return .done
+        case .willPresentAnswer(let identifier, let options):
+            try await apply(.willPresentAnswered(app: app, identifier: identifier, options: options))
+            return .done
+        case .responseHandled(let identifier):
+            guard finish(app, identifier, kind: "response", detail: "") else {
+                throw AppLinkFailure.protocolError("responseHandled: no response \(identifier) is waiting")
+            }
+            return .done
+        case .backgroundFinished(let identifier, let result):
+            guard finish(app, identifier, kind: "background fetch", detail: " (\(result.rawValue))") else {
+                throw AppLinkFailure.protocolError("backgroundFinished: no background work \(identifier) is waiting")
+            }
+            return .done
+        case .serviceExtensionFinished(let identifier, let content):
+            try await apply(.serviceExtensionFinished(app: app, identifier: identifier, content: content))
+            return .done
+        }
+    }
+
+    func need(_ app: String) throws -> AppRecord {
+        guard let record = engine.apps[app] else { throw NotificationError.invalid("app", "\(app) is not installed") }
+        return record
+    }
+
+    /// `registerForRemoteNotifications`: the app's token from the push service.
+    func register(_ app: String) async throws -> String {
+        let record = try need(app)
+        guard let environment = record.app.apsEnvironment else {
+            throw AppLinkFailure(
+                domain: AppLink.cocoaErrorDomain, code: 3000,
+                message: "no valid \"aps-environment\" entitlement string found for application \(app)")
+        }
+        do {
+            return try await gateway.register(app, environment: environment, wait: configuration.registrationWait)
+        } catch GatewaySession.RegistrationError.noPushService {
+            throw AppLinkFailure(
+                domain: AppLink.cocoaErrorDomain, code: 3010,
+                message: "remote notifications are not supported: this device has no push service (--gateway)")
+        } catch GatewaySession.RegistrationError.unreachable {
+            throw AppLinkFailure(
+                domain: AppLink.heraldErrorDomain, code: 3,
+                message: "the push service is not reachable; registration will work once the device is connected")
+        } catch GatewaySession.RegistrationError.linkClosed {
+            throw AppLinkFailure.protocolError("the push service link closed")
+        }
+    }
+}

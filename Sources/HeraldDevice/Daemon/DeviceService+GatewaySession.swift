@@ -1,0 +1,62 @@
+import Foundation
+import HeraldCore
+
+/// What the link to the push service asks of the daemon: the topics to register, and each push
+/// handed to the engine.
+extension DeviceService: GatewaySessionHost {
+    func registrableTopics() -> [GatewaySession.Topic] {
+        engine.apps.values.compactMap { record in
+            record.app.apsEnvironment.map { GatewaySession.Topic(topic: record.app.bundleID, environment: $0) }
+        }
+    }
+
+    /// Hands a push to the engine and saves it. A push the device cannot use (its app is not installed,
+    /// its payload is not one, the engine refuses it) is shown in the device's log and on its
+    /// presenters and refused; one that could not be saved is not acknowledged, so it comes again.
+    func take(_ push: LinkPush) async -> GatewaySession.Outcome {
+        guard let app = engine.apps[push.topic] ?? Self.baseApp(of: push.topic, in: engine.apps) else {
+            return refuse(push, app: push.topic, reason: "the app \(push.topic) is not installed")
+        }
+        let payload: Payload
+        do {
+            payload = try Payload(data: push.payload)
+        } catch {
+            return refuse(push, app: app.app.bundleID, reason: "\(error)")
+        }
+        do {
+            _ = try await apply(
+                .remoteNotification(
+                    app: app.app.bundleID, payload: payload, apnsID: push.apnsID, collapseID: push.collapseID))
+            return .taken
+        } catch let error as NotificationError {
+            return refuse(push, app: app.app.bundleID, reason: "\(error)")
+        } catch {
+            logger.error("push not saved; not acknowledged", metadata: ["error": "\(error)"])
+            return .notSaved
+        }
+    }
+
+    private func refuse(_ push: LinkPush, app: String, reason: String) -> GatewaySession.Outcome {
+        logger.notice(
+            "push refused", metadata: ["apns-id": "\(push.apnsID)", "topic": "\(push.topic)", "reason": "\(reason)"])
+        note(.refused, app: app, push.apnsID, "refused push \(push.apnsID): \(reason)")
+        return .refused(reason: reason)
+    }
+
+    /// `com.example.app.voip` and the like belong to `com.example.app`.
+    static func baseApp(of topic: String, in apps: [String: AppRecord]) -> AppRecord? {
+        for suffix in [".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity"]
+        where topic.hasSuffix(suffix) {
+            return apps[String(topic.dropLast(suffix.count))]
+        }
+        return nil
+    }
+
+    func linkNote(app: String, _ text: String) {
+        note(.system, app: app, text)
+    }
+
+    func tokenChanged(app: String, token: String) {
+        sessions[app]?.send(.event(event: .tokenChanged(token: token)))
+    }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import Logging
+
+/// The device daemon's heart: runs the `DeviceEngine` with its store and a clock and saves what
+/// changed. Beside it in this folder: carrying out the engine's actions (`DeviceService+Actions`),
+/// answering the apps' calls (`DeviceService+AppLink`), the manual clock (`DeviceService+Clock`), and
+/// the link to the push service (`GatewaySession`). The app link server, the device API and
+/// `herald device` are thin layers over it.
+public actor DeviceService {
+    /// How the daemon runs.
+    public struct Configuration: Sendable {
+        /// The state directory: database, identity, tokens, the app link socket.
+        public var stateDirectory: String = ".herald/device"
+        /// The engine's tunables (time zone, languages, budgets).
+        public var engine = DeviceEngine.Configuration()
+        /// The push service's device link (`ws://…` on loopback or `wss://…`); `nil`: no push service.
+        public var gatewayURL: String?
+        /// The CA to trust for a `wss://` gateway (PEM file); `nil`: the system's roots.
+        public var gatewayCAPath: String?
+        /// First reconnect delay, in seconds; it doubles up to ``reconnectMaximum``, with jitter.
+        public var reconnectBase: TimeInterval = 0.5
+        /// The longest reconnect delay, in seconds.
+        public var reconnectMaximum: TimeInterval = 30
+        /// How long `registerForRemoteNotifications` waits for the push service, in seconds.
+        public var registrationWait: TimeInterval = 10
+        /// The user's answer to first authorization requests.
+        public var userAllows = true
+        /// Entries the presentation log keeps.
+        public var logLimit = 1000
+
+        /// The defaults.
+        public init() {}
+
+        /// The app link's socket.
+        public var appLinkPath: String { (stateDirectory as NSString).appendingPathComponent(AppLink.socketName) }
+    }
+
+    /// The state of the link to the push service.
+    public enum GatewayState: String, Sendable, Codable {
+        /// No push service configured.
+        case none
+        /// Connecting, or waiting to reconnect.
+        case disconnected
+        /// Connected and authenticated.
+        case connected
+    }
+
+    /// A connected app process.
+    struct Session {
+        let id: Int
+        let send: @Sendable (AppLinkFrame) -> Void
+    }
+
+    /// Work an app was given time for: a background wake or a response.
+    struct Outstanding {
+        var started: Date
+        var timer: Task<Void, Never>
+    }
+
+    public let configuration: Configuration
+    let clock: any DeviceClock
+    let store: any DeviceStore
+    let launcher: any AppLauncher
+    let presenters: [any Presenter]
+    let logger: Logger
+    /// The link to the push service, the apps' tokens and the pushes already taken.
+    let gateway: GatewaySession
+    var engine: DeviceEngine
+    var sessions: [String: Session] = [:]
+    var nextSession = 0
+    /// Apps being launched: their events wait here until they connect.
+    var waiting: [String: [AppLinkEvent]] = [:]
+    var outstanding: [String: Outstanding] = [:]
+    var entries: [DeviceLogEntry] = []
+    var timer: Task<Void, Never>?
+    var timerWake: Date?
+    var lastSave: Task<Void, any Error>?
+    /// The last location fix.
+    public private(set) var location: LocationFix?
+    /// Held for the service's life: one daemon per state directory.
+    let lock: StateDirectoryLock
+
+    /// Locks the state directory (another process using it is refused with
+    /// ``StateDirectoryLock/Locked`` before anything in it is touched), opens the store in it and
+    /// loads every app's record. `networkClock` times reconnects and the wait for the push service:
+    /// it stays real time when the device's `clock` is manual, so a stopped clock never stalls the link.
+    public init(
+        configuration: Configuration, clock: any DeviceClock = SystemDeviceClock(),
+        networkClock: any DeviceClock = SystemDeviceClock(), store: (any DeviceStore)? = nil,
+        launcher: any AppLauncher = ProcessLauncher(),
+        presenters: [any Presenter] = [], logger: Logger = Logger(label: "herald.device")
+    ) async throws {
+        let directory = URL(fileURLWithPath: configuration.stateDirectory)
+        lock = try StateDirectoryLock(directory: directory, role: "herald device")
+        let store = try store ?? SQLiteDeviceStore(path: directory.appendingPathComponent("device.sqlite").path)
+        self.configuration = configuration
+        self.clock = clock
+        self.store = store
+        self.launcher = launcher
+        self.presenters = presenters
+        self.logger = logger
+        let records = try await store.loadAll()
+        engine = DeviceEngine(
+            configuration: configuration.engine, policy: FixedDecision(allow: configuration.userAllows),
+            records: records)
+        let identity = try DeviceIdentity.loadOrCreate(at: directory.appendingPathComponent("identity.json").path)
+        gateway = GatewaySession(
+            configuration: .init(
+                url: configuration.gatewayURL, caPath: configuration.gatewayCAPath,
+                reconnectBase: configuration.reconnectBase, reconnectMaximum: configuration.reconnectMaximum,
+                stateDirectory: directory),
+            identity: identity, clock: networkClock, logger: logger,
+            taken: records.flatMap { $0.delivered.reversed().compactMap(\.apnsID) })
+        await gateway.attach(self)
+    }
+
+    /// Stops using the state directory: waits for the last save and releases its lock, so that
+    /// another daemon (or another service in this process) may open it. The service must not be
+    /// used afterwards.
+    public func close() async {
+        _ = await lastSave?.result
+        lock.unlock()
+    }
+
+    // MARK: - Running
+
+    /// Fires what fell due while the daemon was stopped (once, marked late) and starts the timer.
+    public func start() async {
+        do {
+            _ = try await apply(.start)
+        } catch {
+            logger.error("starting the engine failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Keeps the link to the push service until cancelled (``GatewaySession``).
+    public func runGatewayLink() async {
+        await gateway.run()
+    }
+
+    // MARK: - Engine
+
+    /// Hands an event to the engine at the clock's time, saves what changed, carries out the
+    /// actions and moves the timer. Throws `NotificationError` for the engine's refusals and the
+    /// store's error when the change could not be saved.
+    @discardableResult
+    public func apply(_ event: DeviceEvent) async throws -> [DeviceAction] {
+        let actions = try engine.handle(event, now: clock.now())
+        try await persist()
+        perform(actions)
+        rescheduleTimer()
+        return actions
+    }
+
+    /// Runs the engine up to the clock's time: fires what is due.
+    public func tick() async {
+        let actions = engine.advance(to: clock.now())
+        do {
+            try await persist()
+        } catch {
+            logger.error("saving fired notifications failed", metadata: ["error": "\(error)"])
+        }
+        perform(actions)
+        rescheduleTimer()
+    }
+
+    /// Saves what changed (``DeviceEngine/takeChanges()``, ``DeviceStore/save(_:)``); saves run one
+    /// after another, in order, and a failed save leaves its changes marked for the next.
+    func persist() async throws {
+        let changes = engine.takeChanges()
+        let previous = lastSave
+        if changes.isEmpty {
+            try await previous?.value
+            return
+        }
+        let store = self.store
+        let save = Task {
+            _ = try? await previous?.value
+            try await store.save(changes)
+        }
+        lastSave = save
+        do {
+            try await save.value
+        } catch {
+            engine.restore(changes)
+            throw error
+        }
+    }
+
+    func rescheduleTimer() {
+        let wake = engine.nextWake
+        guard wake != timerWake else { return }
+        timer?.cancel()
+        timerWake = wake
+        guard let wake else {
+            timer = nil
+            return
+        }
+        let clock = self.clock
+        timer = Task { [weak self] in
+            do { try await clock.sleep(until: wake) } catch { return }
+            await self?.timerFired(wake)
+        }
+    }
+
+    func timerFired(_ wake: Date) async {
+        guard timerWake == wake else { return }
+        timerWake = nil
+        await tick()
+    }
+
+    /// The time the timer waits for, if any.
+    public var nextWake: Date? { timerWake }
+
+    // MARK: - Apps (the system's side)
+
+    /// Installs (or updates) an app, reading its strings from `<lang>.lproj/Localizable.strings` in its
+    /// bundle directory; registers its topic with the push service when it has an `aps-environment`.
+    public func install(_ app: InstalledApp) async throws {
+        var app = app
+        if app.localization == nil, let directory = app.bundleDirectory {
+            app.localization = try LocalizationBundle.load(bundleDirectory: directory)
+        }
+        try await apply(.installApp(app))
+        note(.system, app: app.bundleID, "installed")
+        if app.apsEnvironment != nil { await gateway.registerAll() }
+    }
+
+    /// Removes an app and everything it had; its topic is unregistered (now, or at the next connect),
+    /// so the push service answers 410 `Unregistered` to its token.
+    public func remove(_ bundleID: String) async throws {
+        let environment = engine.apps[bundleID]?.app.apsEnvironment
+        try await apply(.removeApp(bundleID))
+        if let session = sessions.removeValue(forKey: bundleID) {
+            session.send(.event(event: .stateChanged(state: .notRunning)))
+        }
+        waiting[bundleID] = nil
+        await gateway.removed(bundleID, environment: environment)
+        note(.system, app: bundleID, "removed")
+    }
+
+    /// Every installed app's record.
+    public var records: [AppRecord] { engine.apps.values.sorted { $0.app.bundleID < $1.app.bundleID } }
+
+    /// One app's record.
+    public func record(_ bundleID: String) -> AppRecord? { engine.apps[bundleID] }
+
+    /// An app's current device token (hex), once registered.
+    public func token(of bundleID: String) async -> String? { await gateway.token(of: bundleID) }
+
+    /// The device's id at the push service, once known.
+    public var deviceID: String? { get async { await gateway.deviceID } }
+
+    /// The state of the push service link.
+    public var gatewayState: GatewayState { get async { await gateway.state } }
+
+    /// The newest `limit` log entries, oldest first.
+    public func log(limit: Int = 100) -> [DeviceLogEntry] { Array(entries.suffix(max(0, limit))) }
+
+    /// The device's time zone.
+    public var timeZone: TimeZone { engine.configuration.timeZone }
+
+    /// Moves the device to another time zone: floating triggers follow.
+    public func setTimeZone(_ zone: TimeZone) async throws {
+        try await apply(.timeZoneChanged(zone))
+        note(.system, app: "device", "time zone \(zone.identifier)")
+    }
+
+    /// A location fix (from the device API, later gpsd): location triggers fire on region crossings.
+    public func setLocation(_ fix: LocationFix) async throws {
+        location = fix
+        try await apply(.locationFix(fix))
+    }
+
+    /// Whether an app is running, and how.
+    public func runState(of bundleID: String) -> AppRunState? { engine.apps[bundleID]?.runState }
+}

@@ -1,0 +1,307 @@
+import Foundation
+import HeraldCore
+import Logging
+
+/// What the gateway session needs from the daemon that owns it.
+protocol GatewaySessionHost: Actor {
+    /// The topics to register: every installed app with an `aps-environment`.
+    func registrableTopics() -> [GatewaySession.Topic]
+    /// Hands a push to the engine and saves it.
+    func take(_ push: LinkPush) async -> GatewaySession.Outcome
+    /// Something about the link worth a line in the device's log.
+    func linkNote(app: String, _ text: String)
+    /// An app's token changed after it had one: a connected app is told.
+    func tokenChanged(app: String, token: String)
+}
+
+/// The device's side of the push service: keeps the device link up (reconnecting with backoff and
+/// jitter), the apps' tokens and the topics waiting to be unregistered (`link.json`), and the one set
+/// of `apns-id`s already taken, so that a push sent again is acknowledged and dropped. (Within one
+/// connection the link client already drops a second copy: one acknowledgement settles every copy
+/// under an `apns-id`. This set holds across connections and restarts.)
+actor GatewaySession {
+    /// How the session reaches the push service.
+    struct Configuration: Sendable {
+        /// The device link (`ws://…` on loopback or `wss://…`); `nil`: no push service.
+        var url: String?
+        /// The CA to trust for a `wss://` link (PEM file); `nil`: the system's roots.
+        var caPath: String?
+        /// First reconnect delay, in seconds; it doubles up to `reconnectMaximum`, with jitter.
+        var reconnectBase: TimeInterval
+        /// The longest reconnect delay, in seconds.
+        var reconnectMaximum: TimeInterval
+        /// The state directory: `identity.json` and `link.json`.
+        var stateDirectory: URL
+    }
+
+    /// An app's topic in one environment.
+    struct Topic: Codable, Hashable, Sendable {
+        var topic: String
+        var environment: APNsEnvironment
+    }
+
+    /// What became of a push handed to the engine.
+    enum Outcome: Sendable {
+        /// Saved: acknowledged.
+        case taken
+        /// The device cannot use it: acknowledged and reported to the push service with `reason`.
+        case refused(reason: String)
+        /// Not saved: not acknowledged, so the push service keeps it and sends it again.
+        case notSaved
+    }
+
+    /// Why an app could not get a token.
+    enum RegistrationError: Error, Sendable {
+        /// The device has no push service configured.
+        case noPushService
+        /// The push service did not answer in time, and the app never had a token.
+        case unreachable
+        /// The link closed while registering.
+        case linkClosed
+    }
+
+    /// What the session keeps beside the engine's records (`link.json`).
+    struct Saved: Codable {
+        /// Current tokens by bundle id, as hex.
+        var tokens: [String: String] = [:]
+        /// Topics to unregister once connected (apps removed while offline).
+        var unregister: [Topic] = []
+    }
+
+    let configuration: Configuration
+    /// Real time: reconnect delays and the wait for the push service. It stays the system's clock when
+    /// the device's clock is manual, so a stopped device clock never stalls the link.
+    let clock: any DeviceClock
+    let logger: Logger
+    weak var host: (any GatewaySessionHost)?
+    private(set) var identity: DeviceIdentity
+    private var saved: Saved
+    private var client: GatewayLinkClient?
+    private var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+    private var nextWaiter = 0
+    /// `apns-id`s of the newest pushes already taken.
+    private var taken = RecentIDs(capacity: 20_000)
+
+    /// Loads `link.json` (a missing or unreadable file starts empty); `taken` are the `apns-id`s the
+    /// engine's records already hold, oldest first.
+    init(
+        configuration: Configuration, identity: DeviceIdentity, clock: any DeviceClock, logger: Logger,
+        taken: [String]
+    ) {
+        self.configuration = configuration
+        self.identity = identity
+        self.clock = clock
+        self.logger = logger
+        saved =
+            (try? JSONDecoder().decode(
+                Saved.self, from: Data(contentsOf: configuration.stateDirectory.appendingPathComponent("link.json"))))
+            ?? Saved()
+        for id in taken { self.taken.insert(id) }
+    }
+
+    /// Sets who takes the pushes; the session holds it weakly.
+    func attach(_ host: any GatewaySessionHost) { self.host = host }
+
+    // MARK: - What the daemon asks
+
+    /// No push service, connecting, or connected.
+    var state: DeviceService.GatewayState {
+        configuration.url == nil ? .none : client == nil ? .disconnected : .connected
+    }
+
+    /// The device's id at the push service, once known.
+    var deviceID: String? { identity.deviceID }
+
+    /// An app's current device token (hex), once registered.
+    func token(of app: String) -> String? { saved.tokens[app] }
+
+    /// Registers every registrable topic now, when connected (an app was installed).
+    func registerAll() async {
+        if let client { await registerAll(client) }
+    }
+
+    /// `registerForRemoteNotifications`: the app's token, waiting up to `wait` seconds for the link.
+    /// While the push service stays unreachable, a token the app had before is still its token.
+    func register(_ app: String, environment: APNsEnvironment, wait: TimeInterval) async throws -> String {
+        guard configuration.url != nil else { throw RegistrationError.noPushService }
+        if client == nil, !(await waitForLink(seconds: wait)) {
+            if let token = saved.tokens[app] { return token }
+            throw RegistrationError.unreachable
+        }
+        guard let client else { throw RegistrationError.linkClosed }
+        let token = try await client.register(topic: app, environment: environment)
+        await updateToken(app, token.hex)
+        return token.hex
+    }
+
+    /// `unregisterForRemoteNotifications`: the push service forgets the topic now (when connected) and
+    /// the app's token is dropped.
+    func unregister(_ app: String, environment: APNsEnvironment?) async throws {
+        if let environment, let client {
+            try await client.unregister(topic: app, environment: environment)
+        }
+        saved.tokens[app] = nil
+        save()
+    }
+
+    /// An app was removed: its topic is unregistered now, or at the next connect, so that the push
+    /// service answers 410 `Unregistered` to its token.
+    func removed(_ app: String, environment: APNsEnvironment?) async {
+        saved.tokens[app] = nil
+        if let environment {
+            do {
+                guard let client else { throw GatewayLinkClient.Failure(code: "Offline", message: "not connected") }
+                try await client.unregister(topic: app, environment: environment)
+            } catch {
+                saved.unregister.append(Topic(topic: app, environment: environment))
+                logger.notice(
+                    "the app's topic will be unregistered when the push service is reachable",
+                    metadata: ["app": "\(app)", "error": "\(error)"])
+            }
+        }
+        save()
+    }
+
+    // MARK: - The link
+
+    /// Keeps the link until cancelled: connects, registers the apps' topics, takes pushes, and
+    /// reconnects after a failure with exponential backoff and jitter.
+    func run() async {
+        guard let url = configuration.url else { return }
+        let ca = configuration.caPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                let client = try await GatewayLinkClient.connect(
+                    url: url, identity: identity, caCertificatePEM: ca, autoAcknowledge: false)
+                failures = 0
+                await linked(client)
+                for await event in client.events {
+                    switch event {
+                    case .pushes(let pushes):
+                        for push in pushes { await take(push, from: client) }
+                    case .reset: await registerAll(client)
+                    case .closed(let reason):
+                        logger.notice("device link closed", metadata: ["reason": "\(reason ?? "none")"])
+                    }
+                }
+                if self.client === client { self.client = nil }
+                await client.close()
+            } catch is CancellationError {
+                break
+            } catch {
+                logger.warning("device link failed", metadata: ["url": "\(url)", "error": "\(error)"])
+            }
+            if Task.isCancelled { break }
+            failures += 1
+            let delay = ReconnectBackoff.delay(
+                failures: failures, base: configuration.reconnectBase, maximum: configuration.reconnectMaximum,
+                jitter: Double.random(in: 0...1))
+            logger.info("reconnecting to the push service", metadata: ["in": "\(String(format: "%.2f", delay)) s"])
+            do { try await clock.sleep(until: clock.now().addingTimeInterval(delay)) } catch { break }
+        }
+        await client?.close()
+    }
+
+    private func linked(_ client: GatewayLinkClient) async {
+        self.client = client
+        if identity.deviceID != client.deviceID {
+            identity.deviceID = client.deviceID
+            do {
+                try identity.save(to: configuration.stateDirectory.appendingPathComponent("identity.json").path)
+            } catch {
+                logger.error("could not save the device identity", metadata: ["error": "\(error)"])
+            }
+        }
+        await host?.linkNote(app: "device", "connected to the push service as device \(client.deviceID)")
+        for topic in saved.unregister {
+            do {
+                try await client.unregister(topic: topic.topic, environment: topic.environment)
+                saved.unregister.removeAll { $0 == topic }
+            } catch {
+                logger.warning("unregistering a removed app failed", metadata: ["topic": "\(topic.topic)"])
+            }
+        }
+        save()
+        await registerAll(client)
+        let waiting = waiters
+        waiters = [:]
+        for (_, waiter) in waiting { waiter.resume(returning: true) }
+    }
+
+    /// Registers every registrable topic and tells apps whose token changed.
+    private func registerAll(_ client: GatewayLinkClient) async {
+        guard let topics = await host?.registrableTopics() else { return }
+        for topic in topics.sorted(by: { $0.topic < $1.topic }) {
+            do {
+                let token = try await client.register(topic: topic.topic, environment: topic.environment)
+                await updateToken(topic.topic, token.hex)
+            } catch {
+                logger.warning(
+                    "registering an app with the push service failed",
+                    metadata: ["app": "\(topic.topic)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func updateToken(_ app: String, _ token: String) async {
+        guard saved.tokens[app] != token else { return }
+        let had = saved.tokens[app] != nil
+        saved.tokens[app] = token
+        save()
+        await host?.linkNote(app: app, "device token \(token)")
+        if had { await host?.tokenChanged(app: app, token: token) }
+    }
+
+    private func save() {
+        let url = configuration.stateDirectory.appendingPathComponent("link.json")
+        do {
+            try JSONEncoder().encode(saved).write(to: url, options: .atomic)
+        } catch {
+            logger.error("could not save link.json", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Takes one push: hands it to the engine, which saves it, then acknowledges it. A push whose
+    /// `apns-id` was already taken is acknowledged again and dropped.
+    private func take(_ push: LinkPush, from client: GatewayLinkClient) async {
+        if taken.contains(push.apnsID) {
+            client.acknowledge([push.apnsID])
+            return
+        }
+        guard let host else { return }
+        switch await host.take(push) {
+        case .taken:
+            taken.insert(push.apnsID)
+            client.acknowledge([push.apnsID])
+        case .refused(let reason):
+            // Acknowledged (sending it again would not help) and reported for the delivery log.
+            taken.insert(push.apnsID)
+            client.acknowledge([push.apnsID])
+            client.refused(push.apnsID, reason: reason)
+        case .notSaved:
+            break
+        }
+    }
+
+    /// Whether the link is up, waiting up to `seconds` for it.
+    private func waitForLink(seconds: TimeInterval) async -> Bool {
+        if client != nil { return true }
+        guard seconds > 0 else { return false }
+        nextWaiter += 1
+        let id = nextWaiter
+        let clock = self.clock
+        let deadline = clock.now().addingTimeInterval(seconds)
+        let timeout = Task { [weak self] in
+            try? await clock.sleep(until: deadline)
+            await self?.endWait(id)
+        }
+        let linked = await withCheckedContinuation { waiters[id] = $0 }
+        timeout.cancel()
+        return linked
+    }
+
+    private func endWait(_ id: Int) {
+        waiters.removeValue(forKey: id)?.resume(returning: false)
+    }
+}

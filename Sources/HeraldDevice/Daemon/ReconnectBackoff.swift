@@ -1,0 +1,12 @@
+import Foundation
+
+/// How long a device waits before connecting to the push service again: exponential backoff with
+/// jitter, so that devices cut off together do not all come back in the same instant.
+public enum ReconnectBackoff {
+    /// The wait before reconnect attempt `failures` (1, 2, …): `base · 2^(failures-1)`, at most
+    /// `maximum`, then scaled by a jitter between 50% and 100% (`jitter` is 0…1).
+    public static func delay(failures: Int, base: Double, maximum: Double, jitter: Double) -> Double {
+        let raw = min(maximum, base * pow(2, Double(max(0, min(failures - 1, 30)))))
+        return raw * (0.5 + 0.5 * min(max(jitter, 0), 1))
+    }
+}
