@@ -162,7 +162,8 @@ public final class Gateway: Sendable {
         let link = try await Self.listening("device link", address, configuration.linkPort) {
             try await DeviceLinkServer.start(
                 host: address, port: configuration.linkPort, tls: linkTLS, directory: directory,
-                router: router, configuration: configuration.link, group: linkGroup, logger: logger, log: log)
+                links: router.links, offline: router.offline, configuration: configuration.link, group: linkGroup,
+                logger: logger, log: log)
         }
         let legacyTLS = try GatewayStateDirectory.legacyTLSContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
@@ -215,7 +216,7 @@ public final class Gateway: Sendable {
                     try? await Task.sleep(for: .seconds(60))
                     if Task.isCancelled { break }
                     do {
-                        try await gateway.router.purgeExpired(now: Date())
+                        try await gateway.router.offline.purgeExpired(now: Date())
                     } catch {
                         gateway.logger.error("purging expired pushes failed", metadata: ["error": "\(error)"])
                     }
@@ -225,7 +226,7 @@ public final class Gateway: Sendable {
                 // Log lines of delivered pushes linger in groups of up to 4096; at most 100 ms.
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(100))
-                    gateway.router.committer.flushLog()
+                    gateway.router.offline.committer.flushLog()
                 }
             }
             var adminBound: Int?
@@ -263,7 +264,7 @@ public final class Gateway: Sendable {
             for server in legacy { await server.shutdown() }
             await link.shutdown()
             // What is still lingering in the delivery log goes to disk before the process ends.
-            _ = try? await router.committer.commit(StoreBatch())
+            _ = try? await router.offline.committer.commit(StoreBatch())
             tasks.cancelAll()
         }
         try await group.shutdownGracefully()

@@ -76,7 +76,8 @@ struct LinkHarness {
         configuration.acknowledgementTimeout = acknowledgementTimeout
         configuration.qos = qos
         server = try await DeviceLinkServer.start(
-            host: "127.0.0.1", port: 0, tls: nil, directory: f.directory, router: router,
+            host: "127.0.0.1", port: 0, tls: nil, directory: f.directory, links: router.links,
+            offline: router.offline,
             configuration: configuration, group: MultiThreadedEventLoopGroup.singleton,
             logger: Logger(label: "test"))
     }
@@ -467,8 +468,8 @@ struct LinkHarness {
         else { throw TestFailure("not accepted") }
         let response = await withCheckedContinuation { c in router.route(push) { c.resume(returning: $0) } }
         #expect(response.status == 200)
-        #expect(try await router.purgeExpired(now: f.now.addingTimeInterval(9)) == 0)
-        #expect(try await router.purgeExpired(now: f.now.addingTimeInterval(10)) == 1)
+        #expect(try await router.offline.purgeExpired(now: f.now.addingTimeInterval(9)) == 0)
+        #expect(try await router.offline.purgeExpired(now: f.now.addingTimeInterval(10)) == 1)
         #expect(try await f.store.storedCount() == 0)
         #expect(try await f.store.deliveryLog(id: push.apnsID).map(\.kind) == [.accepted, .stored, .discarded])
     }

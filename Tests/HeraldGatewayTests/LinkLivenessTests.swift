@@ -15,8 +15,9 @@ import Testing
         let f = try await Fixture(now: Date())
         var configuration = DeviceLinkServer.Configuration()
         configuration.idleTimeout = idle
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService(
-            directory: f.directory, router: PushRouter(committer: GroupCommitter(store: f.store, policy: .init())),
+            directory: f.directory, links: router.links, offline: router.offline,
             configuration: configuration, logger: Logger(label: "test"),
             log: ListenerLog(logger: Logger(label: "test")),
             now: { Date() })

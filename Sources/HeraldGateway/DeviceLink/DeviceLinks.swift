@@ -32,12 +32,27 @@ public struct LinkOffer: Sendable {
     }
 }
 
+/// A connected device's link as the registry drives it; every call runs on the link's event loop.
+/// (`DeviceLinkHandler` is the one kind; the registry does not need to know it.)
+protocol DeviceConnection: AnyObject {
+    /// Sends a push (or holds it under the QoS); `completion` says what became of it.
+    func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void)
+    /// Sends pushes just committed to the offline store, unless the link has them already.
+    func offerStored(_ pushes: [StoredPush])
+    /// Sends a message.
+    func send(_ message: LinkMessage)
+    /// Sends an error and closes.
+    func refuse(code: String, message: String)
+    /// Closes for shutdown (1001, going away).
+    func goAway()
+}
+
 /// The devices connected over the device link, by device id. The router looks a device up here
 /// for every push; the link's own handler (on its event loop) does the rest.
 public final class DeviceLinks: Sendable {
     struct Handle: Sendable {
         let loop: any EventLoop
-        let handler: NIOLoopBound<DeviceLinkHandler>
+        let handler: NIOLoopBound<any DeviceConnection>
         let key: ObjectIdentifier
     }
 

@@ -154,11 +154,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             acknowledge(ids)
         case (.online(let device), .refused(let apnsID, let reason)):
             // Acknowledged already; the delivery log says what became of it on the device.
-            service.router.committer.submitLog([
-                DeliveryEvent(
-                    apnsID: apnsID, uniqueID: nil, kind: .refused, at: service.now(),
-                    detail: "device \(device): \(reason)")
-            ])
+            service.offline.refused(apnsID, device: device, reason: reason, at: service.now())
         case (.online(let device), .register), (.online(let device), .unregister),
             (.online(let device), .resetDevice):
             guard let context else { return }
@@ -205,7 +201,8 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                         LinkRegistration(topic: $0.bundleID, environment: $0.environment, token: $0.token)
                     }))
             let handle = DeviceLinks.Handle(
-                loop: context.eventLoop, handler: NIOLoopBound(self, eventLoop: context.eventLoop),
+                loop: context.eventLoop,
+                handler: NIOLoopBound<any DeviceConnection>(self, eventLoop: context.eventLoop),
                 key: ObjectIdentifier(self))
             if let replaced = service.links.attach(device.id, handle) {
                 replaced.loop.execute {
@@ -225,7 +222,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         let service = self.service
         Task {
             do {
-                let pending = try await service.router.committer.store.pending(device: device, now: service.now())
+                let pending = try await service.offline.pending(device: device, now: service.now())
                 loop.execute { bound.value.backlogRead(pending) }
             } catch {
                 service.logger.error(
@@ -286,7 +283,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 ticket: ticket.id, push: stored.linkPush, expiresAt: stored.expiresAt, origin: .stored)
             tickets.append(ticket)
         }
-        if !void.isEmpty { service.router.discardStored(void, device: device, at: service.now()) }
+        if !void.isEmpty { service.offline.discard(void, device: device, at: service.now()) }
         if tickets.isEmpty { return }
         apply(qos.submitBacklog(tickets, now: service.now()))
     }
@@ -310,7 +307,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             completion(.acknowledged(deliveredAt: deliveredAt, acknowledgedAt: at))
         case .stored:
             recentlyAcknowledged.insert(entry.push.apnsID)
-            service.router.acknowledgedStored(entry.push, device: device, deliveredAt: deliveredAt, acknowledgedAt: at)
+            service.offline.acknowledged(entry.push, device: device, deliveredAt: deliveredAt, acknowledgedAt: at)
         }
     }
 
@@ -335,7 +332,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         if quiet >= idle {
             livenessTimer = nil
             service.log.closed(
-                listener: LinkTransportSniffer.listener, peer: context.channel.remoteAddress,
+                listener: DeviceLinkService.listener, peer: context.channel.remoteAddress,
                 reason:
                     "device \(deviceID ?? "?") sent nothing, not even a pong, for \(idle.secondsText) (idle deadline)")
             close(context, code: 1001)
@@ -577,3 +574,5 @@ extension StoredPush {
             pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, payload: payload)
     }
 }
+
+extension DeviceLinkHandler: DeviceConnection {}

@@ -5,13 +5,6 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// Tells a provider connection to stop gracefully: GOAWAY with `{"reason":"Shutdown"}`, finish
-/// the streams in flight, then close.
-public struct ProviderShutdownEvent: Sendable {
-    /// The event.
-    public init() {}
-}
-
 /// The provider API over HTTP/2, driven at the frame level: one handler per connection reads
 /// HEADERS and DATA frames, calls ``ProviderAPI/handle(_:connection:now:)`` when a stream's request
 /// is complete, and writes the answer on that stream. No child channel and no Task per stream.

@@ -110,7 +110,7 @@ public struct GatewayDirectory: Sendable {
     /// Registers an app (its bundle id) for a team.
     @discardableResult
     public func putApp(bundleID: String, teamID: String) async throws -> AppRecord {
-        guard ProviderAPI.isValidTopic(bundleID), bundleID.contains(".") else {
+        guard APNsTopic.isValid(bundleID), bundleID.contains(".") else {
             throw Failure.invalid("bundle id must be a reverse-DNS name without spaces, like com.example.app")
         }
         guard registry.team(teamID) != nil else { throw Failure.notFound("team \(teamID)") }
@@ -177,7 +177,7 @@ public struct GatewayDirectory: Sendable {
         guard let device = registry.device(deviceID), device.deletedAt == nil else {
             throw Failure.notFound("device \(deviceID)")
         }
-        guard ProviderAPI.isValidTopic(bundleID) else { throw Failure.invalid("bundle id must not contain spaces") }
+        guard APNsTopic.isValid(bundleID) else { throw Failure.invalid("bundle id must not contain spaces") }
         let token = issuer.token(
             device: deviceID, bundleID: bundleID, environment: environment, generation: device.generation)
         if let existing = registry.registration(token, in: environment), existing.invalidatedAt == nil {

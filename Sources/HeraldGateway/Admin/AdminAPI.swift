@@ -115,7 +115,7 @@ public struct AdminAPI: Sendable {
         router.get("/healthz") { _, _ in #"{"status":"ok"}"# }
         let push = self.pushRouter
         router.get("/metrics") { _, _ -> Response in
-            let stored = (try? await push.committer.store.storedCount()) ?? 0
+            let stored = (try? await push.offline.committer.store.storedCount()) ?? 0
             let bytes = push.metrics.emit(devicesOnline: push.links.onlineCount, storedPushes: stored)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -230,7 +230,7 @@ public struct ProviderAPI: Sendable {
         let type = pushType ?? (summary.hasUserVisibleContent ? .alert : .background)
 
         // Topic: syntax, the push type's suffix, and whose app it is.
-        guard Self.isValidTopic(topic) else { return failLater(.badTopic) }
+        guard APNsTopic.isValid(topic) else { return failLater(.badTopic) }
         let bundleID: String
         if let suffix = type.topicSuffix, !suffix.isEmpty {
             guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else { return failLater(.badTopic) }
@@ -279,13 +279,6 @@ public struct ProviderAPI: Sendable {
             }
         }
         return true
-    }
-
-    /// A topic is 1…255 bytes of printable ASCII without spaces.
-    static func isValidTopic(_ topic: String) -> Bool {
-        let u = topic.utf8
-        guard !u.isEmpty, u.count <= 255 else { return false }
-        return u.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 }
 

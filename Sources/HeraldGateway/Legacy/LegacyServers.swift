@@ -275,7 +275,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
 
     private func dropped(_ token: DeviceToken, apnsID: String, identifier: UInt32) {
         let environment = connection.defaultEnvironment
-        router.committer.submitLog([
+        router.offline.committer.submitLog([
             DeliveryEvent(
                 apnsID: apnsID, uniqueID: nil, kind: .discarded, at: now(),
                 detail:

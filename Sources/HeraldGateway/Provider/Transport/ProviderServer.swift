@@ -32,13 +32,6 @@ public final class ProviderServer: Sendable {
     /// The bound address.
     public var localAddress: SocketAddress? { serverChannel.localAddress }
 
-    /// SETTINGS the provider API advertises.
-    public static let settings: HTTP2Settings = [
-        HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
-        HTTP2Setting(parameter: .initialWindowSize, value: 65535),
-        HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
-    ]
-
     /// Binds a listener. Every connection gets the first-bytes deadline (`firstBytes`: from
     /// accepting it until its first complete request); the idle deadline is the API's
     /// (``ProviderAPI/idleTimeout``). Without ALPN (cleartext, or a TLS client that offers none) the
@@ -134,73 +127,5 @@ public final class ProviderServer: Sendable {
         api.beginShutdown()
         try? await serverChannel.close()
         await registry.stopAll(timeout: timeout)
-    }
-}
-
-/// The open connections of a listener.
-final class ChannelRegistry: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-    func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
-    func remove(_ channel: any Channel) { channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }
-    var all: [any Channel] { channels.withLock { Array($0.values) } }
-    var count: Int { channels.withLock { $0.count } }
-
-    /// Tells every open connection to stop (``ProviderShutdownEvent``) and waits for each to close;
-    /// after `timeout` closes whatever is left.
-    func stopAll(timeout: TimeAmount) async {
-        let open = all
-        for channel in open {
-            channel.pipeline.fireUserInboundEventTriggered(ProviderShutdownEvent())
-        }
-        let deadline = NIODeadline.now() + timeout
-        for channel in open {
-            let remaining = deadline - .now()
-            if remaining > .zero {
-                let scheduled = channel.eventLoop.scheduleTask(in: remaining) { channel.close(promise: nil) }
-                try? await channel.closeFuture.get()
-                scheduled.cancel()
-            } else {
-                try? await channel.close()
-            }
-        }
-    }
-}
-
-/// What the provider API's HTTP/2 and HTTP/1.1 pipelines are made from.
-struct ProviderPipeline: Sendable {
-    let api: ProviderAPI
-    let router: PushRouter
-    let now: @Sendable () -> Date
-    /// How long a started HTTP/1.1 request may take to arrive whole, and how long an HTTP/2 answer
-    /// may wait for the client's flow-control window (the first-bytes deadline).
-    var requestDeadline: TimeAmount = .seconds(10)
-    /// Where a connection closed for a missed deadline is logged.
-    var log: ListenerLog? = nil
-
-    /// Adds the HTTP/2 handlers.
-    func http2(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
-        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-        configuration.initialSettings = ProviderServer.settings
-        try pipeline.addHandler(WriteCoalescingHandler())
-        try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
-        try pipeline.addHandler(
-            ProviderHTTP2Handler(
-                api: api, router: router, connection: connection, now: now, log: log,
-                stallDeadline: requestDeadline))
-    }
-
-    /// Adds the HTTP/1.1 handlers.
-    func http1(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
-        try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
-        try pipeline.addHandler(
-            ProviderHTTP1Handler(
-                api: api, router: router, connection: connection, now: now, requestDeadline: requestDeadline,
-                log: log))
-    }
-
-    /// A sniffer that picks one of the two by the first bytes.
-    func sniffer(listener: String, log: ListenerLog, connection: ProviderConnectionState) -> ProtocolSniffer {
-        ProtocolSniffer(
-            listener: listener, log: log, http1: { try http1($0, connection) }, http2: { try http2($0, connection) })
     }
 }

@@ -1,0 +1,31 @@
+import NIOCore
+import Synchronization
+
+/// The open connections of a listener.
+final class ChannelRegistry: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
+    func remove(_ channel: any Channel) { channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }
+    var all: [any Channel] { channels.withLock { Array($0.values) } }
+    var count: Int { channels.withLock { $0.count } }
+
+    /// Tells every open connection to stop (``ProviderShutdownEvent``) and waits for each to close;
+    /// after `timeout` closes whatever is left.
+    func stopAll(timeout: TimeAmount) async {
+        let open = all
+        for channel in open {
+            channel.pipeline.fireUserInboundEventTriggered(ProviderShutdownEvent())
+        }
+        let deadline = NIODeadline.now() + timeout
+        for channel in open {
+            let remaining = deadline - .now()
+            if remaining > .zero {
+                let scheduled = channel.eventLoop.scheduleTask(in: remaining) { channel.close(promise: nil) }
+                try? await channel.closeFuture.get()
+                scheduled.cancel()
+            } else {
+                try? await channel.close()
+            }
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import HeraldCore
+import Logging
+
+/// The offline store as the rest of the gateway uses it: what a push that cannot be delivered now
+/// becomes (stored under the offline policy, or discarded), what a device link reads when a device
+/// connects and what it reports back (acknowledged, refused, void), and the purge of what expired.
+/// Every write goes through the ``GroupCommitter``, and every step is a line in the delivery log.
+public final class OfflineStore: Sendable {
+    /// The store writer.
+    public let committer: GroupCommitter
+    /// The offline policy.
+    public var policy: OfflinePolicy { committer.policy }
+    let metrics: GatewayMetrics
+    let logger: Logger
+
+    /// Creates the offline store over a committer.
+    public init(committer: GroupCommitter, metrics: GatewayMetrics, logger: Logger) {
+        self.committer = committer
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// When a push stored now stops being kept; `nil` = not stored at all.
+    public func expiry(of push: AcceptedPush) -> Date? {
+        let now = push.receivedAt
+        let latest = now.addingTimeInterval(policy.maximumAge)
+        guard let expiration = push.expiration else { return now.addingTimeInterval(policy.defaultAge) }
+        if expiration == 0 { return nil }
+        let date = Date(timeIntervalSince1970: TimeInterval(expiration))
+        if date <= now { return nil }
+        return min(date, latest)
+    }
+
+    /// What is stored for a device and not expired at `now`, oldest first.
+    func pending(device: String, now: Date) async throws -> [StoredPush] {
+        try await committer.store.pending(device: device, now: now)
+    }
+
+    /// The device acknowledged a push that was in the store: remove it and log both steps.
+    func acknowledged(_ push: LinkPush, device: String, deliveredAt: Date, acknowledgedAt: Date) {
+        var batch = StoreBatch()
+        batch.removals = [(deviceID: device, apnsID: push.apnsID)]
+        batch.events = [
+            DeliveryEvent(
+                apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .delivered, at: deliveredAt,
+                detail: "from the offline store"),
+            DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .acknowledged, at: acknowledgedAt),
+        ]
+        committer.submit(batch)
+        metrics.delivered(acknowledged: true)
+    }
+
+    /// Drops stored pushes whose token became invalid (the app was removed or the device reset).
+    func discard(_ pushes: [StoredPush], device: String, at: Date) {
+        var batch = StoreBatch()
+        batch.removals = pushes.map { (deviceID: device, apnsID: $0.apnsID) }
+        batch.events = pushes.map {
+            DeliveryEvent(
+                apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: at,
+                detail: "its token was invalidated (app removed or device reset) before delivery")
+        }
+        committer.submit(batch)
+    }
+
+    /// The device refused a push it had acknowledged (its app is not installed, say): a line in the
+    /// delivery log.
+    func refused(_ apnsID: String, device: String, reason: String, at: Date) {
+        committer.submitLog([
+            DeliveryEvent(apnsID: apnsID, uniqueID: nil, kind: .refused, at: at, detail: "device \(device): \(reason)")
+        ])
+    }
+
+    /// A delivered push's lines for the delivery log; nobody waits for them.
+    func logDelivered(_ delivered: DeliveredPush) {
+        committer.submitLog(delivered)
+    }
+
+    /// Deletes expired pushes from the offline store and logs each as discarded; returns how many.
+    @discardableResult
+    public func purgeExpired(now: Date) async throws -> Int {
+        let expired = try await committer.store.purgeExpired(now: now)
+        if expired.isEmpty { return 0 }
+        var batch = StoreBatch()
+        batch.events = expired.map {
+            DeliveryEvent(
+                apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: now,
+                detail: "expired in the offline store")
+        }
+        _ = try await committer.commit(batch)
+        logger.info("purged expired pushes", metadata: ["count": "\(expired.count)"])
+        return expired.count
+    }
+
+    private func accepted(_ push: AcceptedPush) -> DeliveryEvent {
+        DeliveryEvent(
+            apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .accepted, at: push.receivedAt,
+            detail: DeliveredPush.acceptedDetail(
+                device: push.registration.deviceID, topic: push.topic, binaryIdentifier: push.binaryIdentifier))
+    }
+
+    private func event(_ push: AcceptedPush, _ kind: DeliveryEvent.Kind, _ at: Date, _ detail: String? = nil)
+        -> DeliveryEvent
+    {
+        DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: kind, at: at, detail: detail)
+    }
+
+    /// Stores a push under the offline policy (or, with no expiry, discards it) and answers 200
+    /// once that is durable.
+    func keep(
+        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?,
+        respond: @escaping @Sendable (ProviderResponse) -> Void,
+        whenStored: @escaping @Sendable (StoredPush) -> Void
+    ) {
+        let ok = ProviderResponse.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)
+        var batch = StoreBatch()
+        batch.events = [accepted(push)]
+        if let deliveredAt {
+            batch.events.append(event(push, .delivered, deliveredAt, "not acknowledged in time"))
+        }
+        guard let expiresAt else {
+            // One attempt only, and it did not reach the device: APNs discards it and still answers 200.
+            batch.events.append(
+                event(
+                    push, .discarded, push.receivedAt,
+                    deliveredAt == nil
+                        ? "expiration 0 or past and the device is offline"
+                        : "expiration 0 or past and the device did not acknowledge it"))
+            // The 200 waits for this line to be durable: after a crash, the delivery log still says
+            // what became of every push answered 200 (it is rare: the device was not connected).
+            metrics.discarded()
+            let logger = self.logger
+            committer.submit(batch) { result in
+                if case .failure(let error) = result {
+                    logger.error(
+                        "delivery log write failed", metadata: ["error": "\(error)", "apns-id": "\(push.apnsID)"])
+                }
+                respond(ok)
+            }
+            return
+        }
+        let stored = StoredPush(
+            apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
+            token: push.registration.token, environment: push.registration.environment, topic: push.topic,
+            pushType: push.pushType, priority: push.priority, collapseID: push.collapseID,
+            expiration: push.expiration, expiresAt: expiresAt, receivedAt: push.receivedAt,
+            payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable)
+        batch.pushes = [stored]
+        batch.events.append(
+            event(push, .stored, push.receivedAt, "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds)"))
+        let logger = self.logger
+        let metrics = self.metrics
+        committer.submit(batch) { result in
+            switch result {
+            case .success(let replaced):
+                metrics.stored()
+                respond(ok)
+                // Not pushed out by a newer one in the same commit: the router offers it to the
+                // device's link, in case the device connected meanwhile.
+                if !replaced.contains(stored.apnsID) { whenStored(stored) }
+            case .failure(let error):
+                logger.error("store write failed", metadata: ["error": "\(error)", "apns-id": "\(push.apnsID)"])
+                respond(.error(.serviceUnavailable, apnsID: push.apnsID))
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import HeraldCore
+import Logging
+import NIOCore
+
+/// Routes accepted pushes (spec/APNS.md §5, docs/device-link.md). A push for a connected device
+/// goes down its link, and the provider's 200 waits for the device's acknowledgement. A push the
+/// link cannot deliver at once (the device is offline, does not acknowledge in time, or the QoS
+/// holds it back) is stored under the offline policy, newest per (device, topic) by default,
+/// until its expiration, and the 200 waits for the store's commit. Expiration 0 (or a time
+/// already past) is never stored.
+public final class PushRouter: Sendable {
+    /// Where what cannot be delivered now goes.
+    public let offline: OfflineStore
+    /// The connected devices.
+    public let links: DeviceLinks
+    /// The gateway's counters.
+    public let metrics: GatewayMetrics
+    let logger: Logger
+
+    /// Creates a router.
+    public init(
+        committer: GroupCommitter, links: DeviceLinks = DeviceLinks(), metrics: GatewayMetrics = GatewayMetrics(),
+        logger: Logger = Logger(label: "herald.router")
+    ) {
+        self.offline = OfflineStore(committer: committer, metrics: metrics, logger: logger)
+        self.links = links
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Routes a push; `respond` receives the provider's answer.
+    public func route(_ push: AcceptedPush, respond: @escaping @Sendable (ProviderResponse) -> Void) {
+        let expiresAt = offline.expiry(of: push)
+        let offer = LinkOffer(push: push.linkPush, expiresAt: expiresAt, background: push.pushType == .background)
+        let offered = links.offer(offer, to: push.registration.deviceID) { [self] outcome in
+            switch outcome {
+            case .acknowledged(let deliveredAt, let acknowledgedAt):
+                // The device has it: the 200 need not wait for the log.
+                offline.logDelivered(
+                    DeliveredPush(
+                        apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
+                        topic: push.topic, binaryIdentifier: push.binaryIdentifier, acceptedAt: push.receivedAt,
+                        deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt))
+                metrics.delivered(acknowledged: true)
+                respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
+            case .notAcknowledged(let deliveredAt):
+                if deliveredAt != nil { metrics.delivered(acknowledged: false) }
+                keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond)
+            case .hold:
+                keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+            }
+        }
+        if !offered { keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond) }
+    }
+
+    /// Stores or discards a push the link could not deliver, and offers a stored one to the device's
+    /// link once durable, in case the device connected meanwhile.
+    private func keep(
+        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?,
+        respond: @escaping @Sendable (ProviderResponse) -> Void
+    ) {
+        let links = self.links
+        offline.keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond) { stored in
+            links.offerStored([stored], to: stored.deviceID)
+        }
+    }
+}
+
+extension AcceptedPush {
+    /// The push as it goes down the device link.
+    var linkPush: LinkPush {
+        LinkPush(
+            apnsID: apnsID, uniqueID: uniqueID, topic: topic, token: registration.token,
+            environment: registration.environment, pushType: pushType, priority: priority, expiration: expiration,
+            collapseID: collapseID, payload: Data(payload.readableBytesView))
+    }
+}

@@ -1,0 +1,79 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// The device link listener (docs/device-link.md): WebSocket at `/device/v1`, over TLS, or in
+/// cleartext from loopback addresses. Each connection is a few NIO handlers; no Task per
+/// connection (DESIGN.md: a million idle links is the goal).
+public final class DeviceLinkServer: Sendable {
+    /// How the listener runs (``DeviceLinkConfiguration``).
+    public typealias Configuration = DeviceLinkConfiguration
+
+    /// The per-connection logic's shared state.
+    let service: DeviceLinkService
+    let serverChannel: any Channel
+    let channels: ChannelRegistry
+
+    /// The bound address.
+    public var localAddress: SocketAddress? { serverChannel.localAddress }
+
+    private init(service: DeviceLinkService, serverChannel: any Channel, channels: ChannelRegistry) {
+        self.service = service
+        self.serverChannel = serverChannel
+        self.channels = channels
+    }
+
+    /// Binds the listener. With `tls` nil only cleartext from loopback is served; with it, a
+    /// connection whose first byte is a TLS handshake gets TLS and a cleartext one from a loopback
+    /// address is served as it is. Cleartext from elsewhere is closed.
+    public static func start(
+        host: String, port: Int, tls: NIOSSLContext?, directory: GatewayDirectory, links: DeviceLinks,
+        offline: OfflineStore,
+        configuration: Configuration = Configuration(), group: any EventLoopGroup, logger: Logger,
+        log: ListenerLog? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> DeviceLinkServer {
+        let channels = ChannelRegistry()
+        let service = DeviceLinkService(
+            directory: directory, links: links, offline: offline, configuration: configuration, logger: logger,
+            log: log ?? ListenerLog(logger: logger), now: now)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelInitializer { channel in
+                channels.add(channel)
+                channel.closeFuture.whenComplete { _ in channels.remove(channel) }
+                return channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(
+                        FirstBytesDeadline(
+                            listener: LinkTransportSniffer.listener, deadline: configuration.firstBytesTimeout,
+                            log: service.log))
+                    try sync.addHandler(LinkTransportSniffer(service: service, tls: tls))
+                }
+            }
+        let channel = try await bootstrap.bind(host: host, port: port).get()
+        return DeviceLinkServer(service: service, serverChannel: channel, channels: channels)
+    }
+
+    /// Stops: no new connections; every device gets a close frame (1001, going away).
+    public func shutdown() async {
+        try? await serverChannel.close()
+        for handle in service.links.all {
+            handle.loop.execute { handle.handler.value.goAway() }
+        }
+        for channel in channels.all {
+            let scheduled = channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+            try? await channel.closeFuture.get()
+            scheduled.cancel()
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// What every device link connection shares: the directory, the offline store, the connected
+/// devices and the configuration. Authentication and registration run here, off the event loop (they touch
+/// the store).
+final class DeviceLinkService: Sendable {
+    /// The listener's name in logs and metrics.
+    static let listener = "device link"
+    let directory: GatewayDirectory
+    let offline: OfflineStore
+    let links: DeviceLinks
+    let configuration: DeviceLinkConfiguration
+    let logger: Logger
+    let log: ListenerLog
+    let now: @Sendable () -> Date
+
+    init(
+        directory: GatewayDirectory, links: DeviceLinks, offline: OfflineStore,
+        configuration: DeviceLinkConfiguration,
+        logger: Logger, log: ListenerLog, now: @escaping @Sendable () -> Date
+    ) {
+        self.directory = directory
+        self.offline = offline
+        self.links = links
+        self.configuration = configuration
+        self.logger = logger
+        self.log = log
+        self.now = now
+    }
+
+    // MARK: Authentication and registration (off the event loop: they touch the store)
+
+    /// Why the gateway refused a device.
+    struct Refusal: Error {
+        var code: String
+        var message: String
+    }
+
+    func authenticate(device: String?, publicKey: Data?, signature: Data, nonce: Data) async -> Result<
+        (DeviceRecord, [Registration]), Refusal
+    > {
+        let registry = directory.registry
+        let existing = device.flatMap { registry.device($0) }
+        if let existing, existing.deletedAt != nil {
+            return .failure(Refusal(code: "DeviceDeleted", message: "device \(existing.id) was deleted"))
+        }
+        let keyBytes: Data
+        if let existing, !existing.publicKey.isEmpty {
+            if let publicKey, publicKey != existing.publicKey {
+                return .failure(
+                    Refusal(code: "DeviceKeyMismatch", message: "device \(existing.id) is registered with another key"))
+            }
+            keyBytes = existing.publicKey
+        } else if let publicKey {
+            keyBytes = publicKey
+        } else {
+            return .failure(
+                Refusal(
+                    code: "UnknownDevice",
+                    message: device.map { "device \($0) is not registered; send publicKey to register it" }
+                        ?? "a new device must send publicKey"))
+        }
+        guard let key = try? P256.Signing.PublicKey(x963Representation: keyBytes) else {
+            return .failure(Refusal(code: "BadPublicKey", message: "publicKey must be a P-256 key in X9.63 form"))
+        }
+        guard
+            let ecdsa = (try? P256.Signing.ECDSASignature(rawRepresentation: signature))
+                ?? (try? P256.Signing.ECDSASignature(derRepresentation: signature)),
+            key.isValidSignature(ecdsa, for: DeviceLink.signedBytes(nonce: nonce))
+        else {
+            return .failure(
+                Refusal(code: "BadSignature", message: "the signature does not verify with the device's key"))
+        }
+        do {
+            let record = try await directory.registerDevice(id: device, publicKey: keyBytes, now: now())
+            return .success((record, registry.registrations(device: record.id)))
+        } catch let failure as GatewayDirectory.Failure {
+            return .failure(Refusal(code: "Refused", message: failure.description))
+        } catch {
+            return .failure(Refusal(code: "Internal", message: "\(error)"))
+        }
+    }
+
+    /// Carries out a device's request and returns the answer.
+    func perform(_ message: LinkMessage, device: String) async -> LinkMessage {
+        let at = now()
+        do {
+            switch message {
+            case .register(let request, let topic, let environment):
+                let r = try await directory.registerApp(
+                    device: device, bundleID: topic, environment: environment, now: at)
+                logger.info("device registered app", metadata: ["device": "\(device)", "topic": "\(topic)"])
+                return .token(
+                    request: request, LinkRegistration(topic: topic, environment: environment, token: r.token))
+            case .unregister(let request, let topic, let environment):
+                try await directory.unregisterApp(device: device, bundleID: topic, environment: environment, now: at)
+                logger.info("device removed app", metadata: ["device": "\(device)", "topic": "\(topic)"])
+                return .unregistered(request: request, topic: topic, environment: environment)
+            case .resetDevice(let request):
+                let record = try await directory.resetDevice(device, now: at)
+                logger.info("device reset itself", metadata: ["device": "\(device)"])
+                return .reset(request: request, generation: record.generation)
+            default:
+                return .error(request: nil, code: "BadMessage", message: "unexpected message")
+            }
+        } catch let failure as GatewayDirectory.Failure {
+            return .error(
+                request: message.requestID, code: failure.status == 404 ? "NotFound" : "Refused",
+                message: failure.description)
+        } catch {
+            return .error(request: message.requestID, code: "Internal", message: "\(error)")
+        }
+    }
+}
+
+extension LinkMessage {
+    /// The request id a device put on its message, if any.
+    var requestID: Int? {
+        switch self {
+        case .register(let r, _, _), .unregister(let r, _, _), .resetDevice(let r): return r
+        default: return nil
+        }
+    }
+}

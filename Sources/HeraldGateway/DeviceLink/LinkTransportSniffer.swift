@@ -1,0 +1,130 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// Looks at the first byte: a TLS handshake (0x16) gets TLS; cleartext is served only to loopback
+/// peers. Then the first bytes of HTTP are checked (``ProtocolSniffer``: HTTP/1.1 only; an HTTP/2
+/// preface or bytes that are no request line are closed with a logged reason) and HTTP with the
+/// WebSocket upgrade is set up.
+final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    static var listener: String { DeviceLinkService.listener }
+    let service: DeviceLinkService
+    let tls: NIOSSLContext?
+
+    init(service: DeviceLinkService, tls: NIOSSLContext?) {
+        self.service = service
+        self.tls = tls
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        guard let first = bytes.readableBytesView.first else { return }
+        let sync = context.pipeline.syncOperations
+        do {
+            if first == 0x16 {
+                guard let tls else { throw Refused.tlsNotConfigured }
+                try sync.addHandler(NIOSSLServerHandler(context: tls))
+                // One TLS record per flush rather than per notification.
+                try sync.addHandler(WriteCoalescingHandler())
+            } else if !Self.isLoopback(context.channel.remoteAddress) {
+                throw Refused.cleartextFromNetwork
+            }
+            let service = self.service
+            try sync.addHandler(
+                ProtocolSniffer(
+                    listener: Self.listener, log: service.log,
+                    http1: { try Self.configureHTTP($0, service: service) }, http2: nil))
+        } catch {
+            service.log.closed(listener: Self.listener, peer: context.channel.remoteAddress, reason: "\(error)")
+            context.close(promise: nil)
+            return
+        }
+        context.fireChannelRead(data)
+        sync.removeHandler(self, promise: nil)
+    }
+
+    enum Refused: Error, CustomStringConvertible {
+        case tlsNotConfigured, cleartextFromNetwork
+        var description: String {
+            switch self {
+            case .tlsNotConfigured: "a TLS handshake, but this listener has no TLS"
+            case .cleartextFromNetwork: "cleartext from a network address (only loopback may skip TLS)"
+            }
+        }
+    }
+
+    static func isLoopback(_ address: SocketAddress?) -> Bool {
+        guard let ip = address?.ipAddress else { return false }
+        return Loopback.contains(ip)
+    }
+
+    static func configureHTTP(_ sync: ChannelPipeline.SynchronousOperations, service: DeviceLinkService) throws {
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: DeviceLink.maximumMessageSize, automaticErrorHandling: true,
+            shouldUpgrade: { channel, head in
+                let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+                return channel.eventLoop.makeSucceededFuture(path == DeviceLink.path ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(
+                        NIOWebSocketFrameAggregator(
+                            minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
+                            maxAccumulatedFrameSize: DeviceLink.maximumMessageSize))
+                    try sync.addHandler(DeviceLinkHandler(service: service))
+                }
+            })
+        try sync.configureHTTPServerPipeline(
+            withServerUpgrade: (
+                upgraders: [upgrader],
+                completionHandler: { context in
+                    if let fallback = try? context.pipeline.syncOperations.handler(type: LinkHTTPFallbackHandler.self) {
+                        context.pipeline.syncOperations.removeHandler(fallback, promise: nil)
+                    }
+                }
+            ), withErrorHandling: true)
+        try sync.addHandler(LinkHTTPFallbackHandler())
+    }
+}
+
+/// Answers a plain HTTP request on the link port: 426 for the link's path without the WebSocket
+/// upgrade, 404 for anything else.
+final class LinkHTTPFallbackHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    var path = ""
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        case .body:
+            break
+        case .end:
+            let upgrade = path == DeviceLink.path
+            let text = upgrade ? "the device link speaks WebSocket: send Upgrade: websocket\n" : "not found\n"
+            var headers = HTTPHeaders([("content-type", "text/plain"), ("connection", "close")])
+            headers.add(name: "content-length", value: String(text.utf8.count))
+            if upgrade { headers.add(name: "upgrade", value: "websocket") }
+            let head = HTTPResponseHead(
+                version: .http1_1, status: upgrade ? .upgradeRequired : .notFound, headers: headers)
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
+                channel.close(promise: nil)
+            }
+        }
+    }
+}

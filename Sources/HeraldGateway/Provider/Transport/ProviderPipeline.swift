@@ -1,0 +1,51 @@
+import Foundation
+import HeraldRuntime
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+
+/// What the provider API's HTTP/2 and HTTP/1.1 pipelines are made from.
+struct ProviderPipeline: Sendable {
+    /// SETTINGS the provider API advertises.
+    static let settings: HTTP2Settings = [
+        HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
+        HTTP2Setting(parameter: .initialWindowSize, value: 65535),
+        HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
+    ]
+
+    let api: ProviderAPI
+    let router: PushRouter
+    let now: @Sendable () -> Date
+    /// How long a started HTTP/1.1 request may take to arrive whole, and how long an HTTP/2 answer
+    /// may wait for the client's flow-control window (the first-bytes deadline).
+    var requestDeadline: TimeAmount = .seconds(10)
+    /// Where a connection closed for a missed deadline is logged.
+    var log: ListenerLog? = nil
+
+    /// Adds the HTTP/2 handlers.
+    func http2(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.initialSettings = Self.settings
+        try pipeline.addHandler(WriteCoalescingHandler())
+        try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
+        try pipeline.addHandler(
+            ProviderHTTP2Handler(
+                api: api, router: router, connection: connection, now: now, log: log,
+                stallDeadline: requestDeadline))
+    }
+
+    /// Adds the HTTP/1.1 handlers.
+    func http1(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
+        try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+        try pipeline.addHandler(
+            ProviderHTTP1Handler(
+                api: api, router: router, connection: connection, now: now, requestDeadline: requestDeadline,
+                log: log))
+    }
+
+    /// A sniffer that picks one of the two by the first bytes.
+    func sniffer(listener: String, log: ListenerLog, connection: ProviderConnectionState) -> ProtocolSniffer {
+        ProtocolSniffer(
+            listener: listener, log: log, http1: { try http1($0, connection) }, http2: { try http2($0, connection) })
+    }
+}

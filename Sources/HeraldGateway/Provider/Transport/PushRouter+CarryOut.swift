@@ -1,0 +1,53 @@
+import Foundation
+import HeraldCore
+import NIOCore
+
+/// What the transports (HTTP/2, HTTP/1.1, the binary interface) share: carrying out the provider
+/// API's decision and counting the answer.
+extension PushRouter {
+    /// Counts an answer, and logs why it was given when the provider API left a note (a body that
+    /// is no JSON object, say): the client sees only the reason.
+    func answered(_ response: ProviderResponse, after elapsed: TimeAmount) {
+        if let note = response.note {
+            logger.notice(
+                "provider request refused",
+                metadata: [
+                    "apns-id": "\(response.apnsID)", "reason": "\(response.reason?.rawValue ?? "\(response.status)")",
+                    "why": "\(note)",
+                ])
+        }
+        metrics.answered(response, after: elapsed)
+    }
+
+    /// Carries out a provider API decision for a transport: answers at once, after an injected
+    /// delay, or once the push is delivered or stored. `answer` always runs on `loop` (at once,
+    /// inside this call, for an immediate answer), so a channel handler can write from it.
+    func carryOut(
+        _ decision: ProviderAPI.Decision, on loop: any EventLoop, answer: @escaping (ProviderResponse) -> Void
+    ) {
+        let start = NIODeadline.now()
+        let metrics = self.metrics
+        switch decision {
+        case .respond(let response, nil):
+            answered(response, after: .zero)
+            answer(response)
+        case .respond(let response, let delay?):
+            loop.assumeIsolated().scheduleTask(in: delay) { [self] in
+                answered(response, after: .now() - start)
+                answer(response)
+            }
+        case .accept(let push, let delay):
+            let bound = NIOLoopBound(answer, eventLoop: loop)
+            // One closure per push carries the answer back to the connection's loop (and counts it).
+            let respond: @Sendable (ProviderResponse) -> Void = { response in
+                metrics.answered(response, after: .now() - start)
+                if loop.inEventLoop { bound.value(response) } else { loop.execute { bound.value(response) } }
+            }
+            if let delay {
+                loop.scheduleTask(in: delay) { [self] in route(push, respond: respond) }
+            } else {
+                route(push, respond: respond)
+            }
+        }
+    }
+}
