@@ -124,9 +124,38 @@ public struct AppLinkFailure: Error, Sendable, Hashable, Codable, CustomStringCo
     /// `domain code: message`.
     public var description: String { "\(domain) \(code): \(message)" }
 
+    /// A failure's domain and code: the codes the daemon answers with beside Apple's
+    /// `UNErrorDomain` ones (``NotificationError``), defined once.
+    public struct Code: Hashable, Sendable {
+        /// The error domain.
+        public var domain: String
+        /// The code within it.
+        public var code: Int
+
+        /// Herald 1: a call the daemon cannot take in this state (no `hello` yet, or an unknown app).
+        public static let protocolError = Code(domain: AppLink.heraldErrorDomain, code: 1)
+        /// Herald 2: the device failed (its store, say).
+        public static let deviceFailed = Code(domain: AppLink.heraldErrorDomain, code: 2)
+        /// Herald 3: the push service is not reachable and the app has no token yet.
+        public static let pushServiceUnreachable = Code(domain: AppLink.heraldErrorDomain, code: 3)
+        /// `NSCocoaErrorDomain` 3000: `registerForRemoteNotifications` without an `aps-environment`.
+        public static let noAPSEnvironment = Code(domain: AppLink.cocoaErrorDomain, code: 3000)
+        /// `NSCocoaErrorDomain` 3010: remote notifications are not supported (the device has no push
+        /// service).
+        public static let remoteNotificationsNotSupported = Code(domain: AppLink.cocoaErrorDomain, code: 3010)
+    }
+
+    /// A failure with one of the daemon's codes.
+    public init(_ code: Code, _ message: String) {
+        self.init(domain: code.domain, code: code.code, message: message)
+    }
+
+    /// Its domain and code.
+    public var kind: Code { Code(domain: domain, code: code) }
+
     /// Herald: a call the daemon cannot take in this state (no `hello` yet, or an unknown app).
     public static func protocolError(_ message: String) -> AppLinkFailure {
-        AppLinkFailure(domain: AppLink.heraldErrorDomain, code: 1, message: message)
+        AppLinkFailure(.protocolError, message)
     }
 }
 

@@ -88,7 +88,7 @@ public enum LinkMessage: Sendable, Equatable {
     /// A notification; the device answers with `ack`.
     case push(LinkPush)
     /// A request failed (`request` says which), or the connection is refused (`request` nil).
-    case error(request: Int?, code: String, message: String)
+    case error(request: Int?, code: LinkErrorCode, message: String)
 
     // Device → gateway
     /// Authentication: the device id (nil on first contact = let the gateway choose), its public key
@@ -288,7 +288,7 @@ extension LinkMessage {
         case .error(let request, let code, let message):
             e = Envelope(type: "error")
             e.request = request
-            e.code = code
+            e.code = code.rawValue
             e.message = message
         case .hello(let device, let publicKey, let signature):
             e = Envelope(type: "hello")
@@ -368,7 +368,8 @@ extension LinkMessage {
                 environment: try need(e.environment, "environment"))
         case "reset": self = .reset(request: e.request, generation: try need(e.generation, "generation"))
         case "error":
-            self = .error(request: e.request, code: try need(e.code, "code"), message: e.message ?? "")
+            self = .error(
+                request: e.request, code: LinkErrorCode(rawValue: try need(e.code, "code")), message: e.message ?? "")
         case "push":
             self = .push(
                 LinkPush(

@@ -234,7 +234,7 @@ public final class Gateway: Sendable {
             guard let bound = adminBound else {
                 var reason = "it stopped before it was listening"
                 do { try await tasks.next() } catch { reason = "\(error)" }
-                throw GatewayStartError(
+                throw ListenerStartError(
                     listener: "admin API", address: "\(address):\(configuration.adminPort)",
                     reason: reason)
             }
@@ -286,19 +286,7 @@ public final class Gateway: Sendable {
         do {
             return try await start()
         } catch {
-            throw GatewayStartError(listener: listener, address: "\(host):\(port)", reason: "\(error)")
+            throw ListenerStartError(listener: listener, address: "\(host):\(port)", reason: "\(error)")
         }
     }
-}
-
-/// A listener could not start (most often: the port is in use).
-public struct GatewayStartError: Error, CustomStringConvertible {
-    /// Which listener.
-    public var listener: String
-    /// The address it tried.
-    public var address: String
-    /// The underlying error.
-    public var reason: String
-    /// One line naming all three.
-    public var description: String { "\(listener) could not listen on \(address): \(reason)" }
 }

@@ -38,6 +38,17 @@ import Testing
         #expect(try LinkMessage(json: message.encoded()) == message)
     }
 
+    /// Error codes are strings on the wire: a known one reads as its static member, one this side
+    /// does not know is kept as it came.
+    @Test func errorCodesAreTheirStringsOnTheWire() throws {
+        let deleted = LinkMessage.error(request: nil, code: .deviceDeleted, message: "gone")
+        #expect(String(decoding: deleted.encoded(), as: UTF8.self).contains(#""code":"DeviceDeleted""#))
+        let read = try LinkMessage(json: Data(#"{"type":"error","code":"DeviceDeleted","message":"gone"}"#.utf8))
+        #expect(read == deleted)
+        let newer = try LinkMessage(json: Data(#"{"type":"error","request":2,"code":"SomethingNew"}"#.utf8))
+        #expect(newer == .error(request: 2, code: LinkErrorCode(rawValue: "SomethingNew"), message: ""))
+    }
+
     /// `push` and `ack` are read without JSONDecoder; whatever that reader takes, it reads as
     /// JSONDecoder does.
     @Test(arguments: messages)

@@ -59,7 +59,7 @@ final class GatedStore: GatewayStore {
     func deleteTeam(_ id: String) async throws { try await inner.deleteTeam(id) }
     func save(_ key: ProviderKey) async throws { try await inner.save(key) }
     func deleteKey(_ id: String) async throws { try await inner.deleteKey(id) }
-    func save(_ app: HeraldGateway.AppRecord) async throws { try await inner.save(app) }
+    func save(_ app: HeraldGateway.TeamApp) async throws { try await inner.save(app) }
     func deleteApp(_ bundleID: String) async throws { try await inner.deleteApp(bundleID) }
     func save(_ device: DeviceRecord) async throws { try await inner.save(device) }
     func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws {

@@ -330,6 +330,7 @@ struct TestDevice {
             Issue.record("registered without an aps-environment")
         } catch let error as AppLinkFailure {
             #expect(error.domain == AppLink.cocoaErrorDomain && error.code == 3000)
+            #expect(error.kind == .noAPSEnvironment)
         }
         await #expect(throws: (any Error).self) { _ = try await device.connect("not.installed", .foreground) }
         await app.close()

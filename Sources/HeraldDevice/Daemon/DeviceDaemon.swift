@@ -37,7 +37,7 @@ public struct DeviceDaemon: Sendable {
         do {
             appLink = try await AppLinkServer.bind(path: configuration.appLinkPath)
         } catch {
-            throw DeviceStartError(listener: "app link", address: configuration.appLinkPath, reason: "\(error)")
+            throw ListenerStartError(listener: "app link", address: configuration.appLinkPath, reason: "\(error)")
         }
         let (apiPort, apiReady) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
@@ -81,7 +81,7 @@ public struct DeviceDaemon: Sendable {
                 }
                 await appLink.close()
                 tasks.cancelAll()
-                throw DeviceStartError(listener: "device API", address: "\(apiHost):\(self.apiPort)", reason: reason)
+                throw ListenerStartError(listener: "device API", address: "\(apiHost):\(self.apiPort)", reason: reason)
             }
             var info = [
                 "apiURL": "http://\(apiHost):\(bound)",
@@ -104,16 +104,4 @@ public struct DeviceDaemon: Sendable {
         }
         await service.close()
     }
-}
-
-/// A listener of the daemon could not start.
-public struct DeviceStartError: Error, CustomStringConvertible {
-    /// Which listener.
-    public var listener: String
-    /// The address it tried.
-    public var address: String
-    /// The underlying error.
-    public var reason: String
-    /// One line naming all three.
-    public var description: String { "\(listener) could not listen on \(address): \(reason)" }
 }

@@ -42,7 +42,7 @@ extension DeviceService {
         } catch let error as AppLinkFailure {
             throw error
         } catch {
-            throw AppLinkFailure(domain: AppLink.heraldErrorDomain, code: 2, message: "the device failed: \(error)")
+            throw AppLinkFailure(.deviceFailed, "the device failed: \(error)")
         }
     }
 
@@ -130,19 +130,18 @@ extension DeviceService {
         let record = try need(app)
         guard let environment = record.app.apsEnvironment else {
             throw AppLinkFailure(
-                domain: AppLink.cocoaErrorDomain, code: 3000,
-                message: "no valid \"aps-environment\" entitlement string found for application \(app)")
+                .noAPSEnvironment, "no valid \"aps-environment\" entitlement string found for application \(app)")
         }
         do {
             return try await gateway.register(app, environment: environment, wait: configuration.registrationWait)
         } catch GatewaySession.RegistrationError.noPushService {
             throw AppLinkFailure(
-                domain: AppLink.cocoaErrorDomain, code: 3010,
-                message: "remote notifications are not supported: this device has no push service (--gateway)")
+                .remoteNotificationsNotSupported,
+                "remote notifications are not supported: this device has no push service (--gateway)")
         } catch GatewaySession.RegistrationError.unreachable {
             throw AppLinkFailure(
-                domain: AppLink.heraldErrorDomain, code: 3,
-                message: "the push service is not reachable; registration will work once the device is connected")
+                .pushServiceUnreachable,
+                "the push service is not reachable; registration will work once the device is connected")
         } catch GatewaySession.RegistrationError.linkClosed {
             throw AppLinkFailure.protocolError("the push service link closed")
         }

@@ -70,13 +70,13 @@ public final class GatewayLinkClient: Sendable {
     /// A request the gateway refused.
     public struct Failure: Error, Equatable, CustomStringConvertible {
         /// The gateway's code (`BadSignature`, `UnknownDevice`, `NotFound`, …).
-        public var code: String
+        public var code: LinkErrorCode
         /// Its message.
         public var message: String
         /// `code: message`.
         public var description: String { "\(code): \(message)" }
         /// Creates a failure.
-        public init(code: String, message: String) {
+        public init(code: LinkErrorCode, message: String) {
             self.code = code
             self.message = message
         }
@@ -115,7 +115,7 @@ public final class GatewayLinkClient: Sendable {
         guard let parsed = URL(string: url), let scheme = parsed.scheme, scheme == "ws" || scheme == "wss",
             let host = parsed.host
         else {
-            throw Failure(code: "BadURL", message: "the gateway link URL must be ws://host:port/device/v1 or wss://…")
+            throw Failure(code: .badURL, message: "the gateway link URL must be ws://host:port/device/v1 or wss://…")
         }
         let secure = scheme == "wss"
         let port = parsed.port ?? 5223
@@ -156,7 +156,7 @@ public final class GatewayLinkClient: Sendable {
                             notUpgradingCompletionHandler: { channel in
                                 channel.eventLoop.makeFailedFuture(
                                     Failure(
-                                        code: "NotUpgraded",
+                                        code: .notUpgraded,
                                         message: "the server did not accept the WebSocket upgrade"))
                             }))
                     // The gateway's challenge may arrive in the same read as the 101: keep those bytes.
@@ -173,7 +173,7 @@ public final class GatewayLinkClient: Sendable {
             throw error
         }
         channel.closeFuture.whenComplete { _ in
-            welcome.fail(Failure(code: "Closed", message: "the gateway closed the link before welcoming the device"))
+            welcome.fail(Failure(code: .closed, message: "the gateway closed the link before welcoming the device"))
         }
         let greeting: LinkClientHandler.Welcome
         do {
@@ -248,7 +248,7 @@ public final class GatewayLinkClient: Sendable {
     }
 
     static func unexpected(_ message: LinkMessage) -> Failure {
-        Failure(code: "Unexpected", message: "unexpected answer \(String(decoding: message.encoded(), as: UTF8.self))")
+        Failure(code: .unexpected, message: "unexpected answer \(String(decoding: message.encoded(), as: UTF8.self))")
     }
 }
 
@@ -293,7 +293,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
     func channelInactive(context: ChannelHandlerContext) {
-        let failure = GatewayLinkClient.Failure(code: "Closed", message: closeReason ?? "the link closed")
+        let failure = GatewayLinkClient.Failure(code: .closed, message: closeReason ?? "the link closed")
         for (_, promise) in pending { promise.fail(failure) }
         pending = [:]
         welcome.fail(failure)
@@ -377,7 +377,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         // A link that closed before the request got here never answers: fail it now rather than
         // leave it waiting for ever.
         guard let context, context.channel.isActive else {
-            promise.fail(GatewayLinkClient.Failure(code: "Closed", message: closeReason ?? "the link closed"))
+            promise.fail(GatewayLinkClient.Failure(code: .closed, message: closeReason ?? "the link closed"))
             return
         }
         nextRequest += 1

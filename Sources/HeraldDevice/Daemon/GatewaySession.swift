@@ -150,7 +150,7 @@ actor GatewaySession {
         saved.tokens[app] = nil
         if let environment {
             do {
-                guard let client else { throw GatewayLinkClient.Failure(code: "Offline", message: "not connected") }
+                guard let client else { throw GatewayLinkClient.Failure(code: .offline, message: "not connected") }
                 try await client.unregister(topic: app, environment: environment)
             } catch {
                 saved.unregister.append(Topic(topic: app, environment: environment))

@@ -196,7 +196,7 @@ public struct AdminAPI: Sendable {
 
         // Apps and app certificates
         api.get("/apps") { _, _ in directory.registry.apps }
-        api.post("/apps") { request, context -> EditedResponse<AppRecord> in
+        api.post("/apps") { request, context -> EditedResponse<TeamApp> in
             let body = try await request.decode(as: AppBody.self, context: context)
             let app = try await Self.mapped { try await directory.putApp(bundleID: body.bundleID, teamID: body.teamID) }
             return EditedResponse(status: .created, response: app)
@@ -327,7 +327,7 @@ public struct AdminAPI: Sendable {
 }
 
 extension Team: ResponseEncodable {}
-extension AppRecord: ResponseEncodable {}
+extension TeamApp: ResponseEncodable {}
 extension DeliveryEvent: ResponseEncodable {}
 extension FaultRule: ResponseEncodable {}
 

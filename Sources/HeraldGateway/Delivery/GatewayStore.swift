@@ -177,7 +177,7 @@ public struct DirectorySnapshot: Sendable {
     /// Provider keys.
     public var keys: [ProviderKey] = []
     /// Apps.
-    public var apps: [AppRecord] = []
+    public var apps: [TeamApp] = []
     /// Devices.
     public var devices: [DeviceRecord] = []
     /// Registrations, current and invalidated.
@@ -373,7 +373,7 @@ public protocol GatewayStore: Sendable {
     /// Deletes a key.
     func deleteKey(_ id: String) async throws
     /// Inserts or replaces an app.
-    func save(_ app: AppRecord) async throws
+    func save(_ app: TeamApp) async throws
     /// Deletes an app.
     func deleteApp(_ bundleID: String) async throws
     /// Inserts or replaces a device.

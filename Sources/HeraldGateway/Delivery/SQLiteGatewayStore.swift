@@ -111,7 +111,7 @@ public final class SQLiteGatewayStore: GatewayStore {
         var snapshot = DirectorySnapshot()
         snapshot.teams = try teams.map { try decoder.decode(Team.self, from: $0) }
         snapshot.keys = try keys.map { try decoder.decode(ProviderKey.self, from: $0) }
-        snapshot.apps = try apps.map { try decoder.decode(AppRecord.self, from: $0) }
+        snapshot.apps = try apps.map { try decoder.decode(TeamApp.self, from: $0) }
         snapshot.devices = try devices.map { try decoder.decode(DeviceRecord.self, from: $0) }
         snapshot.registrations = try registrations.map { try decoder.decode(Registration.self, from: $0) }
         return snapshot
@@ -138,7 +138,7 @@ public final class SQLiteGatewayStore: GatewayStore {
         try await upsert("providerKey", key: "id", id: key.id, record: encoder.encode(key))
     }
     public func deleteKey(_ id: String) async throws { try await delete("providerKey", key: "id", id: id) }
-    public func save(_ app: AppRecord) async throws {
+    public func save(_ app: TeamApp) async throws {
         try await upsert("app", key: "bundleID", id: app.bundleID, record: encoder.encode(app))
     }
     public func deleteApp(_ bundleID: String) async throws { try await delete("app", key: "bundleID", id: bundleID) }

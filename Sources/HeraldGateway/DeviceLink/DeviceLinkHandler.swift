@@ -115,7 +115,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             switch read {
             case .success(let message): handle(message)
-            case .failure(let error): send(.error(request: nil, code: "BadMessage", message: error.description))
+            case .failure(let error): send(.error(request: nil, code: .badMessage, message: error.description))
             }
         case .ping:
             var pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
@@ -149,7 +149,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             context?.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
             authenticate(device: device, publicKey: publicKey, signature: signature, nonce: nonce)
         case (.greeting, _), (.authenticating, _):
-            refuse(code: "NotAuthenticated", message: "the first message must be hello, signed over the challenge")
+            refuse(code: .notAuthenticated, message: "the first message must be hello, signed over the challenge")
         case (.online, .ack(let ids)):
             acknowledge(ids)
         case (.online(let device), .refused(let apnsID, let reason)):
@@ -166,7 +166,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 loop.execute { bound.value.send(answer) }
             }
         case (.online, _):
-            send(.error(request: message.requestID, code: "BadMessage", message: "a device does not send that message"))
+            send(.error(request: message.requestID, code: .badMessage, message: "a device does not send that message"))
         case (.closed, _):
             break
         }
@@ -206,7 +206,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 key: ObjectIdentifier(self))
             if let replaced = service.links.attach(device.id, handle) {
                 replaced.loop.execute {
-                    replaced.handler.value.refuse(code: "Replaced", message: "the device connected again")
+                    replaced.handler.value.refuse(code: .replaced, message: "the device connected again")
                 }
             }
             service.logger.info("device connected", metadata: ["device": "\(device.id)"])
@@ -508,7 +508,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Sends an error and closes the connection (policy violation, 1008).
-    func refuse(code: String, message: String) {
+    func refuse(code: LinkErrorCode, message: String) {
         guard let context else { return }
         send(.error(request: nil, code: code, message: message))
         close(context, code: 1008)

@@ -41,7 +41,7 @@ final class DeviceLinkService: Sendable {
 
     /// Why the gateway refused a device.
     struct Refusal: Error {
-        var code: String
+        var code: LinkErrorCode
         var message: String
     }
 
@@ -51,13 +51,13 @@ final class DeviceLinkService: Sendable {
         let registry = directory.registry
         let existing = device.flatMap { registry.device($0) }
         if let existing, existing.deletedAt != nil {
-            return .failure(Refusal(code: "DeviceDeleted", message: "device \(existing.id) was deleted"))
+            return .failure(Refusal(code: .deviceDeleted, message: "device \(existing.id) was deleted"))
         }
         let keyBytes: Data
         if let existing, !existing.publicKey.isEmpty {
             if let publicKey, publicKey != existing.publicKey {
                 return .failure(
-                    Refusal(code: "DeviceKeyMismatch", message: "device \(existing.id) is registered with another key"))
+                    Refusal(code: .deviceKeyMismatch, message: "device \(existing.id) is registered with another key"))
             }
             keyBytes = existing.publicKey
         } else if let publicKey {
@@ -65,12 +65,12 @@ final class DeviceLinkService: Sendable {
         } else {
             return .failure(
                 Refusal(
-                    code: "UnknownDevice",
+                    code: .unknownDevice,
                     message: device.map { "device \($0) is not registered; send publicKey to register it" }
                         ?? "a new device must send publicKey"))
         }
         guard let key = try? P256.Signing.PublicKey(x963Representation: keyBytes) else {
-            return .failure(Refusal(code: "BadPublicKey", message: "publicKey must be a P-256 key in X9.63 form"))
+            return .failure(Refusal(code: .badPublicKey, message: "publicKey must be a P-256 key in X9.63 form"))
         }
         guard
             let ecdsa = (try? P256.Signing.ECDSASignature(rawRepresentation: signature))
@@ -78,15 +78,15 @@ final class DeviceLinkService: Sendable {
             key.isValidSignature(ecdsa, for: DeviceLink.signedBytes(nonce: nonce))
         else {
             return .failure(
-                Refusal(code: "BadSignature", message: "the signature does not verify with the device's key"))
+                Refusal(code: .badSignature, message: "the signature does not verify with the device's key"))
         }
         do {
             let record = try await directory.registerDevice(id: device, publicKey: keyBytes, now: now())
             return .success((record, registry.registrations(device: record.id)))
         } catch let failure as GatewayDirectory.Failure {
-            return .failure(Refusal(code: "Refused", message: failure.description))
+            return .failure(Refusal(code: .refused, message: failure.description))
         } catch {
-            return .failure(Refusal(code: "Internal", message: "\(error)"))
+            return .failure(Refusal(code: .`internal`, message: "\(error)"))
         }
     }
 
@@ -110,14 +110,14 @@ final class DeviceLinkService: Sendable {
                 logger.info("device reset itself", metadata: ["device": "\(device)"])
                 return .reset(request: request, generation: record.generation)
             default:
-                return .error(request: nil, code: "BadMessage", message: "unexpected message")
+                return .error(request: nil, code: .badMessage, message: "unexpected message")
             }
         } catch let failure as GatewayDirectory.Failure {
             return .error(
-                request: message.requestID, code: failure.status == 404 ? "NotFound" : "Refused",
+                request: message.requestID, code: failure.status == 404 ? .notFound : .refused,
                 message: failure.description)
         } catch {
-            return .error(request: message.requestID, code: "Internal", message: "\(error)")
+            return .error(request: message.requestID, code: .`internal`, message: "\(error)")
         }
     }
 }

@@ -42,7 +42,7 @@ protocol DeviceConnection: AnyObject {
     /// Sends a message.
     func send(_ message: LinkMessage)
     /// Sends an error and closes.
-    func refuse(code: String, message: String)
+    func refuse(code: LinkErrorCode, message: String)
     /// Closes for shutdown (1001, going away).
     func goAway()
 }
@@ -117,7 +117,7 @@ public final class DeviceLinks: Sendable {
     /// Closes a device's connection (it was deleted).
     public func disconnect(_ deviceID: String, reason: String) {
         guard let handle = links.withLock({ $0[deviceID] }) else { return }
-        handle.loop.execute { handle.handler.value.refuse(code: "DeviceDeleted", message: reason) }
+        handle.loop.execute { handle.handler.value.refuse(code: .deviceDeleted, message: reason) }
     }
 
     /// Every connection, for shutdown.

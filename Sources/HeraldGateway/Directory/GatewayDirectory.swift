@@ -109,7 +109,7 @@ public struct GatewayDirectory: Sendable {
 
     /// Registers an app (its bundle id) for a team.
     @discardableResult
-    public func putApp(bundleID: String, teamID: String) async throws -> AppRecord {
+    public func putApp(bundleID: String, teamID: String) async throws -> TeamApp {
         guard APNsTopic.isValid(bundleID), bundleID.contains(".") else {
             throw Failure.invalid("bundle id must be a reverse-DNS name without spaces, like com.example.app")
         }
@@ -117,7 +117,7 @@ public struct GatewayDirectory: Sendable {
         if let existing = registry.app(bundleID), existing.teamID != teamID {
             throw Failure(status: 409, description: "app \(bundleID) belongs to team \(existing.teamID)")
         }
-        let app = AppRecord(bundleID: bundleID, teamID: teamID)
+        let app = TeamApp(bundleID: bundleID, teamID: teamID)
         try await store.save(app)
         registry.put(app)
         return app

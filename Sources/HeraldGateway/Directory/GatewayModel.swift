@@ -51,14 +51,15 @@ public struct ProviderKey: Sendable, Codable, Equatable {
     public var signingKey: P256.Signing.PublicKey? { try? P256.Signing.PublicKey(x963Representation: publicKey) }
 }
 
-/// An app: a bundle id owned by a team. Its topics are the bundle id plus the push-type suffixes.
-public struct AppRecord: Sendable, Codable, Equatable {
+/// An app as the push service knows it: a bundle id owned by a team. Its topics are the bundle id
+/// plus the push-type suffixes. (The device's `AppRecord` is another thing: all an installed app has.)
+public struct TeamApp: Sendable, Codable, Equatable {
     /// The bundle id (the plain topic).
     public var bundleID: String
     /// The owning team.
     public var teamID: String
 
-    /// Creates an app record.
+    /// Creates a team app.
     public init(bundleID: String, teamID: String) {
         self.bundleID = bundleID
         self.teamID = teamID

@@ -12,7 +12,7 @@ public final class Registry: Sendable {
         var teams: [String: Team] = [:]
         var keys: [String: ProviderKey] = [:]
         var verifiers: [String: P256.Signing.PublicKey] = [:]
-        var apps: [String: AppRecord] = [:]
+        var apps: [String: TeamApp] = [:]
         var devices: [String: DeviceRecord] = [:]
         var tokens: [APNsEnvironment: [DeviceToken: Registration]] = [.development: [:], .production: [:]]
         /// (device, bundle id, environment) → current token.
@@ -46,9 +46,9 @@ public final class Registry: Sendable {
     /// Every key.
     public var keys: [ProviderKey] { state.withLock { Array($0.keys.values) }.sorted { $0.id < $1.id } }
     /// An app by bundle id.
-    public func app(_ bundleID: String) -> AppRecord? { state.withLock { $0.apps[bundleID] } }
+    public func app(_ bundleID: String) -> TeamApp? { state.withLock { $0.apps[bundleID] } }
     /// Every app.
-    public var apps: [AppRecord] { state.withLock { Array($0.apps.values) }.sorted { $0.bundleID < $1.bundleID } }
+    public var apps: [TeamApp] { state.withLock { Array($0.apps.values) }.sorted { $0.bundleID < $1.bundleID } }
     /// A device by id.
     public func device(_ id: String) -> DeviceRecord? { state.withLock { $0.devices[id] } }
     /// Every device.
@@ -84,7 +84,7 @@ public final class Registry: Sendable {
             s.verifiers[id] = nil
         }
     }
-    func put(_ app: AppRecord) { state.withLock { $0.apps[app.bundleID] = app } }
+    func put(_ app: TeamApp) { state.withLock { $0.apps[app.bundleID] = app } }
     func removeApp(_ bundleID: String) { state.withLock { _ = $0.apps.removeValue(forKey: bundleID) } }
     func put(_ device: DeviceRecord) { state.withLock { $0.devices[device.id] = device } }
     func removeDevice(_ id: String) { state.withLock { _ = $0.devices.removeValue(forKey: id) } }
