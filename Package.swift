@@ -34,7 +34,8 @@ let package = Package(
     targets: [
         .target(name: "HeraldCore"),
         // What every Herald process that listens shares: the first-bytes and idle deadlines, protocol
-        // detection, the guarded Hummingbird HTTP/1.1 server, the state-directory lock.
+        // detection, the guarded Hummingbird HTTP/1.1 server, the state-directory lock, the boot
+        // sequence (one ServiceGroup).
         .target(
             name: "HeraldRuntime",
             dependencies: [
@@ -44,6 +45,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -124,6 +126,8 @@ let package = Package(
                 "HeraldRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Examples: apps on HeraldKit (and a provider on HeraldProvider), each run against a real daemon

@@ -132,13 +132,14 @@ public final class Gateway: Sendable {
             ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock)
     }
 
-    /// Runs until `shutdown` is signalled (SIGINT/SIGTERM through swift-service-lifecycle or the
-    /// returned task's cancellation), then stops gracefully.
+    /// Runs every listener and the store's periodic work as one `ServiceGroup` until SIGINT/SIGTERM
+    /// (then stops gracefully, in order) or the task's cancellation (then everything stops at once).
     public func run(onReady: @Sendable ([String: String]) -> Void = { _ in }) async throws {
         let identity = try state.serverIdentity(ca: ca, hosts: configuration.certificateHosts)
         let tls = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
         let address = configuration.listenAddress
+        let logger = self.logger
         let metrics = router.metrics
         let log = ListenerLog(logger: logger) { metrics.connectionRefused(listener: $0) }
         let firstBytes = configuration.firstBytesTimeout
@@ -182,7 +183,7 @@ public final class Gateway: Sendable {
                 })
         }
         let admin = AdminAPI(directory: directory, router: router, faults: faults, ca: ca, token: adminToken)
-        let (adminPort, adminReady) = AsyncStream.makeStream(of: Int.self)
+        let adminReady = ServiceRunner.Readiness()
         // Off loopback the admin API is served over TLS (the gateway's certificate, ALPN http/1.1
         // only, as for the device link), never in the clear.
         let adminTLS = configuration.listensOnLoopbackOnly ? nil : linkTLS
@@ -193,51 +194,35 @@ public final class Gateway: Sendable {
                 timeouts: ListenerTimeouts(firstBytes: firstBytes, idle: configuration.adminIdleTimeout),
                 tls: adminTLS, log: log),
             configuration: .init(address: .hostname(address, port: configuration.adminPort), serverName: "herald"),
-            onServerRunning: { channel in
-                adminReady.yield(channel.localAddress?.port ?? 0)
-                adminReady.finish()
-            },
+            onServerRunning: { adminReady.listening(on: $0.localAddress?.port ?? 0) },
             eventLoopGroupProvider: .shared(group), logger: logger)
 
-        let gateway = self
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                // If the admin API cannot start, end the port stream so the wait below ends too.
-                defer { adminReady.finish() }
-                let serviceGroup = ServiceGroup(
-                    configuration: .init(
-                        services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint],
-                        logger: gateway.logger))
-                try await serviceGroup.run()
-            }
-            tasks.addTask {
-                // Expired pushes leave the offline store once a minute (and are logged as discarded).
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(60))
-                    if Task.isCancelled { break }
-                    do {
-                        try await gateway.router.offline.purgeExpired(now: Date())
-                    } catch {
-                        gateway.logger.error("purging expired pushes failed", metadata: ["error": "\(error)"])
-                    }
+        let offline = router.offline
+        // Stopped in reverse order on SIGINT/SIGTERM: the admin API, then GOAWAY to providers and
+        // the streams in flight finished, the legacy listeners, the device links; then what is still
+        // lingering in the delivery log goes to disk.
+        var services: [any Service] = [
+            // Log lines of delivered pushes linger in groups of up to 4096; at most 100 ms.
+            PeriodicService(every: .milliseconds(100), { offline.committer.flushLog() }) {
+                _ = try? await offline.committer.commit(StoreBatch())
+            },
+            // Expired pushes leave the offline store once a minute (and are logged as discarded).
+            PeriodicService(every: .seconds(60)) {
+                do {
+                    try await offline.purgeExpired(now: Date())
+                } catch {
+                    logger.error("purging expired pushes failed", metadata: ["error": "\(error)"])
                 }
-            }
-            tasks.addTask {
-                // Log lines of delivered pushes linger in groups of up to 4096; at most 100 ms.
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(100))
-                    gateway.router.offline.committer.flushLog()
-                }
-            }
-            var adminBound: Int?
-            for await port in adminPort { adminBound = port }
-            guard let bound = adminBound else {
-                var reason = "it stopped before it was listening"
-                do { try await tasks.next() } catch { reason = "\(error)" }
-                throw ListenerStartError(
-                    listener: "admin API", address: "\(address):\(configuration.adminPort)",
-                    reason: reason)
-            }
+            },
+            link,
+        ]
+        services += legacy as [any Service]
+        if let development { services.append(development) }
+        services += [provider, app] as [any Service]
+        try await ServiceRunner.run(
+            services, signals: true, logger: logger, listening: adminReady, listener: "admin API",
+            address: "\(address):\(configuration.adminPort)"
+        ) { bound in
             var info: [String: String] = [
                 "providerURL": "https://localhost:\(provider.localAddress?.port ?? 0)",
                 "adminURL": "\(adminTLS == nil ? "http" : "https")://\(Self.urlHost(address)):\(bound)",
@@ -256,16 +241,6 @@ public final class Gateway: Sendable {
             try state.writeRuntime(info)
             logger.info("gateway ready", metadata: info.filter { $0.key != "adminToken" }.mapValues { .string($0) })
             onReady(info)
-            // The service group ends on SIGINT/SIGTERM after stopping the admin API.
-            try await tasks.next()
-            logger.info("stopping: GOAWAY to providers, finishing streams in flight")
-            await provider.shutdown()
-            await development?.shutdown()
-            for server in legacy { await server.shutdown() }
-            await link.shutdown()
-            // What is still lingering in the delivery log goes to disk before the process ends.
-            _ = try? await router.offline.committer.commit(StoreBatch())
-            tasks.cancelAll()
         }
         try await group.shutdownGracefully()
         try await linkGroup.shutdownGracefully()

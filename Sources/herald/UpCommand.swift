@@ -5,6 +5,8 @@ import HeraldCore
 import HeraldKit
 import HeraldProvider
 import HeraldRuntime
+import Logging
+import ServiceLifecycle
 
 struct UpCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -78,19 +80,32 @@ struct UpCommand: AsyncParsableCommand {
         let executable = currentExecutable()
         let children = Children()
 
-        // Signals go to the children in order (device first), then `up` ends.
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
+        // One service: start the children, set them up, watch them. On SIGINT/SIGTERM (graceful
+        // shutdown of the group) it stops them in order, the device first; a child that stops by
+        // itself ends `up` with an error.
         let (events, sink) = AsyncStream.makeStream(of: String.self)
-        var sources: [any DispatchSourceSignal] = []
-        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { sink.yield(name) }
-            source.resume()
-            sources.append(source)
+        let up = UpService { [self] in
+            try await self.start(
+                root: root, gatewayState: gatewayState, deviceState: deviceState, executable: executable,
+                children: children, events: events, sink: sink)
+        } shutdown: {
+            sink.yield(Self.shutdownEvent)
         }
-        defer { sources.forEach { $0.cancel() } }
+        var logger = Logger(label: "herald.up")
+        logger.logLevel = .warning
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: up)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
 
+    /// What the service's events carry when the group shuts down.
+    static let shutdownEvent = "shutdown"
+
+    func start(
+        root: URL, gatewayState: URL, deviceState: URL, executable: String, children: Children,
+        events: AsyncStream<String>, sink: AsyncStream<String>.Continuation
+    ) async throws {
         do {
             try FileManager.default.removeItem(at: gatewayState.appendingPathComponent("gateway.json"))
         } catch {}
@@ -269,8 +284,8 @@ struct UpCommand: AsyncParsableCommand {
 
         // Until Ctrl-C, SIGTERM, or a child that stops by itself.
         for await event in events {
-            if event.hasPrefix("SIG") {
-                FileHandle.standardError.write(Data("\(event): stopping the device and the gateway\n".utf8))
+            if event == Self.shutdownEvent {
+                FileHandle.standardError.write(Data("stopping the device and the gateway\n".utf8))
                 await children.stopAll()
                 return
             }
@@ -344,5 +359,16 @@ final class Children: @unchecked Sendable {
             kill(process.processIdentifier, SIGTERM)
             await Task.detached { process.waitUntilExit() }.value
         }
+    }
+}
+
+/// `herald up` as the one service of its group: `body` starts and watches the children; `shutdown`
+/// tells it to stop them.
+struct UpService: Service {
+    let body: @Sendable () async throws -> Void
+    let shutdown: @Sendable () -> Void
+
+    func run() async throws {
+        try await withGracefulShutdownHandler(operation: body, onGracefulShutdown: shutdown)
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOExtras
 import NIOPosix
+import ServiceLifecycle
 
 /// The app link's server: a Unix stream socket in the state directory; each connected process is
 /// one running app (docs/app-link.md). The link is not a hot path, so each connection is served by
@@ -142,6 +143,23 @@ public final class AppLinkServer: Sendable {
             send(.result(id: id, result: try await service.call(app, call)))
         } catch {
             send(.failure(id: id, failure: error as? AppLinkFailure ?? .protocolError("\(error)")))
+        }
+    }
+}
+
+/// The app link as a `Service` of the daemon: serves until graceful shutdown (then stops accepting
+/// and closes the apps' connections) or cancellation.
+struct AppLinkService: Service {
+    let server: AppLinkServer
+    let device: DeviceService
+    let logger: Logger
+
+    func run() async throws {
+        let server = self.server
+        await withGracefulShutdownHandler {
+            await server.run(service: device, logger: logger)
+        } onGracefulShutdown: {
+            Task { await server.close() }
         }
     }
 }

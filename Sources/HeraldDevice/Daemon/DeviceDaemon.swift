@@ -39,69 +39,42 @@ public struct DeviceDaemon: Sendable {
         } catch {
             throw ListenerStartError(listener: "app link", address: configuration.appLinkPath, reason: "\(error)")
         }
-        let (apiPort, apiReady) = AsyncStream.makeStream(of: Int.self)
+        let apiReady = ServiceRunner.Readiness()
         let app = Application(
             router: DeviceAPI(service: service).router(),
             server: .guardedHTTP1(listener: "device API", timeouts: apiTimeouts, log: ListenerLog(logger: logger)),
             configuration: .init(address: .hostname(apiHost, port: self.apiPort), serverName: "herald-device"),
-            onServerRunning: { channel in
-                apiReady.yield(channel.localAddress?.port ?? 0)
-                apiReady.finish()
-            },
+            onServerRunning: { apiReady.listening(on: $0.localAddress?.port ?? 0) },
             logger: logger)
         let service = self.service
         let logger = self.logger
         await service.start()
-        try await withThrowingTaskGroup(of: String.self) { tasks in
-            tasks.addTask {
-                defer { apiReady.finish() }
-                let group = ServiceGroup(
-                    configuration: .init(
-                        services: [.init(service: app)], gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [],
-                        logger: logger))
-                try await group.run()
-                return "api"
+        let runtime = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("device.json")
+        // Stopped in reverse order on SIGINT/SIGTERM: the device API, the app link, the device link.
+        let services: [any Service] = [
+            service.gateway, AppLinkService(server: appLink, device: service, logger: logger), app,
+        ]
+        do {
+            try await ServiceRunner.run(
+                services, signals: signals, logger: logger, listening: apiReady, listener: "device API",
+                address: "\(apiHost):\(self.apiPort)"
+            ) { bound in
+                var info = [
+                    "apiURL": "http://\(apiHost):\(bound)",
+                    "appLink": configuration.appLinkPath,
+                    "pid": String(ProcessInfo.processInfo.processIdentifier),
+                ]
+                if let id = await service.deviceID { info["deviceID"] = id }
+                try JSONSerialization.data(withJSONObject: info, options: [.sortedKeys, .prettyPrinted])
+                    .write(to: runtime, options: .atomic)
+                logger.info("device ready", metadata: info.mapValues { .string($0) })
+                onReady(info)
             }
-            tasks.addTask {
-                await appLink.run(service: service, logger: logger)
-                return "app link"
-            }
-            tasks.addTask {
-                await service.runGatewayLink()
-                return "device link"
-            }
-            var bound: Int?
-            for await port in apiPort { bound = port }
-            guard let bound else {
-                var reason = "it stopped before it was listening"
-                do {
-                    while let ended = try await tasks.next(), ended != "api" {}
-                } catch {
-                    reason = "\(error)"
-                }
-                await appLink.close()
-                tasks.cancelAll()
-                throw ListenerStartError(listener: "device API", address: "\(apiHost):\(self.apiPort)", reason: reason)
-            }
-            var info = [
-                "apiURL": "http://\(apiHost):\(bound)",
-                "appLink": configuration.appLinkPath,
-                "pid": String(ProcessInfo.processInfo.processIdentifier),
-            ]
-            if let id = await service.deviceID { info["deviceID"] = id }
-            let runtime = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("device.json")
-            try JSONSerialization.data(withJSONObject: info, options: [.sortedKeys, .prettyPrinted])
-                .write(to: runtime, options: .atomic)
-            logger.info("device ready", metadata: info.mapValues { .string($0) })
-            onReady(info)
-            // The service group ends on SIGINT/SIGTERM (or cancellation) after stopping the API; the
-            // device link's task ends at once when there is no push service.
-            while let ended = try await tasks.next(), ended != "api" {}
-            logger.info("stopping: closing the app link and the device link")
+        } catch {
             await appLink.close()
-            tasks.cancelAll()
-            try? FileManager.default.removeItem(at: runtime)
+            throw error
         }
+        try? FileManager.default.removeItem(at: runtime)
         await service.close()
     }
 }

@@ -135,11 +135,6 @@ public actor DeviceService {
         }
     }
 
-    /// Keeps the link to the push service until cancelled (``GatewaySession``).
-    public func runGatewayLink() async {
-        await gateway.run()
-    }
-
     // MARK: - Engine
 
     /// Hands an event to the engine at the clock's time, saves what changed, carries out the

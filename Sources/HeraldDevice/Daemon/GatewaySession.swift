@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Logging
+import ServiceLifecycle
 
 /// What the gateway session needs from the daemon that owns it.
 protocol GatewaySessionHost: Actor {
@@ -166,7 +167,7 @@ actor GatewaySession {
 
     /// Keeps the link until cancelled: connects, registers the apps' topics, takes pushes, and
     /// reconnects after a failure with exponential backoff and jitter.
-    func run() async {
+    func keepLinked() async {
         guard let url = configuration.url else { return }
         let ca = configuration.caPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
         var failures = 0
@@ -303,5 +304,18 @@ actor GatewaySession {
 
     private func endWait(_ id: Int) {
         waiters.removeValue(forKey: id)?.resume(returning: false)
+    }
+}
+
+/// The link to the push service as a `Service`: kept until graceful shutdown or cancellation.
+extension GatewaySession: Service {
+    /// Keeps the link until the end. Without a push service there is nothing to keep, and it waits
+    /// for the end all the same: a service that returns ends the daemon.
+    func run() async throws {
+        guard configuration.url != nil else {
+            try? await gracefulShutdown()
+            return
+        }
+        await cancelWhenGracefulShutdown { await self.keepLinked() }
     }
 }

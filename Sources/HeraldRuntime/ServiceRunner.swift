@@ -1,0 +1,97 @@
+import Logging
+import ServiceLifecycle
+
+/// The boot sequence every Herald process shares. Its long-running parts run as one
+/// swift-service-lifecycle `ServiceGroup`, with graceful shutdown on SIGINT and SIGTERM: the services
+/// stop one by one in the reverse of their order, so list them from what must stop last (the final
+/// write) to what must stop first (the HTTP listener people talk to). Cancelling the task that runs
+/// it cancels every service at once; each still closes what it holds.
+public enum ServiceRunner {
+    /// Runs `services` until a signal or cancellation. `listening` yields the port of the one
+    /// listener that binds inside the group (a Hummingbird application) once it is listening; then
+    /// `ready` runs with it (writing the process's runtime file, say). When the group ends before that
+    /// listener was listening, the error names `listener` and `address`.
+    public static func run(
+        _ services: [any Service], signals: Bool, logger: Logger,
+        listening: Readiness, listener: String, address: String,
+        ready: (Int) async throws -> Void
+    ) async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0) },
+                gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                // If the listener never binds, the wait below must still end.
+                defer { listening.finish() }
+                try await group.run()
+            }
+            var bound: Int?
+            for await port in listening.ports { bound = port }
+            guard let bound else {
+                var reason = "it stopped before it was listening"
+                do { try await tasks.next() } catch { reason = "\(error)" }
+                throw ListenerStartError(listener: listener, address: address, reason: reason)
+            }
+            do {
+                try await ready(bound)
+            } catch {
+                await group.triggerGracefulShutdown()
+                try? await tasks.next()
+                throw error
+            }
+            try await tasks.next()
+        }
+    }
+
+    /// The port of a listener once it is listening: handed to Hummingbird's `onServerRunning`.
+    public struct Readiness: Sendable {
+        let ports: AsyncStream<Int>
+        let continuation: AsyncStream<Int>.Continuation
+
+        /// Nothing listening yet.
+        public init() {
+            (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        }
+
+        /// The listener listens on `port`.
+        public func listening(on port: Int) {
+            continuation.yield(port)
+            continuation.finish()
+        }
+
+        func finish() { continuation.finish() }
+    }
+}
+
+/// Work done every `interval` until graceful shutdown or cancellation, then `finally` once (the
+/// last flush, say).
+public struct PeriodicService: Service {
+    let interval: Duration
+    let work: @Sendable () async -> Void
+    let finally: @Sendable () async -> Void
+
+    /// `work` every `interval`; `finally` once at the end.
+    public init(
+        every interval: Duration, _ work: @escaping @Sendable () async -> Void,
+        finally: @escaping @Sendable () async -> Void = {}
+    ) {
+        self.interval = interval
+        self.work = work
+        self.finally = finally
+    }
+
+    /// Repeats `work` until the end, then runs `finally`.
+    public func run() async throws {
+        let interval = self.interval
+        let work = self.work
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if Task.isCancelled { break }
+                await work()
+            }
+        }
+        await finally()
+    }
+}
