@@ -156,11 +156,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore"]),
-        .testTarget(name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore"]),
+        .testTarget(
+            name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore", "HeraldRuntime"]),
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldGateway", "HeraldCore", "HeraldDevice", "HeraldProvider",
+                "HeraldGateway", "HeraldCore", "HeraldDevice", "HeraldProvider", "HeraldRuntime",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -16,16 +16,11 @@ final class ChannelRegistry: Sendable {
         for channel in open {
             channel.pipeline.fireUserInboundEventTriggered(ProviderShutdownEvent())
         }
-        let deadline = NIODeadline.now() + timeout
-        for channel in open {
-            let remaining = deadline - .now()
-            if remaining > .zero {
-                let scheduled = channel.eventLoop.scheduleTask(in: remaining) { channel.close(promise: nil) }
-                try? await channel.closeFuture.get()
-                scheduled.cancel()
-            } else {
-                try? await channel.close()
-            }
+        // Whatever is still open after `timeout` is closed, each on its own loop's time.
+        let closing = open.map { channel in
+            channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
         }
+        for channel in open { try? await channel.closeFuture.get() }
+        for scheduled in closing { scheduled.cancel() }
     }
 }

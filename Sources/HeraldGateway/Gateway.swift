@@ -90,13 +90,16 @@ public final class Gateway: Sendable {
     let linkGroup: MultiThreadedEventLoopGroup
     /// Held from `open` for the gateway's life: one process per state directory.
     let lock: StateDirectoryLock
+    /// Where every date comes from (a push's arrival and expiry, the delivery log, certificates).
+    public let clock: any WallClock
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
         router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
-        lock: StateDirectoryLock
+        lock: StateDirectoryLock, clock: any WallClock
     ) {
         self.lock = lock
+        self.clock = clock
         self.configuration = configuration
         self.state = state
         self.directory = directory
@@ -113,7 +116,10 @@ public final class Gateway: Sendable {
     /// Locks the state directory (``StateDirectoryLock``: another process using it is refused with
     /// ``StateDirectoryLock/Locked``, and nothing in it is touched), opens it (creating the CA,
     /// certificate, admin token and database on first start) and loads the directory.
-    public static func open(_ configuration: Configuration, logger: Logger) async throws -> Gateway {
+    /// `clock` is where every date comes from (the system's clock unless a test says otherwise).
+    public static func open(
+        _ configuration: Configuration, clock: any WallClock = SystemClock(), logger: Logger
+    ) async throws -> Gateway {
         let lock = try StateDirectoryLock(
             directory: URL(fileURLWithPath: configuration.stateDirectory, isDirectory: true), role: "herald gateway")
         let state = try GatewayStateDirectory(path: configuration.stateDirectory)
@@ -129,7 +135,7 @@ public final class Gateway: Sendable {
             metrics: GatewayMetrics(), logger: logger)
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
-            ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock)
+            ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock, clock: clock)
     }
 
     /// Runs every listener and the store's periodic work as one `ServiceGroup` until SIGINT/SIGTERM
@@ -143,11 +149,12 @@ public final class Gateway: Sendable {
         let metrics = router.metrics
         let log = ListenerLog(logger: logger) { metrics.connectionRefused(listener: $0) }
         let firstBytes = configuration.firstBytesTimeout
+        let clock = self.clock
         let provider = try await Self.listening("provider API", address, configuration.port) {
             try await ProviderServer.start(
                 host: address, port: configuration.port, transport: .tls(tls, ca: ca), api: api,
                 router: router, environment: configuration.environment, group: group, logger: logger,
-                firstBytes: firstBytes, log: log)
+                firstBytes: firstBytes, log: log, clock: clock)
         }
         var development: ProviderServer?
         if let port = configuration.developmentPort {
@@ -155,7 +162,7 @@ public final class Gateway: Sendable {
                 try await ProviderServer.start(
                     host: "127.0.0.1", port: port, transport: .cleartext, api: api, router: router,
                     environment: configuration.environment, group: group, logger: logger, firstBytes: firstBytes,
-                    log: log)
+                    log: log, clock: clock)
             }
         }
         let linkTLS = try GatewayStateDirectory.tlsContext(
@@ -164,7 +171,7 @@ public final class Gateway: Sendable {
             try await DeviceLinkServer.start(
                 host: address, port: configuration.linkPort, tls: linkTLS, directory: directory,
                 links: router.links, offline: router.offline, configuration: configuration.link, group: linkGroup,
-                logger: logger, log: log)
+                logger: logger, log: log, clock: clock)
         }
         let legacyTLS = try GatewayStateDirectory.legacyTLSContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
@@ -179,10 +186,11 @@ public final class Gateway: Sendable {
                         service, host: address, port: port, tls: legacyTLS, ca: ca, api: api, router: router,
                         directory: directory, environment: configuration.environment, group: group, logger: logger,
                         timeouts: ListenerTimeouts(firstBytes: firstBytes, idle: configuration.provider.idleTimeout),
-                        log: log)
+                        log: log, clock: clock)
                 })
         }
-        let admin = AdminAPI(directory: directory, router: router, faults: faults, ca: ca, token: adminToken)
+        let admin = AdminAPI(
+            directory: directory, router: router, faults: faults, ca: ca, token: adminToken, clock: clock)
         let adminReady = ServiceRunner.Readiness()
         // Off loopback the admin API is served over TLS (the gateway's certificate, ALPN http/1.1
         // only, as for the device link), never in the clear.
@@ -209,7 +217,7 @@ public final class Gateway: Sendable {
             // Expired pushes leave the offline store once a minute (and are logged as discarded).
             PeriodicService(every: .seconds(60)) {
                 do {
-                    try await offline.purgeExpired(now: Date())
+                    try await offline.purgeExpired(now: clock.now())
                 } catch {
                     logger.error("purging expired pushes failed", metadata: ["error": "\(error)"])
                 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldDevice
+import HeraldRuntime
 import Logging
 
 struct DeviceCommand: AsyncParsableCommand {
@@ -92,10 +93,10 @@ struct DeviceRun: AsyncParsableCommand {
         configuration.engine.timeZone = timeZone.flatMap(TimeZone.init(identifier:)) ?? .current
         if !language.isEmpty { configuration.engine.preferredLanguages = language }
         configuration.engine.backgroundBudget = backgroundBudget
-        let clock: any DeviceClock =
+        let clock: any WallClock =
             manualClock
-            ? ManualDeviceClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())
-            : SystemDeviceClock()
+            ? ManualClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())
+            : SystemClock()
         let service = try await DeviceService(
             configuration: configuration, clock: clock, presenters: [TerminalPresenter()], logger: logger)
         let daemon = DeviceDaemon(service: service, apiHost: apiHost, apiPort: apiPort, logger: logger)

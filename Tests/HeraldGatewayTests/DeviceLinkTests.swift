@@ -190,34 +190,6 @@ struct LinkHarness {
             [.accepted, .delivered, .stored, .delivered, .acknowledged])
     }
 
-    @Test func anAcknowledgementThatComesTooLateStillRemovesTheStoredCopy() async throws {
-        let h = try await LinkHarness(acknowledgementTimeout: .milliseconds(100))
-        let client = try await GatewayLinkClient.connect(
-            url: h.url, identity: DeviceIdentity(deviceID: "phone-3"), autoAcknowledge: false)
-        defer { Task { await client.close() } }
-        let inbox = Inbox(client)
-        let token = try await client.register(topic: Fixture.bundle)
-        let response = try await h.push(to: token, headers: [("apns-id", "22222222-2222-2222-2222-222222222222")])
-        #expect(response.status == 200)
-        #expect(try await h.storedCount() == 1)
-        _ = try await inbox.waitForPushes(1)
-        client.acknowledge(["22222222-2222-2222-2222-222222222222"])
-        try await h.waitForStored(0)
-    }
-
-    @Test func anExpirationZeroPushIsDiscardedWhenNotAcknowledged() async throws {
-        let h = try await LinkHarness(acknowledgementTimeout: .milliseconds(100))
-        let client = try await GatewayLinkClient.connect(
-            url: h.url, identity: DeviceIdentity(deviceID: "phone-4"), autoAcknowledge: false)
-        defer { Task { await client.close() } }
-        let token = try await client.register(topic: Fixture.bundle)
-        let response = try await h.push(
-            to: token, headers: [("apns-expiration", "0"), ("apns-id", "33333333-3333-3333-3333-333333333333")])
-        #expect(response.status == 200)
-        #expect(try await h.storedCount() == 0)
-        try await h.waitForLog("33333333-3333-3333-3333-333333333333", [.accepted, .delivered, .discarded])
-    }
-
     /// APNs answers 200 to an expiration-0 push it could not deliver, and drops it. The 200 comes
     /// only once the `discarded` line is durable: a crash right after it still leaves a trace.
     @Test func anExpirationZeroPushToAnOfflineDeviceIsLoggedDiscardedBeforeItsAnswer() async throws {
@@ -268,77 +240,6 @@ struct LinkHarness {
         #expect(
             pushes.map { String(decoding: $0.payload, as: UTF8.self) }
                 == [#"{"aps":{"alert":"hi"}}"#, #"{"aps":{"alert":"other"}}"#])
-    }
-
-    /// A provider may send two pushes under one `apns-id`: each waits for the acknowledgement on its
-    /// own, each is stored when it does not come in time, and the late acknowledgement settles both.
-    @Test(.timeLimit(.minutes(1)))
-    func twoPushesUnderOneAPNsIDAreEachTimedOutAndSettledTogether() async throws {
-        let h = try await LinkHarness(acknowledgementTimeout: .milliseconds(100))
-        let client = try await GatewayLinkClient.connect(
-            url: h.url, identity: DeviceIdentity(deviceID: "phone-6b"), autoAcknowledge: false)
-        defer { Task { await client.close() } }
-        let inbox = Inbox(client)
-        let token = try await client.register(topic: Fixture.bundle)
-        let id = "55555555-5555-5555-5555-555555555555"
-        async let first = h.push(to: token, headers: [("apns-id", id)])
-        async let second = h.push(to: token, body: #"{"aps":{"alert":"again"}}"#, headers: [("apns-id", id)])
-        #expect(try await first.status == 200)
-        #expect(try await second.status == 200)
-        // Both were written and neither acknowledged: stored (the newest per device and topic).
-        #expect(try await h.storedCount() == 1)
-        #expect(try await inbox.waitForPushes(1).map(\.apnsID) == [id])
-        client.acknowledge([id])
-        try await h.waitForStored(0)
-    }
-
-    /// A push left unacknowledged among acknowledged ones still times out (its answer comes
-    /// without an acknowledgement) and is stored, and the acknowledged ones are not, also after
-    /// more than a thousand deadlines have passed.
-    @Test(.timeLimit(.minutes(1)))
-    func anUnacknowledgedPushAmongAcknowledgedOnesStillTimesOut() async throws {
-        // Every push is kept while offline, so that what is stored is exactly what timed out (an
-        // acknowledgement that comes late, on a loaded machine, removes its copy again).
-        let h = try await LinkHarness(
-            acknowledgementTimeout: .milliseconds(200), offline: OfflinePolicy(depth: 10_000))
-        let client = try await GatewayLinkClient.connect(
-            url: h.url, identity: DeviceIdentity(deviceID: "phone-6c"), autoAcknowledge: false)
-        defer { Task { await client.close() } }
-        let inbox = Inbox(client)
-        let token = try await client.register(topic: Fixture.bundle)
-
-        /// Sends `count` pushes at once and acknowledges all but the `skip`th written; returns the
-        /// answers and the skipped push's `apns-id`.
-        func round(_ count: Int, skip: Int?) async throws -> (answers: [ProviderResponse], skipped: String?) {
-            let before = inbox.pushes.count
-            return try await withThrowingTaskGroup(of: ProviderResponse.self) { group in
-                for _ in 0..<count { group.addTask { try await h.push(to: token) } }
-                let written = try await inbox.waitForPushes(before + count).dropFirst(before).map(\.apnsID)
-                client.acknowledge(written.enumerated().filter { $0.offset != skip }.map(\.element))
-                var answers: [ProviderResponse] = []
-                for try await answer in group { answers.append(answer) }
-                return (answers, skip.map { written[$0] })
-            }
-        }
-        func stored() async throws -> [String] {
-            try await h.f.store.pending(device: "phone-6c", now: Date()).map(\.apnsID)
-        }
-
-        let first = try await round(3, skip: 1)
-        #expect(first.answers.map(\.status) == [200, 200, 200])
-        let skipped = try #require(first.skipped)
-        try await waitUntil("only the unacknowledged push to be stored") { try await stored() == [skipped] }
-
-        // Over a thousand more, all acknowledged, in between.
-        for _ in 0..<9 { #expect(try await round(120, skip: nil).answers.count == 120) }
-        let last = try await round(3, skip: 2)
-        #expect(last.answers.map(\.status) == [200, 200, 200])
-        let third = try #require(last.skipped)
-        try await waitUntil("the two unacknowledged pushes to be stored") {
-            try await Set(stored()) == [skipped, third]
-        }
-        client.acknowledge([skipped, third])
-        try await h.waitForStored(0)
     }
 
     @Test func priorityOneWaitsForOtherTrafficAndGoesWithIt() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOEmbedded
 import NIOHPACK
@@ -21,13 +22,12 @@ struct HTTP2Pair {
     let server = EmbeddedChannel()
     let collector = FrameCollector()
 
-    /// The gateway's clock is the server loop's virtual time from 1_800_000_000 (UNIX seconds):
-    /// `server.embeddedEventLoop.advanceTime(by:)` moves both.
+    /// The gateway's dates stand at 1_800_000_000 (UNIX seconds); its timers run on the server loop's
+    /// virtual time, which `server.embeddedEventLoop.advanceTime(by:)` moves.
     init(api: ProviderAPI, router: PushRouter) throws {
-        let loop = server.embeddedEventLoop
         try ProviderPipeline(
             api: api, router: router,
-            now: { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) }
+            clock: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000))
         ).http2(server.pipeline.syncOperations, ProviderConnectionState(defaultEnvironment: .development))
         try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
         try client.pipeline.syncOperations.addHandler(collector)

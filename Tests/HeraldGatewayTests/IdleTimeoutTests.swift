@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOEmbedded
 import NIOHPACK
@@ -120,7 +121,7 @@ import Testing
         let loop = channel.embeddedEventLoop
         try ProviderPipeline(
             api: f.api, router: router,
-            now: { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) }
+            clock: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000))
         ).http1(channel.pipeline.syncOperations, ProviderConnectionState(defaultEnvironment: .development))
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
 
@@ -141,7 +142,7 @@ import Testing
         let loop = channel.embeddedEventLoop
         try ProviderPipeline(
             api: f.api, router: router,
-            now: { Date(timeIntervalSince1970: 1_800_000_000 + Double(loop.now.uptimeNanoseconds) / 1e9) },
+            clock: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000)),
             requestDeadline: .seconds(10)
         ).http1(channel.pipeline.syncOperations, ProviderConnectionState(defaultEnvironment: .development))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()

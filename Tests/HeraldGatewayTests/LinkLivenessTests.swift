@@ -20,7 +20,7 @@ import Testing
             directory: f.directory, links: router.links, offline: router.offline,
             configuration: configuration, logger: Logger(label: "test"),
             log: ListenerLog(logger: Logger(label: "test")),
-            now: { Date() })
+            clock: SystemClock())
         let channel = EmbeddedChannel()
         let handler = DeviceLinkHandler(service: service)
         try channel.pipeline.syncOperations.addHandler(handler)

@@ -1,11 +1,19 @@
 import Foundation
 import HeraldCore
+import NIOCore
 import Testing
 
 @testable import HeraldGateway
 
+/// The QoS runs on the link's event-loop time; these tests write its instants as seconds after t0.
+extension NIODeadline {
+    fileprivate func addingTimeInterval(_ seconds: TimeInterval) -> NIODeadline {
+        self + .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+}
+
 @Suite struct LinkQoSTests {
-    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    let t0 = NIODeadline.uptimeNanoseconds(1_800_000_000_000_000_000)
 
     func ticket(_ id: Int, _ priority: PushPriority, topic: String = "com.example.a", background: Bool = false)
         -> LinkQoS.Ticket

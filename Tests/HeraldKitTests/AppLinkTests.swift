@@ -1,6 +1,7 @@
 import Foundation
 import HeraldDevice
 import HeraldKit
+import HeraldRuntime
 import Synchronization
 import Testing
 
@@ -91,7 +92,7 @@ final class RecordingDelegate: UserNotificationCenterDelegate {
 /// Unix socket, and recorded presentations and launches.
 struct TestDevice {
     let state: URL
-    let clock: ManualDeviceClock
+    let clock: ManualClock
     let log = LogWatcher()
     let launcher = RecordingLauncher()
     let service: DeviceService
@@ -103,7 +104,7 @@ struct TestDevice {
     init(state: URL? = nil, now: Date = TestDevice.start, userAllows: Bool = true) async throws {
         // Unix socket paths are short: keep the directory near the root.
         self.state = state ?? URL(fileURLWithPath: "/tmp/hk-\(UUID().uuidString.prefix(8))")
-        clock = ManualDeviceClock(now: now)
+        clock = ManualClock(now: now)
         var configuration = DeviceService.Configuration()
         configuration.stateDirectory = self.state.path
         configuration.userAllows = userAllows

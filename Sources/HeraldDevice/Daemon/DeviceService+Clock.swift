@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 
 /// The manual clock: tests and demos move the device's time by hand.
 extension DeviceService {
@@ -7,13 +8,13 @@ extension DeviceService {
     public var now: Date { clock.now() }
 
     /// Whether the device's clock moves only when told (``advanceClock(to:)``).
-    public nonisolated var clockIsManual: Bool { clock is ManualDeviceClock }
+    public nonisolated var clockIsManual: Bool { clock is ManualClock }
 
     /// Moves a manual clock forward to `date` and fires what fell due on the way, in order, before it
     /// returns. Each wake on the way is a step of its own, so a repeating trigger fires once per
     /// occurrence, and a notification scheduled by an app in between (a snooze) fires in its turn.
     public func advanceClock(to date: Date) async throws(ClockError) {
-        guard let manual = clock as? ManualDeviceClock else { throw .notManual }
+        guard let manual = clock as? ManualClock else { throw .notManual }
         guard date >= manual.now() else { throw .backwards(now: manual.now()) }
         while let wake = engine.nextWake, wake <= date, wake > manual.now() {
             manual.advance(to: wake)

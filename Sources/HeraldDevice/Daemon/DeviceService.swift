@@ -60,7 +60,7 @@ public actor DeviceService {
     }
 
     public let configuration: Configuration
-    let clock: any DeviceClock
+    let clock: any WallClock
     let store: any DeviceStore
     let launcher: any AppLauncher
     let presenters: [any Presenter]
@@ -87,8 +87,8 @@ public actor DeviceService {
     /// loads every app's record. `networkClock` times reconnects and the wait for the push service:
     /// it stays real time when the device's `clock` is manual, so a stopped clock never stalls the link.
     public init(
-        configuration: Configuration, clock: any DeviceClock = SystemDeviceClock(),
-        networkClock: any DeviceClock = SystemDeviceClock(), store: (any DeviceStore)? = nil,
+        configuration: Configuration, clock: any WallClock = SystemClock(),
+        networkClock: any WallClock = SystemClock(), store: (any DeviceStore)? = nil,
         launcher: any AppLauncher = ProcessLauncher(),
         presenters: [any Presenter] = [], logger: Logger = Logger(label: "herald.device")
     ) async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import ServiceLifecycle
 
@@ -72,7 +73,7 @@ actor GatewaySession {
     let configuration: Configuration
     /// Real time: reconnect delays and the wait for the push service. It stays the system's clock when
     /// the device's clock is manual, so a stopped device clock never stalls the link.
-    let clock: any DeviceClock
+    let clock: any WallClock
     let logger: Logger
     weak var host: (any GatewaySessionHost)?
     private(set) var identity: DeviceIdentity
@@ -86,7 +87,7 @@ actor GatewaySession {
     /// Loads `link.json` (a missing or unreadable file starts empty); `taken` are the `apns-id`s the
     /// engine's records already hold, oldest first.
     init(
-        configuration: Configuration, identity: DeviceIdentity, clock: any DeviceClock, logger: Logger,
+        configuration: Configuration, identity: DeviceIdentity, clock: any WallClock, logger: Logger,
         taken: [String]
     ) {
         self.configuration = configuration

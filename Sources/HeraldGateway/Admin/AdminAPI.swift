@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 import NIOCore
 import X509
@@ -14,19 +15,19 @@ public struct AdminAPI: Sendable {
     let faults: FaultInjector
     let ca: GatewayCA
     let token: String
-    let now: @Sendable () -> Date
+    let clock: any WallClock
 
     /// Creates the admin API.
     public init(
         directory: GatewayDirectory, router: PushRouter, faults: FaultInjector, ca: GatewayCA, token: String,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any WallClock = SystemClock()
     ) {
         self.directory = directory
         self.pushRouter = router
         self.faults = faults
         self.ca = ca
         self.token = token
-        self.now = now
+        self.clock = clock
     }
 
     struct TeamBody: Codable { var id: String?; var name: String?; var suspended: Bool? }
@@ -125,7 +126,7 @@ public struct AdminAPI: Sendable {
         let directory = self.directory
         let faults = self.faults
         let ca = self.ca
-        let now = self.now
+        let clock = self.clock
 
         // Teams
         api.get("/teams") { _, _ in directory.registry.teams }
@@ -217,7 +218,7 @@ public struct AdminAPI: Sendable {
             }
             let cert = try ca.issueAppCertificate(
                 bundleID: id, environments: environments, topics: body.topics ?? [], key: key,
-                validity: TimeInterval((body.days ?? 365) * 86400), now: now())
+                validity: TimeInterval((body.days ?? 365) * 86400), now: clock.now())
             return EditedResponse(
                 status: .created,
                 response: CertificateView(
@@ -228,19 +229,19 @@ public struct AdminAPI: Sendable {
         api.get("/devices") { _, _ in try directory.registry.devices.map { try self.device($0.id) } }
         api.post("/devices") { request, context -> EditedResponse<DeviceView> in
             let body = (try? await request.decode(as: DeviceBody.self, context: context)) ?? DeviceBody()
-            let device = try await Self.mapped { try await directory.registerDevice(id: body.id, now: now()) }
+            let device = try await Self.mapped { try await directory.registerDevice(id: body.id, now: clock.now()) }
             return EditedResponse(status: .created, response: try self.device(device.id))
         }
         api.get("/devices/{id}") { _, context in try self.device(try context.parameters.require("id")) }
         api.delete("/devices/{id}") { _, context -> HTTPResponse.Status in
             let id = try context.parameters.require("id")
-            try await Self.mapped { try await directory.deleteDevice(id, now: now()) }
+            try await Self.mapped { try await directory.deleteDevice(id, now: clock.now()) }
             push.links.disconnect(id, reason: "an administrator deleted the device")
             return .noContent
         }
         api.post("/devices/{id}/reset") { _, context -> DeviceView in
             let id = try context.parameters.require("id")
-            let record = try await Self.mapped { try await directory.resetDevice(id, now: now()) }
+            let record = try await Self.mapped { try await directory.resetDevice(id, now: clock.now()) }
             push.links.deviceWasReset(id, generation: record.generation)
             return try self.device(id)
         }
@@ -249,7 +250,8 @@ public struct AdminAPI: Sendable {
             let body = try await request.decode(as: RegistrationBody.self, context: context)
             let r = try await Self.mapped {
                 try await directory.registerApp(
-                    device: id, bundleID: body.bundleID, environment: body.environment ?? .development, now: now())
+                    device: id, bundleID: body.bundleID, environment: body.environment ?? .development, now: clock.now()
+                )
             }
             return EditedResponse(status: .created, response: RegistrationView(r))
         }
@@ -259,13 +261,13 @@ public struct AdminAPI: Sendable {
             let env =
                 request.uri.queryParameters.get("environment").flatMap(APNsEnvironment.init(rawValue:)) ?? .development
             let r = try await Self.mapped {
-                try await directory.unregisterApp(device: id, bundleID: bundleID, environment: env, now: now())
+                try await directory.unregisterApp(device: id, bundleID: bundleID, environment: env, now: clock.now())
             }
             return RegistrationView(r)
         }
         api.get("/devices/{id}/stored") { _, context -> [StoredView] in
             let id = try context.parameters.require("id")
-            return try await directory.store.pending(device: id, now: now()).map {
+            return try await directory.store.pending(device: id, now: clock.now()).map {
                 StoredView(
                     apnsID: $0.apnsID, topic: $0.topic, pushType: $0.pushType, priority: $0.priority.rawValue,
                     collapseID: $0.collapseID, expiresAt: $0.expiresAt, receivedAt: $0.receivedAt,

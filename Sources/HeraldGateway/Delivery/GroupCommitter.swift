@@ -54,20 +54,15 @@ public final class GroupCommitter: Sendable {
 
     let store: any GatewayStore
     let policy: OfflinePolicy
-    let now: @Sendable () -> Date
     /// How many log lines may wait for a group of their own; 0 writes each at once.
     let logBatch: Int
     private let state = Mutex(State())
 
-    /// Creates a committer over a store; `now` stamps the log entries it writes itself.
-    public init(
-        store: any GatewayStore, policy: OfflinePolicy, logBatch: Int = 0,
-        now: @escaping @Sendable () -> Date = { Date() }
-    ) {
+    /// Creates a committer over a store.
+    public init(store: any GatewayStore, policy: OfflinePolicy, logBatch: Int = 0) {
         self.store = store
         self.policy = policy
         self.logBatch = logBatch
-        self.now = now
     }
 
     /// Queues a batch; `completion` runs once it is durable (with the `apns-id`s the policy replaced).

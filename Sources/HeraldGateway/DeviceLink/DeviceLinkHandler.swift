@@ -57,10 +57,9 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     var awaiting: [String: Entry] = [:]
     /// Further notifications written under an `apns-id` already awaiting (a provider may reuse one).
     var awaitingMore: [String: [Entry]] = [:]
-    var wakeTimer: (at: Date, task: Scheduled<Void>)?
-    /// Acknowledgement deadlines of direct pushes, in the order they were written (from `deadlineHead`).
-    var deadlines: [(apnsID: String, ticket: Int, at: NIODeadline)] = []
-    var deadlineHead = 0
+    var wakeTimer: (at: NIODeadline, task: Scheduled<Void>)?
+    /// Acknowledgement deadlines of direct pushes, in the event loop's time.
+    var deadlines: AcknowledgementDeadlines
     var deadlineTimer: Scheduled<Void>?
     var flushScheduled = false
     /// Liveness (``DeviceLinkServer/Configuration/idleTimeout``): when the device was last heard,
@@ -77,6 +76,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         for _ in 0..<4 { withUnsafeBytes(of: UInt64.random(in: .min ... .max)) { nonce.append(contentsOf: $0) } }
         self.phase = .greeting(nonce: nonce)
         self.qos = LinkQoS(configuration: service.configuration.qos)
+        self.deadlines = AcknowledgementDeadlines(timeout: service.configuration.acknowledgementTimeout)
     }
 
     var deviceID: String? {
@@ -154,7 +154,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             acknowledge(ids)
         case (.online(let device), .refused(let apnsID, let reason)):
             // Acknowledged already; the delivery log says what became of it on the device.
-            service.offline.refused(apnsID, device: device, reason: reason, at: service.now())
+            service.offline.refused(apnsID, device: device, reason: reason, at: service.clock.now())
         case (.online(let device), .register), (.online(let device), .unregister),
             (.online(let device), .resetDevice):
             guard let context else { return }
@@ -222,7 +222,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         let service = self.service
         Task {
             do {
-                let pending = try await service.offline.pending(device: device, now: service.now())
+                let pending = try await service.offline.pending(device: device, now: service.clock.now())
                 loop.execute { bound.value.backlogRead(pending) }
             } catch {
                 service.logger.error(
@@ -261,7 +261,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Queues stored pushes for the device, skipping those it has or has just acknowledged.
     func submitStored(_ pending: [StoredPush]) {
-        guard let device = deviceID else { return }
+        guard let device = deviceID, let loop = context?.eventLoop else { return }
         var tickets: [LinkQoS.Ticket] = []
         if queuedIDs == nil { queuedIDs = Set(queued.values.map(\.push.apnsID)) }
         let waiting = queuedIDs ?? []
@@ -283,14 +283,14 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 ticket: ticket.id, push: stored.linkPush, expiresAt: stored.expiresAt, origin: .stored)
             tickets.append(ticket)
         }
-        if !void.isEmpty { service.offline.discard(void, device: device, at: service.now()) }
+        if !void.isEmpty { service.offline.discard(void, device: device, at: service.clock.now()) }
         if tickets.isEmpty { return }
-        apply(qos.submitBacklog(tickets, now: service.now()))
+        apply(qos.submitBacklog(tickets, now: loop.now))
     }
 
     func acknowledge(_ ids: [String]) {
         guard let device = deviceID else { return }
-        let at = service.now()
+        let at = service.clock.now()
         for id in ids {
             guard let entry = awaiting.removeValue(forKey: id) else { continue }
             acknowledged(entry, device: device, at: at)
@@ -361,7 +361,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let id = takeTicket()
         let entry = Entry(ticket: id, push: offer.push, expiresAt: offer.expiresAt, origin: .direct(completion))
-        let now = service.now()
+        let now = service.clock.now()
         guard offer.expiresAt != nil else {
             // Expiration 0: one attempt, now, whatever the priority; it is never stored to wait.
             write(entry, at: now, context: context)
@@ -370,7 +370,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let ticket = LinkQoS.Ticket(
             id: id, priority: offer.push.priority, topic: offer.push.topic, background: offer.background)
-        let output = qos.submit(ticket, now: now)
+        let output = qos.submit(ticket, now: context.eventLoop.now)
         if output.send.count == 1, output.send[0] == id {
             // The usual case, sent at once and alone: it need not pass through `queued`.
             write(entry, at: now, context: context)
@@ -392,18 +392,18 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         scheduleWake(output.wakeAt)
     }
 
-    func scheduleWake(_ at: Date?) {
+    func scheduleWake(_ at: NIODeadline?) {
         guard let context else { return }
         if let current = wakeTimer, let at, current.at == at { return }
         wakeTimer?.task.cancel()
         wakeTimer = nil
         guard let at else { return }
-        let delay = max(0, at.timeIntervalSince(service.now()))
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let task = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {
+        let task = context.eventLoop.scheduleTask(deadline: at) {
             let handler = bound.value
             handler.wakeTimer = nil
-            handler.apply(handler.qos.wake(now: handler.service.now()))
+            guard let loop = handler.context?.eventLoop else { return }
+            handler.apply(handler.qos.wake(now: loop.now))
         }
         wakeTimer = (at, task)
     }
@@ -412,7 +412,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// acknowledgements.
     func write(_ tickets: [Int]) {
         guard let context, !tickets.isEmpty else { return }
-        let at = service.now()
+        let at = service.clock.now()
         for id in tickets {
             guard let entry = queued.removeValue(forKey: id) else { continue }
             write(entry, at: at, context: context)
@@ -433,10 +433,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
         entry.deliveredAt = at
         if case .direct = entry.origin {
-            // Every direct push waits the same time, so deadlines come in the order pushes were
-            // written: one queue and one timer instead of a timer per push.
-            deadlines.append(
-                (entry.push.apnsID, entry.ticket, NIODeadline.now() + service.configuration.acknowledgementTimeout))
+            deadlines.written(apnsID: entry.push.apnsID, ticket: entry.ticket, now: context.eventLoop.now)
             armDeadlineTimer()
         }
         if awaiting[entry.push.apnsID] == nil {
@@ -447,9 +444,9 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func armDeadlineTimer() {
-        guard deadlineTimer == nil, let context, deadlineHead < deadlines.count else { return }
+        guard deadlineTimer == nil, let context, let next = deadlines.next else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        deadlineTimer = context.eventLoop.scheduleTask(deadline: deadlines[deadlineHead].at) {
+        deadlineTimer = context.eventLoop.scheduleTask(deadline: next) {
             let handler = bound.value
             handler.deadlineTimer = nil
             handler.expireDeadlines()
@@ -457,15 +454,9 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func expireDeadlines() {
-        let now = NIODeadline.now()
-        while deadlineHead < deadlines.count, deadlines[deadlineHead].at <= now {
-            let (apnsID, ticket, _) = deadlines[deadlineHead]
-            deadlineHead += 1
-            acknowledgementTimedOut(apnsID: apnsID, ticket: ticket)
-        }
-        if deadlineHead > 1024 && deadlineHead * 2 > deadlines.count {
-            deadlines.removeFirst(deadlineHead)
-            deadlineHead = 0
+        guard let context else { return }
+        for due in deadlines.expired(now: context.eventLoop.now) {
+            acknowledgementTimedOut(apnsID: due.apnsID, ticket: due.ticket)
         }
         armDeadlineTimer()
     }
@@ -542,8 +533,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         deadlineTimer = nil
         livenessTimer?.cancel()
         livenessTimer = nil
-        deadlines = []
-        deadlineHead = 0
+        deadlines.removeAll()
         if let device { service.links.detach(device, key: ObjectIdentifier(self)) }
         var unfinished: [Entry] = qos.drain().compactMap { queued.removeValue(forKey: $0) }
         unfinished += queued.values

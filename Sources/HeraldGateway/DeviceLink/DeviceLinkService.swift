@@ -21,12 +21,12 @@ final class DeviceLinkService: Sendable {
     let configuration: DeviceLinkConfiguration
     let logger: Logger
     let log: ListenerLog
-    let now: @Sendable () -> Date
+    let clock: any WallClock
 
     init(
         directory: GatewayDirectory, links: DeviceLinks, offline: OfflineStore,
         configuration: DeviceLinkConfiguration,
-        logger: Logger, log: ListenerLog, now: @escaping @Sendable () -> Date
+        logger: Logger, log: ListenerLog, clock: any WallClock
     ) {
         self.directory = directory
         self.offline = offline
@@ -34,7 +34,7 @@ final class DeviceLinkService: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.log = log
-        self.now = now
+        self.clock = clock
     }
 
     // MARK: Authentication and registration (off the event loop: they touch the store)
@@ -81,7 +81,7 @@ final class DeviceLinkService: Sendable {
                 Refusal(code: .badSignature, message: "the signature does not verify with the device's key"))
         }
         do {
-            let record = try await directory.registerDevice(id: device, publicKey: keyBytes, now: now())
+            let record = try await directory.registerDevice(id: device, publicKey: keyBytes, now: clock.now())
             return .success((record, registry.registrations(device: record.id)))
         } catch let failure as GatewayDirectory.Failure {
             return .failure(Refusal(code: .refused, message: failure.description))
@@ -92,7 +92,7 @@ final class DeviceLinkService: Sendable {
 
     /// Carries out a device's request and returns the answer.
     func perform(_ message: LinkMessage, device: String) async -> LinkMessage {
-        let at = now()
+        let at = clock.now()
         do {
             switch message {
             case .register(let request, let topic, let environment):

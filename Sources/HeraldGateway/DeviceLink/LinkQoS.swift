@@ -1,8 +1,10 @@
 import Foundation
 import HeraldCore
+import NIOCore
 
 /// When a connected device gets each notification (issue 3 §5, docs/device-link.md): a value
-/// that takes arrivals and the current time and says what to send now and when to wake up.
+/// that takes arrivals and the current time and says what to send now and when to wake up. Its time
+/// is the link's event-loop time (monotonic): the windows and the budget's period are durations.
 ///
 /// - Priority 10 goes at once, and takes with it everything waiting (the radio is on anyway).
 /// - Priority 5 waits up to ``Configuration/batchWindow`` for others to go with it.
@@ -53,16 +55,16 @@ public struct LinkQoS: Sendable {
         /// Tickets to send now, in order.
         public var send: [Int] = []
         /// When to call ``LinkQoS/wake(now:)`` next (`nil` = nothing is waiting on time).
-        public var wakeAt: Date?
+        public var wakeAt: NIODeadline?
     }
 
     /// The configuration.
     public let configuration: Configuration
     var batch: [Ticket] = []
-    var batchDeadline: Date?
+    var batchDeadline: NIODeadline?
     var riders: [Ticket] = []
     var held: [Ticket] = []
-    var backgroundSent: [String: [Date]] = [:]
+    var backgroundSent: [String: [NIODeadline]] = [:]
 
     /// A QoS with nothing waiting.
     public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
@@ -71,7 +73,7 @@ public struct LinkQoS: Sendable {
     public var waiting: Int { batch.count + riders.count + held.count }
 
     /// A notification arrives.
-    public mutating func submit(_ ticket: Ticket, now: Date) -> Output {
+    public mutating func submit(_ ticket: Ticket, now: NIODeadline) -> Output {
         var out = Output()
         if ticket.background {
             guard takeBackgroundSlot(ticket.topic, now: now) else {
@@ -87,7 +89,7 @@ public struct LinkQoS: Sendable {
             out.send = sendingNow(ticket.id)
         case .normal:
             batch.append(ticket)
-            if batchDeadline == nil { batchDeadline = now.addingTimeInterval(configuration.batchWindow) }
+            if batchDeadline == nil { batchDeadline = now + Self.amount(configuration.batchWindow) }
         case .low:
             riders.append(ticket)
         }
@@ -97,7 +99,7 @@ public struct LinkQoS: Sendable {
 
     /// What was waiting when the device connected: sent together as one batch (priority-1 pushes
     /// ride along), except background pushes beyond the budget.
-    public mutating func submitBacklog(_ tickets: [Ticket], now: Date) -> Output {
+    public mutating func submitBacklog(_ tickets: [Ticket], now: NIODeadline) -> Output {
         var out = Output()
         for ticket in tickets {
             if ticket.background && !takeBackgroundSlot(ticket.topic, now: now) {
@@ -112,7 +114,7 @@ public struct LinkQoS: Sendable {
     }
 
     /// Time has passed: a batch window may have closed, a background slot may have freed.
-    public mutating func wake(now: Date) -> Output {
+    public mutating func wake(now: NIODeadline) -> Output {
         var out = Output()
         var released: [Int] = []
         var stillHeld: [Ticket] = []
@@ -163,8 +165,8 @@ public struct LinkQoS: Sendable {
         return ids
     }
 
-    private mutating func takeBackgroundSlot(_ topic: String, now: Date) -> Bool {
-        let since = now.addingTimeInterval(-configuration.backgroundPeriod)
+    private mutating func takeBackgroundSlot(_ topic: String, now: NIODeadline) -> Bool {
+        let since = now - Self.amount(configuration.backgroundPeriod)
         var sent = backgroundSent[topic, default: []].filter { $0 > since }
         defer { backgroundSent[topic] = sent.isEmpty ? nil : sent }
         guard sent.count < configuration.backgroundBudget else { return false }
@@ -173,16 +175,19 @@ public struct LinkQoS: Sendable {
     }
 
     /// The earliest time something waiting could go.
-    var nextWake: Date? {
+    var nextWake: NIODeadline? {
         // The common case, on every push: nothing held back.
         if held.isEmpty { return batchDeadline }
-        var candidates: [Date] = []
+        var candidates: [NIODeadline] = []
         if let batchDeadline { candidates.append(batchDeadline) }
         for topic in Set(held.map(\.topic)) {
             if let oldest = backgroundSent[topic]?.min() {
-                candidates.append(oldest.addingTimeInterval(configuration.backgroundPeriod))
+                candidates.append(oldest + Self.amount(configuration.backgroundPeriod))
             }
         }
         return candidates.min()
     }
+
+    /// Seconds as a `TimeAmount`.
+    static func amount(_ seconds: TimeInterval) -> TimeAmount { .nanoseconds(Int64((seconds * 1e9).rounded())) }
 }

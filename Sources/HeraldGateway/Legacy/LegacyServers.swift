@@ -40,7 +40,7 @@ public final class LegacyServer: Sendable {
         _ service: Service, host: String, port: Int, tls: NIOSSLContext, ca: GatewayCA, api: ProviderAPI,
         router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment, group: any EventLoopGroup,
         logger: Logger, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .hours(1)), log: ListenerLog? = nil,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any WallClock = SystemClock()
     ) async throws -> LegacyServer {
         let registry = ChannelRegistry()
         let log = log ?? ListenerLog(logger: logger)
@@ -60,18 +60,19 @@ public final class LegacyServer: Sendable {
                         FirstBytesDeadline(listener: service.rawValue, deadline: timeouts.firstBytes, log: log))
                     try sync.addHandler(
                         NIOSSLServerHandler(context: tls) { certificates, promise in
-                            promise.succeed(Self.verify(certificates, ca: ca, environment: environment, now: now()))
+                            promise.succeed(
+                                Self.verify(certificates, ca: ca, environment: environment, now: clock.now()))
                         })
                     switch service {
                     case .binary:
                         try sync.addHandler(
                             BinaryProviderHandler(
                                 api: api, router: router, directory: directory, ca: ca, environment: environment,
-                                logger: logger, timeouts: timeouts, log: log, now: now))
+                                logger: logger, timeouts: timeouts, log: log, clock: clock))
                     case .feedback:
                         try sync.addHandler(
                             FeedbackHandler(
-                                directory: directory, ca: ca, environment: environment, logger: logger, now: now))
+                                directory: directory, ca: ca, environment: environment, logger: logger, clock: clock))
                     }
                 }
             }
@@ -114,7 +115,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     let directory: GatewayDirectory
     let ca: GatewayCA
     let logger: Logger
-    let now: @Sendable () -> Date
+    let clock: any WallClock
     var connection: ProviderConnectionState
     var buffer: ByteBuffer?
     /// Set once an error packet (or the shutdown packet) is written: nothing more is read.
@@ -139,14 +140,14 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     init(
         api: ProviderAPI, router: PushRouter, directory: GatewayDirectory, ca: GatewayCA, environment: APNsEnvironment,
         logger: Logger, timeouts: ListenerTimeouts = ListenerTimeouts(idle: nil), log: ListenerLog? = nil,
-        now: @escaping @Sendable () -> Date
+        clock: any WallClock
     ) {
         self.api = api
         self.router = router
         self.directory = directory
         self.ca = ca
         self.logger = logger
-        self.now = now
+        self.clock = clock
         self.connection = ProviderConnectionState(defaultEnvironment: environment)
         self.idle = IdleWatch(timeout: timeouts.idle)
         self.frameDeadline = timeouts.firstBytes
@@ -156,7 +157,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idle.start(at: now(), on: context.eventLoop) { bound.value.checkIdle() }
+        idle.start(at: context.eventLoop.now, on: context.eventLoop) { bound.value.checkIdle() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -169,7 +170,9 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     /// Closes a connection quiet for the whole idle deadline with nothing in flight (the binary
     /// interface has no goodbye).
     func checkIdle() {
-        guard let context, !finished, idle.quietLongEnough(at: now(), busy: inFlight > 0) else { return }
+        guard let context, !finished, idle.quietLongEnough(at: context.eventLoop.now, busy: inFlight > 0) else {
+            return
+        }
         log.closed(
             listener: LegacyServer.Service.binary.rawValue, peer: context.channel.remoteAddress,
             reason: "nothing sent for the idle deadline")
@@ -177,14 +180,14 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if idle.isWatching { idle.touch(at: now()) }
+        if idle.isWatching { idle.touch(at: context.eventLoop.now) }
         context.fireChannelReadComplete()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted = event as? TLSUserEvent {
             context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
-            connection.certificate = ProviderServer.grant(channel: context.channel, ca: ca, now: now())
+            connection.certificate = ProviderServer.grant(channel: context.channel, ca: ca, now: clock.now())
         } else if event is ProviderShutdownEvent {
             finish(.shutdown, identifier: lastProcessed, context: context)
             return
@@ -241,7 +244,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
     }
 
     private func process(_ notification: LegacyBinary.Notification, context: ChannelHandlerContext) {
-        let decision = api.handle(binary: notification, connection: &connection, now: now())
+        let decision = api.handle(binary: notification, connection: &connection, now: clock.now())
         if case .respond(let response, nil) = decision, response.status != 410 {
             router.answered(response, after: .zero)
             let status = LegacyBinary.Status(reason: response.reason ?? .internalServerError)
@@ -277,7 +280,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
         let environment = connection.defaultEnvironment
         router.offline.committer.submitLog([
             DeliveryEvent(
-                apnsID: apnsID, uniqueID: nil, kind: .discarded, at: now(),
+                apnsID: apnsID, uniqueID: nil, kind: .discarded, at: clock.now(),
                 detail:
                     "binary interface identifier \(identifier): the token is no longer valid (a removed app's token goes on the feedback list)"
             )
@@ -361,17 +364,17 @@ final class FeedbackHandler: ChannelInboundHandler {
     let ca: GatewayCA
     let environment: APNsEnvironment
     let logger: Logger
-    let now: @Sendable () -> Date
+    let clock: any WallClock
 
     init(
         directory: GatewayDirectory, ca: GatewayCA, environment: APNsEnvironment, logger: Logger,
-        now: @escaping @Sendable () -> Date
+        clock: any WallClock
     ) {
         self.directory = directory
         self.ca = ca
         self.environment = environment
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // a provider has nothing to say here
@@ -382,7 +385,7 @@ final class FeedbackHandler: ChannelInboundHandler {
             return
         }
         context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
-        guard let grant = ProviderServer.grant(channel: context.channel, ca: ca, now: now()), grant.problem == nil
+        guard let grant = ProviderServer.grant(channel: context.channel, ca: ca, now: clock.now()), grant.problem == nil
         else {
             context.close(promise: nil)
             return

@@ -1,12 +1,12 @@
-import Foundation
 import NIOCore
 
 /// A provider connection's idle timeout (`--idle-timeout`): when the connection was last active,
 /// and a timer that looks again when it could next have been quiet for the whole timeout. The
-/// handler that owns it says what counts as busy and what to do once the connection is idle.
+/// handler that owns it says what counts as busy and what to do once the connection is idle. Its
+/// time is the connection's event-loop time (monotonic, virtual in tests).
 struct IdleWatch {
     private let timeout: TimeAmount?
-    private var lastActivity = Date.distantPast
+    private var lastActivity = NIODeadline.distantPast
     private var timer: Scheduled<Void>?
     private var loop: (any EventLoop)?
     private var fire: (@Sendable () -> Void)?
@@ -19,7 +19,7 @@ struct IdleWatch {
 
     /// Starts watching; `fire` runs on `loop` when the timer is due and should call
     /// ``quietLongEnough(at:busy:)``.
-    mutating func start(at now: Date, on loop: any EventLoop, fire: @escaping @Sendable () -> Void) {
+    mutating func start(at now: NIODeadline, on loop: any EventLoop, fire: @escaping @Sendable () -> Void) {
         guard let timeout else { return }
         self.loop = loop
         self.fire = fire
@@ -28,7 +28,7 @@ struct IdleWatch {
     }
 
     /// Something happened on the connection.
-    mutating func touch(at now: Date) { lastActivity = now }
+    mutating func touch(at now: NIODeadline) { lastActivity = now }
 
     /// Stops watching (the connection goes, or is closing anyway).
     mutating func stop() {
@@ -40,11 +40,11 @@ struct IdleWatch {
 
     /// When the timer fires: whether the connection has been quiet for the whole timeout (`busy`
     /// counts as activity now). If not, the timer is armed again for when it next could be.
-    mutating func quietLongEnough(at now: Date, busy: Bool) -> Bool {
+    mutating func quietLongEnough(at now: NIODeadline, busy: Bool) -> Bool {
         timer = nil
         guard let timeout, fire != nil else { return false }
         if busy { lastActivity = now }
-        let quiet = TimeAmount.nanoseconds(Int64(now.timeIntervalSince(lastActivity) * 1e9))
+        let quiet = now - lastActivity
         if quiet >= timeout { return true }
         arm(in: timeout - quiet)
         return false

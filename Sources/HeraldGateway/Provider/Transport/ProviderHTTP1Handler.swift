@@ -15,7 +15,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
 
     let api: ProviderAPI
     let router: PushRouter
-    let now: @Sendable () -> Date
+    let clock: any WallClock
     var connection: ProviderConnectionState
     var request: ProviderRequest?
     var keepAlive = true
@@ -33,13 +33,13 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     var established = false
 
     init(
-        api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date,
+        api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, clock: any WallClock,
         requestDeadline: TimeAmount = .seconds(10), log: ListenerLog? = nil
     ) {
         self.api = api
         self.router = router
         self.connection = connection
-        self.now = now
+        self.clock = clock
         self.idle = IdleWatch(timeout: api.idleTimeout)
         self.requestDeadline = requestDeadline
         self.log = log
@@ -48,7 +48,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idle.start(at: now(), on: context.eventLoop) { bound.value.checkIdle() }
+        idle.start(at: context.eventLoop.now, on: context.eventLoop) { bound.value.checkIdle() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -59,7 +59,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if idle.isWatching { idle.touch(at: now()) }
+        if idle.isWatching { idle.touch(at: context.eventLoop.now) }
         // Bytes that made no part while nothing was in progress: a head is on its way. (While a
         // request is answered, NIO's pipelining helper holds the next one back, so that is no sign.)
         if !sawPart && request == nil && !busy { startRequestTimer(context) }
@@ -85,7 +85,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
     /// Closes the connection once the client has sent nothing for the whole idle timeout and no
     /// request is in flight (HTTP/1.1 has no GOAWAY).
     func checkIdle() {
-        guard let context, idle.quietLongEnough(at: now(), busy: busy || request != nil) else { return }
+        guard let context, idle.quietLongEnough(at: context.eventLoop.now, busy: busy || request != nil) else { return }
         context.close(promise: nil)
     }
 
@@ -119,12 +119,12 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
             busy = true
             if tooLarge {
                 let response = ProviderResponse.error(
-                    .payloadTooLarge, apnsID: r.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
+                    .payloadTooLarge, apnsID: r.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: clock.now()))
                 router.answered(response, after: .zero)
                 write(response, context: context)
                 return
             }
-            let decision = api.handle(r, connection: &connection, now: now())
+            let decision = api.handle(r, connection: &connection, now: clock.now())
             router.carryOut(decision, on: context.eventLoop) { [self] response in
                 if let context = self.context { self.write(response, context: context) }
             }
@@ -133,7 +133,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
 
     private func write(_ response: ProviderResponse, context: ChannelHandlerContext) {
         busy = false
-        if idle.isWatching { idle.touch(at: now()) }
+        if idle.isWatching { idle.touch(at: context.eventLoop.now) }
         var headers = HTTPHeaders()
         headers.add(name: "apns-id", value: response.apnsID)
         if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }

@@ -23,7 +23,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     let api: ProviderAPI
     let router: PushRouter
-    let now: @Sendable () -> Date
+    let clock: any WallClock
     var connection: ProviderConnectionState
     var streams: [HTTP2StreamID: Stream] = [:]
     /// Streams whose answer has not been written yet (decided but waiting on the router or a delay).
@@ -58,13 +58,13 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     let stallDeadline: TimeAmount
 
     init(
-        api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, now: @escaping @Sendable () -> Date,
+        api: ProviderAPI, router: PushRouter, connection: ProviderConnectionState, clock: any WallClock,
         log: ListenerLog? = nil, stallDeadline: TimeAmount = .seconds(10)
     ) {
         self.api = api
         self.router = router
         self.connection = connection
-        self.now = now
+        self.clock = clock
         self.idle = IdleWatch(timeout: api.idleTimeout)
         self.log = log
         self.stallDeadline = stallDeadline
@@ -109,7 +109,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idle.start(at: now(), on: context.eventLoop) { bound.value.checkIdle() }
+        idle.start(at: context.eventLoop.now, on: context.eventLoop) { bound.value.checkIdle() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -175,7 +175,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                         stream.answered = true
                         let response = ProviderResponse.error(
                             .payloadTooLarge,
-                            apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
+                            apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: clock.now()))
                         router.answered(response, after: .zero)
                         // Reset the stream (NO_ERROR: stop sending the body) only once the answer is out:
                         // a reset written earlier would discard the DATA frame still queued for flow control.
@@ -214,7 +214,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if idle.isWatching { idle.touch(at: now()) }
+        if idle.isWatching { idle.touch(at: context.eventLoop.now) }
         if needsFlush {
             needsFlush = false
             context.flush()
@@ -227,12 +227,13 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         if stream.answered { return }
         if stream.bodyLimitExceeded {
             let response = ProviderResponse.error(
-                .payloadTooLarge, apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now()))
+                .payloadTooLarge,
+                apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: clock.now()))
             router.answered(response, after: .zero)
             write(response, on: id, context: context)
             return
         }
-        let decision = api.handle(stream.request, connection: &connection, now: now())
+        let decision = api.handle(stream.request, connection: &connection, now: clock.now())
         if case .respond(let response, nil) = decision {
             // Written now, within the read that completed the request; flushed with the rest of it.
             router.answered(response, after: .zero)
@@ -242,7 +243,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         inFlight += 1
         router.carryOut(decision, on: context.eventLoop) { [self] response in
             self.inFlight -= 1
-            if self.idle.isWatching { self.idle.touch(at: self.now()) }
+            if self.idle.isWatching, let loop = self.context?.eventLoop { self.idle.touch(at: loop.now) }
             if let context = self.context {
                 self.write(response, on: id, context: context)
                 self.scheduleFlush(context)
@@ -407,7 +408,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     /// Closes the connection with GOAWAY `{"reason":"IdleTimeout"}` once the client has sent
     /// nothing for the whole timeout and no request is in flight.
     func checkIdle() {
-        guard let context, !draining, idle.quietLongEnough(at: now(), busy: inFlight > 0 || !streams.isEmpty)
+        guard let context, !draining,
+            idle.quietLongEnough(at: context.eventLoop.now, busy: inFlight > 0 || !streams.isEmpty)
         else { return }
         beginDrain(context: context, reason: .idleTimeout)
     }

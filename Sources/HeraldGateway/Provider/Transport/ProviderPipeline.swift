@@ -15,7 +15,7 @@ struct ProviderPipeline: Sendable {
 
     let api: ProviderAPI
     let router: PushRouter
-    let now: @Sendable () -> Date
+    let clock: any WallClock
     /// How long a started HTTP/1.1 request may take to arrive whole, and how long an HTTP/2 answer
     /// may wait for the client's flow-control window (the first-bytes deadline).
     var requestDeadline: TimeAmount = .seconds(10)
@@ -30,7 +30,7 @@ struct ProviderPipeline: Sendable {
         try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
         try pipeline.addHandler(
             ProviderHTTP2Handler(
-                api: api, router: router, connection: connection, now: now, log: log,
+                api: api, router: router, connection: connection, clock: clock, log: log,
                 stallDeadline: requestDeadline))
     }
 
@@ -39,7 +39,7 @@ struct ProviderPipeline: Sendable {
         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
         try pipeline.addHandler(
             ProviderHTTP1Handler(
-                api: api, router: router, connection: connection, now: now, requestDeadline: requestDeadline,
+                api: api, router: router, connection: connection, clock: clock, requestDeadline: requestDeadline,
                 log: log))
     }
 

@@ -25,7 +25,7 @@ public final class ProviderServer: Sendable {
     let api: ProviderAPI
     let router: PushRouter
     let environment: APNsEnvironment
-    let now: @Sendable () -> Date
+    let clock: any WallClock
     let logger: Logger
     let serverChannel: any Channel
 
@@ -40,7 +40,7 @@ public final class ProviderServer: Sendable {
         host: String, port: Int, transport: Transport, api: ProviderAPI, router: PushRouter,
         environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger,
         firstBytes: TimeAmount = .seconds(10), log: ListenerLog? = nil,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any WallClock = SystemClock()
     ) async throws -> ProviderServer {
         let holder = ChannelRegistry()
         let log = log ?? ListenerLog(logger: logger)
@@ -61,7 +61,7 @@ public final class ProviderServer: Sendable {
                     let sync = channel.pipeline.syncOperations
                     let connection = ProviderConnectionState(defaultEnvironment: environment)
                     let setup = ProviderPipeline(
-                        api: api, router: router, now: now, requestDeadline: firstBytes, log: log)
+                        api: api, router: router, clock: clock, requestDeadline: firstBytes, log: log)
                     try sync.addHandler(FirstBytesDeadline(listener: name, deadline: firstBytes, log: log))
                     switch transport {
                     case .cleartext:
@@ -72,7 +72,7 @@ public final class ProviderServer: Sendable {
                             NIOTypedApplicationProtocolNegotiationHandler<Void> { result, channel in
                                 channel.eventLoop.makeCompletedFuture {
                                     var connection = connection
-                                    connection.certificate = Self.grant(channel: channel, ca: ca, now: now())
+                                    connection.certificate = Self.grant(channel: channel, ca: ca, now: clock.now())
                                     let sync = channel.pipeline.syncOperations
                                     switch result {
                                     case .negotiated("h2"): try setup.http2(sync, connection)
@@ -89,7 +89,7 @@ public final class ProviderServer: Sendable {
             }
         let channel = try await bootstrap.bind(host: host, port: port).get()
         let server = ProviderServer(
-            api: api, router: router, environment: environment, now: now, logger: logger, serverChannel: channel,
+            api: api, router: router, environment: environment, clock: clock, logger: logger, serverChannel: channel,
             registry: holder)
         return server
     }
@@ -97,13 +97,13 @@ public final class ProviderServer: Sendable {
     let registry: ChannelRegistry
 
     init(
-        api: ProviderAPI, router: PushRouter, environment: APNsEnvironment, now: @escaping @Sendable () -> Date,
+        api: ProviderAPI, router: PushRouter, environment: APNsEnvironment, clock: any WallClock,
         logger: Logger, serverChannel: any Channel, registry: ChannelRegistry
     ) {
         self.api = api
         self.router = router
         self.environment = environment
-        self.now = now
+        self.clock = clock
         self.logger = logger
         self.serverChannel = serverChannel
         self.registry = registry

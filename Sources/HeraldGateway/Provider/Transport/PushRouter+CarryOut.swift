@@ -25,7 +25,7 @@ extension PushRouter {
     func carryOut(
         _ decision: ProviderAPI.Decision, on loop: any EventLoop, answer: @escaping (ProviderResponse) -> Void
     ) {
-        let start = NIODeadline.now()
+        let start = loop.now
         let metrics = self.metrics
         switch decision {
         case .respond(let response, nil):
@@ -33,14 +33,14 @@ extension PushRouter {
             answer(response)
         case .respond(let response, let delay?):
             loop.assumeIsolated().scheduleTask(in: delay) { [self] in
-                answered(response, after: .now() - start)
+                answered(response, after: loop.now - start)
                 answer(response)
             }
         case .accept(let push, let delay):
             let bound = NIOLoopBound(answer, eventLoop: loop)
             // One closure per push carries the answer back to the connection's loop (and counts it).
             let respond: @Sendable (ProviderResponse) -> Void = { response in
-                metrics.answered(response, after: .now() - start)
+                metrics.answered(response, after: loop.now - start)
                 if loop.inEventLoop { bound.value(response) } else { loop.execute { bound.value(response) } }
             }
             if let delay {

@@ -1,9 +1,11 @@
 import Foundation
 import Synchronization
 
-/// The daemon's clock: the wall-clock time for fire dates, and waiting until one.
-/// Tests use ``ManualDeviceClock`` and move time themselves.
-public protocol DeviceClock: Sendable {
+/// Herald's one clock for dates: the wall-clock time (a notification's fire date, a push's expiry,
+/// the delivery log's times) and waiting until one. The device's daemon runs on it; the gateway reads
+/// its dates from it. Timers inside NIO handlers run on their event loop's time instead (monotonic,
+/// and virtual in tests). Tests use ``ManualClock`` and move time themselves.
+public protocol WallClock: Sendable {
     /// The current time.
     func now() -> Date
     /// Returns at `deadline` (at once if it has passed); throws `CancellationError` when cancelled.
@@ -11,7 +13,7 @@ public protocol DeviceClock: Sendable {
 }
 
 /// The system's clock.
-public struct SystemDeviceClock: DeviceClock {
+public struct SystemClock: WallClock {
     /// Creates the clock.
     public init() {}
 
@@ -30,7 +32,7 @@ public struct SystemDeviceClock: DeviceClock {
 }
 
 /// A clock that moves only when told to: sleepers wake when ``advance(to:)`` passes their deadline.
-public final class ManualDeviceClock: DeviceClock {
+public final class ManualClock: WallClock {
     struct Sleeper {
         var deadline: Date
         var continuation: CheckedContinuation<Void, any Error>

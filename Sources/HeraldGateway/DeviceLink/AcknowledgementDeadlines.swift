@@ -1,0 +1,53 @@
+import NIOCore
+
+/// When each push written to a device stops waiting for its acknowledgement: a value, driven by the
+/// link's event-loop time. Every push waits the same time, so deadlines come in the order pushes were
+/// written: one queue and one timer per link instead of a timer per push.
+struct AcknowledgementDeadlines {
+    /// One push written and waiting.
+    struct Waiting: Equatable {
+        var apnsID: String
+        /// The link's own number for the push (an `apns-id` may be reused).
+        var ticket: Int
+        var at: NIODeadline
+    }
+
+    /// How long a push waits.
+    let timeout: TimeAmount
+    private var queue: [Waiting] = []
+    private var head = 0
+
+    init(timeout: TimeAmount) { self.timeout = timeout }
+
+    /// A push was written at `now`.
+    mutating func written(apnsID: String, ticket: Int, now: NIODeadline) {
+        queue.append(Waiting(apnsID: apnsID, ticket: ticket, at: now + timeout))
+    }
+
+    /// The earliest deadline still to come: when the link's timer should fire.
+    var next: NIODeadline? { head < queue.count ? queue[head].at : nil }
+
+    /// How many deadlines are still to come.
+    var count: Int { queue.count - head }
+
+    /// Takes the deadlines that have come by `now`, oldest first. (Whether each push was acknowledged
+    /// meanwhile is the link's to know: an acknowledged push's deadline passes without effect.)
+    mutating func expired(now: NIODeadline) -> [Waiting] {
+        var due: [Waiting] = []
+        while head < queue.count, queue[head].at <= now {
+            due.append(queue[head])
+            head += 1
+        }
+        if head > 1024 && head * 2 > queue.count {
+            queue.removeFirst(head)
+            head = 0
+        }
+        return due
+    }
+
+    /// Forgets every deadline (the link closed).
+    mutating func removeAll() {
+        queue = []
+        head = 0
+    }
+}
