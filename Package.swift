@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HeraldGateway", targets: ["HeraldGateway"]),
         .library(name: "HeraldKit", targets: ["HeraldKit"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
+        .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .executable(name: "herald", targets: ["herald"]),
     ],
     dependencies: [
@@ -115,6 +116,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // For tests, ours and a user's: a gateway and devices in one process on free ports, with
+        // manual clocks; test keys and tokens; the calendar fixtures.
+        .target(
+            name: "HeraldTesting",
+            dependencies: [
+                "HeraldCore",
+                "HeraldRuntime",
+                "HeraldGateway",
+                "HeraldDevice",
+                "HeraldKit",
+                "HeraldProvider",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "herald",
             dependencies: [
@@ -124,6 +140,7 @@ let package = Package(
                 "HeraldProvider",
                 "HeraldKit",
                 "HeraldRuntime",
+                "HeraldTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -145,7 +162,7 @@ let package = Package(
             name: "ParcelServer",
             dependencies: ["HeraldProvider", .product(name: "Hummingbird", package: "hummingbird")],
             path: "Examples/ParcelServer"),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTesting"]),
         .testTarget(
             name: "HeraldRuntimeTests",
             dependencies: [
@@ -155,7 +172,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore"]),
+        .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore", "HeraldTesting"]),
         .testTarget(
             name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore", "HeraldRuntime"]),
         .testTarget(
@@ -170,11 +187,15 @@ let package = Package(
         .testTarget(
             name: "HeraldProviderTests",
             dependencies: [
-                "HeraldProvider", "HeraldGateway", "HeraldCore",
+                "HeraldProvider", "HeraldGateway", "HeraldCore", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "HeraldTestingTests",
+            dependencies: ["HeraldTesting", "HeraldCore", "HeraldKit", "HeraldProvider"]
         ),
         .testTarget(
             name: "heraldTests",

@@ -16,6 +16,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HeraldCore", package: "Herald"),
                 .product(name: "HeraldDevice", package: "Herald"),
+                .product(name: "HeraldTesting", package: "Herald"),
             ],
             path: "Sources/herald-bench"
         ),
@@ -24,6 +25,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "HeraldCore", package: "Herald"),
+                .product(name: "HeraldTesting", package: "Herald"),
             ],
             path: "Benchmarks/CalendarBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -33,6 +35,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "HeraldDevice", package: "Herald"),
+                .product(name: "HeraldTesting", package: "Herald"),
             ],
             path: "Benchmarks/SchedulerBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

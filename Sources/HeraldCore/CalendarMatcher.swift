@@ -29,9 +29,9 @@ public struct CalendarMatcher: Sendable, Hashable {
     let hour: Int?
     let minute: Int?
     let second: Int?
-    let weekday: Int?
-    let ordinal: Int?
-    let weekOfMonth: Int?
+    package let weekday: Int?
+    package let ordinal: Int?
+    package let weekOfMonth: Int?
     let hasWeekly: Bool
     let hourConstrained: Bool
     let period: Period?

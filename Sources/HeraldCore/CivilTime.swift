@@ -1,11 +1,11 @@
 /// Proleptic Gregorian civil-date arithmetic on day numbers (days since 1970-01-01), after
 /// Howard Hinnant's public-domain algorithms. Pure integer math: no Foundation in the hot path.
-enum Civil {
-    static let secondsPerDay: Int64 = 86_400
+package enum Civil {
+    package static let secondsPerDay: Int64 = 86_400
 
     /// Day number of a civil date.
     @inline(__always)
-    static func days(_ year: Int, _ month: Int, _ day: Int) -> Int64 {
+    package static func days(_ year: Int, _ month: Int, _ day: Int) -> Int64 {
         let y = Int64(month <= 2 ? year - 1 : year)
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -17,7 +17,7 @@ enum Civil {
 
     /// Civil date of a day number.
     @inline(__always)
-    static func date(_ dayNumber: Int64) -> (year: Int, month: Int, day: Int) {
+    package static func date(_ dayNumber: Int64) -> (year: Int, month: Int, day: Int) {
         let z = dayNumber + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
@@ -31,16 +31,16 @@ enum Civil {
 
     /// Weekday of a day number, 1 = Sunday … 7 = Saturday (Foundation's numbering).
     @inline(__always)
-    static func weekday(_ dayNumber: Int64) -> Int {
+    package static func weekday(_ dayNumber: Int64) -> Int {
         // 1970-01-01 was a Thursday (5).
         Int(((dayNumber % 7) + 7 + 4) % 7) + 1
     }
 
     @inline(__always)
-    static func isLeap(_ year: Int) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }
+    package static func isLeap(_ year: Int) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }
 
     @inline(__always)
-    static func daysInMonth(_ year: Int, _ month: Int) -> Int {
+    package static func daysInMonth(_ year: Int, _ month: Int) -> Int {
         switch month {
         case 2: isLeap(year) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -49,23 +49,23 @@ enum Civil {
     }
 
     @inline(__always)
-    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    package static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }
 
     /// Local seconds (since 1970-01-01T00:00 wall time) of a civil date and second of day.
     @inline(__always)
-    static func seconds(_ year: Int, _ month: Int, _ day: Int, _ secondOfDay: Int = 0) -> Int64 {
+    package static func seconds(_ year: Int, _ month: Int, _ day: Int, _ secondOfDay: Int = 0) -> Int64 {
         days(year, month, day) * secondsPerDay + Int64(secondOfDay)
     }
 
     /// Broken-down local time.
-    struct Fields: Equatable {
-        var year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, weekday: Int
+    package struct Fields: Equatable {
+        package var year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, weekday: Int
     }
 
-    static func fields(_ localSeconds: Int64) -> Fields {
+    package static func fields(_ localSeconds: Int64) -> Fields {
         let dayNumber = floorDiv(localSeconds, secondsPerDay)
         let tod = Int(localSeconds - dayNumber * secondsPerDay)
         let (y, m, d) = date(dayNumber)

@@ -8,9 +8,9 @@ public final class ZoneRules: Sendable {
     /// The zone's identifier (`America/New_York`, `GMT+0530`).
     public let identifier: String
     let initialOffset: Int64
-    let instants: [Int64]
-    let offsetsBefore: [Int64]
-    let offsetsAfter: [Int64]
+    package let instants: [Int64]
+    package let offsetsBefore: [Int64]
+    package let offsetsAfter: [Int64]
     /// Wall-clock start of each transition's gap or overlap: `T + min(before, after)`.
     let localLow: [Int64]
     /// Wall-clock end of each transition's gap or overlap: `T + max(before, after)`.

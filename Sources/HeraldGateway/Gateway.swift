@@ -92,6 +92,7 @@ public final class Gateway: Sendable {
     let lock: StateDirectoryLock
     /// Where every date comes from (a push's arrival and expiry, the delivery log, certificates).
     public let clock: any WallClock
+    let stopper = ServiceRunner.Stopper()
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
@@ -229,7 +230,7 @@ public final class Gateway: Sendable {
         services += [provider, app] as [any Service]
         try await ServiceRunner.run(
             services, signals: true, logger: logger, listening: adminReady, listener: "admin API",
-            address: "\(address):\(configuration.adminPort)"
+            address: "\(address):\(configuration.adminPort)", stopper: stopper
         ) { bound in
             var info: [String: String] = [
                 "providerURL": "https://localhost:\(provider.localAddress?.port ?? 0)",
@@ -252,6 +253,11 @@ public final class Gateway: Sendable {
         }
         try await group.shutdownGracefully()
         try await linkGroup.shutdownGracefully()
+    }
+
+    /// Stops a running gateway gracefully, as SIGTERM does: ``run(onReady:)`` returns once it is done.
+    public func shutdown() async {
+        await stopper.stop()
     }
 
     /// An address as the host of a URL written into `gateway.json`: a wildcard (`--listen 0.0.0.0`,

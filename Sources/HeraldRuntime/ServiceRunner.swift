@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// The boot sequence every Herald process shares. Its long-running parts run as one
 /// swift-service-lifecycle `ServiceGroup`, with graceful shutdown on SIGINT and SIGTERM: the services
@@ -13,13 +14,15 @@ public enum ServiceRunner {
     /// listener was listening, the error names `listener` and `address`.
     public static func run(
         _ services: [any Service], signals: Bool, logger: Logger,
-        listening: Readiness, listener: String, address: String,
+        listening: Readiness, listener: String, address: String, stopper: Stopper? = nil,
         ready: (Int) async throws -> Void
     ) async throws {
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) },
                 gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+        stopper?.running(group)
+        defer { stopper?.finished() }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
                 // If the listener never binds, the wait below must still end.
@@ -42,6 +45,49 @@ public enum ServiceRunner {
             }
             try await tasks.next()
         }
+    }
+
+    /// Stops a running group gracefully from code, as SIGTERM would (in order, the streams in flight
+    /// finished); asked before the group runs, it stops it as soon as it does.
+    public final class Stopper: Sendable {
+        private enum State {
+            case idle
+            case running(ServiceGroup)
+            case stopRequested
+            case finished
+        }
+
+        private let state = Mutex(State.idle)
+
+        /// Nothing running yet.
+        public init() {}
+
+        /// Stops the group gracefully; returns at once (the group's `run` returns when it is done).
+        public func stop() async {
+            let group = state.withLock { state -> ServiceGroup? in
+                switch state {
+                case .running(let group):
+                    return group
+                case .idle:
+                    state = .stopRequested
+                    return nil
+                case .stopRequested, .finished:
+                    return nil
+                }
+            }
+            await group?.triggerGracefulShutdown()
+        }
+
+        func running(_ group: ServiceGroup) {
+            let stopNow = state.withLock { state -> Bool in
+                if case .stopRequested = state { return true }
+                state = .running(group)
+                return false
+            }
+            if stopNow { Task { await group.triggerGracefulShutdown() } }
+        }
+
+        func finished() { state.withLock { $0 = .finished } }
     }
 
     /// The port of a listener once it is listening: handed to Hummingbird's `onServerRunning`.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 import Testing
 
 @testable import HeraldCore

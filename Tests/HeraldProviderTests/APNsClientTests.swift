@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldGateway
+import HeraldTesting
 import Logging
 import Synchronization
 import Testing
@@ -9,63 +10,30 @@ import X509
 
 @testable import HeraldProvider
 
-/// A real `Gateway` in this process, on loopback ports the system picks, with a team, a key, an
-/// app and an offline device whose token the tests send to.
+/// A real `Gateway` in this process (HeraldTesting's ``TestGateway``: loopback ports the system
+/// picks, a team, a key), with an app and an offline device whose token the tests send to.
 final class RunningGateway: Sendable {
-    static let team = "TEAM123456"
-    static let keyID = "KEY1234567"
+    static let team = TestGateway.teamID
+    static let keyID = TestGateway.keyID
     static let bundle = "com.example.provider"
 
-    let gateway: Gateway
-    let task: Task<Void, any Error>
-    let info: [String: String]
-    let signingKey: APNsSigningKey
+    let testbed: TestGateway
     let token: String
-    let directory: String
+    var gateway: Gateway { testbed.gateway }
+    var info: [String: String] { testbed.info }
+    var signingKey: APNsSigningKey { testbed.signingKey }
 
     static func start() async throws -> RunningGateway {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("provider-\(UUID())").path
-        var configuration = Gateway.Configuration()
-        configuration.stateDirectory = directory
-        configuration.port = 0
-        configuration.developmentPort = 0
-        configuration.adminPort = 0
-        configuration.linkPort = 0
-        var logger = Logger(label: "test.gateway")
-        logger.logLevel = .warning
-        let gateway = try await Gateway.open(configuration, logger: logger)
-        _ = try await gateway.directory.putTeam(id: team)
-        let (_, pem) = try await gateway.directory.generateKey(teamID: team, id: keyID)
-        _ = try await gateway.directory.putApp(bundleID: bundle, teamID: team)
-        _ = try await gateway.directory.registerDevice(id: "phone", now: Date())
-        let registration = try await gateway.directory.registerApp(
-            device: "phone", bundleID: bundle, environment: .development, now: Date())
-        let (ready, continuation) = AsyncStream.makeStream(of: [String: String].self)
-        let task = Task { try await gateway.run { continuation.yield($0) } }
-        var info: [String: String]?
-        for await i in ready {
-            info = i
-            break
-        }
-        return RunningGateway(
-            gateway: gateway, task: task, info: try #require(info),
-            signingKey: try APNsSigningKey(p8: pem, keyID: keyID, teamID: team), token: registration.token.hex,
-            directory: directory)
+        let testbed = try await TestGateway.start(apps: [bundle])
+        return RunningGateway(testbed: testbed, token: try await testbed.token(for: bundle, device: "phone"))
     }
 
-    private init(
-        gateway: Gateway, task: Task<Void, any Error>, info: [String: String], signingKey: APNsSigningKey,
-        token: String, directory: String
-    ) {
-        self.gateway = gateway
-        self.task = task
-        self.info = info
-        self.signingKey = signingKey
+    private init(testbed: TestGateway, token: String) {
+        self.testbed = testbed
         self.token = token
-        self.directory = directory
     }
 
-    var caPEM: String { get throws { try String(contentsOfFile: info["caCertificate"]!, encoding: .utf8) } }
+    var caPEM: String { get throws { try testbed.caCertificatePEM } }
 
     func client(
         server: APNsServer? = nil, authentication: APNsAuthentication? = nil, retry: APNsRetryPolicy = .init(),
@@ -80,11 +48,7 @@ final class RunningGateway: Sendable {
             now: now, sleep: sleep)
     }
 
-    func stop() async {
-        task.cancel()
-        _ = await task.result
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+    func stop() async { await testbed.stop() }
 }
 
 /// Runs `body` with a client and a gateway, and shuts both down however `body` ends.

@@ -1,6 +1,7 @@
 import Benchmark
 import Foundation
 import HeraldCore
+import HeraldTesting
 
 // Seeded random cases (components, zones including DST zones and Australia/Lord_Howe, start dates): the same
 // for Herald's matcher and for Foundation's Calendar.nextDate. 10,000 per iteration here, because Foundation

@@ -2,6 +2,7 @@ import Benchmark
 import Foundation
 import HeraldCore
 import HeraldDevice
+import HeraldTesting
 
 // A scheduler holding 1,000,000 pending requests across 10,000 apps.
 let base: Scheduler = {

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldDevice
+import HeraldTesting
 
 // Same-run comparisons with their references, printed as ratios (scripts/bench-calendar, BENCHMARKS.md).
 

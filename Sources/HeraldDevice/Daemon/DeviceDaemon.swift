@@ -20,6 +20,7 @@ public struct DeviceDaemon: Sendable {
     /// idle between requests.
     public var apiTimeouts = ListenerTimeouts(idle: .seconds(60))
     let logger: Logger
+    let stopper = ServiceRunner.Stopper()
 
     /// Creates the daemon over a service.
     public init(service: DeviceService, apiHost: String = "127.0.0.1", apiPort: Int = 8081, logger: Logger) {
@@ -57,7 +58,7 @@ public struct DeviceDaemon: Sendable {
         do {
             try await ServiceRunner.run(
                 services, signals: signals, logger: logger, listening: apiReady, listener: "device API",
-                address: "\(apiHost):\(self.apiPort)"
+                address: "\(apiHost):\(self.apiPort)", stopper: stopper
             ) { bound in
                 var info = [
                     "apiURL": "http://\(apiHost):\(bound)",
@@ -76,5 +77,13 @@ public struct DeviceDaemon: Sendable {
         }
         try? FileManager.default.removeItem(at: runtime)
         await service.close()
+    }
+}
+
+extension DeviceDaemon {
+    /// Stops the running daemon gracefully, as SIGTERM does: ``run(signals:onReady:)`` returns once it
+    /// is done.
+    public func shutdown() async {
+        await stopper.stop()
     }
 }
