@@ -3,50 +3,6 @@ import HeraldCore
 import NIOCore
 import Synchronization
 
-/// How an offered notification ended on the device link.
-public enum LinkOutcome: Sendable, Equatable {
-    /// The device acknowledged it.
-    case acknowledged(deliveredAt: Date, acknowledgedAt: Date)
-    /// The device did not acknowledge it in time, or the link closed first (`deliveredAt` is set
-    /// when it was written to the device). The router stores it under the offline policy.
-    case notAcknowledged(deliveredAt: Date?)
-    /// The QoS holds it (priority 5 or 1, or a background push over budget): the router stores it
-    /// now and the link sends it later; its acknowledgement then removes it from the store.
-    case hold
-}
-
-/// A notification offered to a connected device.
-public struct LinkOffer: Sendable {
-    /// What goes down the link.
-    public var push: LinkPush
-    /// When the gateway stops trying (`nil`: one attempt only, expiration 0).
-    public var expiresAt: Date?
-    /// Counts against the background budget.
-    public var background: Bool
-
-    /// Creates an offer.
-    public init(push: LinkPush, expiresAt: Date?, background: Bool) {
-        self.push = push
-        self.expiresAt = expiresAt
-        self.background = background
-    }
-}
-
-/// A connected device's link as the registry drives it; every call runs on the link's event loop.
-/// (`DeviceLinkHandler` is the one kind; the registry does not need to know it.)
-protocol DeviceConnection: AnyObject {
-    /// Sends a push (or holds it under the QoS); `completion` says what became of it.
-    func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void)
-    /// Sends pushes just committed to the offline store, unless the link has them already.
-    func offerStored(_ pushes: [StoredPush])
-    /// Sends a message.
-    func send(_ message: LinkMessage)
-    /// Sends an error and closes.
-    func refuse(code: LinkErrorCode, message: String)
-    /// Closes for shutdown (1001, going away).
-    func goAway()
-}
-
 /// The devices connected over the device link, by device id. The router looks a device up here
 /// for every push; the link's own handler (on its event loop) does the rest.
 public final class DeviceLinks: Sendable {
