@@ -80,7 +80,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
             return
         }
         log.closed(
-            listener: LegacyServer.Service.binary.rawValue, peer: context.channel.remoteAddress,
+            listener: LegacyService.binary.rawValue, peer: context.channel.remoteAddress,
             reason: "nothing sent for the idle deadline")
         context.close(promise: nil)
     }
@@ -143,7 +143,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
             handler.frameTimer = nil
             guard let context = handler.context, !handler.finished else { return }
             handler.log.closed(
-                listener: LegacyServer.Service.binary.rawValue, peer: context.channel.remoteAddress,
+                listener: LegacyService.binary.rawValue, peer: context.channel.remoteAddress,
                 reason: "a frame did not arrive whole within \(handler.frameDeadline.secondsText) of its first byte")
             context.close(promise: nil)
         }

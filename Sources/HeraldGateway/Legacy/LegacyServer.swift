@@ -13,13 +13,8 @@ import X509
 /// the environments it may be used in. A listener serves one environment, as Apple's separate
 /// sandbox and production hosts did; a certificate not valid for it fails the handshake.
 public final class LegacyServer: Sendable {
-    /// Which of the two services a listener runs.
-    public enum Service: String, Sendable {
-        /// The binary gateway: commands 0, 1 and 2 in, error packets out.
-        case binary = "binary gateway"
-        /// The feedback service: the topic's feedback tuples out, then close.
-        case feedback = "feedback service"
-    }
+    /// Which of the two it is (``LegacyService``).
+    public typealias Service = LegacyService
 
     let serverChannel: any Channel
     let registry: ChannelRegistry
