@@ -174,7 +174,8 @@ let package = Package(
         ),
         .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore", "HeraldTesting"]),
         .testTarget(
-            name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore", "HeraldRuntime"]),
+            name: "HeraldKitTests",
+            dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore", "HeraldRuntime", "HeraldTesting"]),
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [

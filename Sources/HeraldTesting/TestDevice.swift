@@ -40,25 +40,30 @@ public final class TestDevice: Sendable {
 
     /// Starts a device in `stateDirectory`, linked to the push service at `gatewayURL` (`nil`: none),
     /// with `apps` installed for the development environment; its clock starts at `start`.
+    /// `userAllows` is the device's user's answer to an app's first authorization request;
+    /// `launcher` starts an app's process when a notification needs it (by default, the app's
+    /// executable, when it has one).
     public static func start(
         name: String = "device", gatewayURL: String?, apps: [String], stateDirectory: URL? = nil,
-        start: Date = Date(), logLevel: Logger.Level = .warning
+        start: Date = Date(), userAllows: Bool = true, launcher: any AppLauncher = ProcessLauncher(),
+        logLevel: Logger.Level = .warning
     ) async throws -> TestDevice {
         let directory =
             stateDirectory
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+            ?? Self.shortTemporaryDirectory.appendingPathComponent(
                 "herald-device-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = DeviceService.Configuration()
         configuration.stateDirectory = directory.path
         configuration.gatewayURL = gatewayURL
         configuration.reconnectBase = 0.05
+        configuration.userAllows = userAllows
         var logger = Logger(label: "herald.testing.\(name)")
         logger.logLevel = logLevel
         let clock = ManualClock(now: start)
         let log = LogInbox()
         let service = try await DeviceService(
-            configuration: configuration, clock: clock, presenters: [log], logger: logger)
+            configuration: configuration, clock: clock, launcher: launcher, presenters: [log], logger: logger)
         for app in apps {
             try await service.install(InstalledApp(bundleID: app, apsEnvironment: .development))
         }
@@ -121,11 +126,22 @@ public final class TestDevice: Sendable {
         try await service.advanceClock(to: clock.now().addingTimeInterval(seconds))
     }
 
-    /// Stops the device (gracefully, as SIGTERM would) and removes its state.
-    public func stop() async {
+    /// The device's state directory (database, identity, tokens, the app link's socket).
+    public var stateDirectory: URL { directory }
+
+    /// Stops the device (gracefully, as SIGTERM would) and removes its state, unless
+    /// `keepingState` (another device may start on it: a restart).
+    public func stop(keepingState: Bool = false) async {
         await daemon.shutdown()
         _ = await task.result
-        try? FileManager.default.removeItem(at: directory)
+        if !keepingState { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    /// A temporary directory with a short path: the app link is a Unix socket in the state directory,
+    /// and a socket's path may be at most about a hundred bytes.
+    static var shortTemporaryDirectory: URL {
+        let temporary = FileManager.default.temporaryDirectory
+        return temporary.path.count <= 40 ? temporary : URL(fileURLWithPath: "/tmp", isDirectory: true)
     }
 }
 

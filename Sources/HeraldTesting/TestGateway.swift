@@ -55,7 +55,7 @@ public final class TestGateway: Sendable {
     public static func start(
         apps: [String], legacy: Bool = false, clock: any WallClock = SystemClock(), logLevel: Logger.Level = .warning
     ) async throws -> TestGateway {
-        let directory = FileManager.default.temporaryDirectory
+        let directory = TestDevice.shortTemporaryDirectory
             .appendingPathComponent("herald-testing-\(UUID().uuidString.prefix(8))", isDirectory: true)
         var configuration = Gateway.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("gateway").path

@@ -2,32 +2,9 @@ import Foundation
 import HeraldDevice
 import HeraldKit
 import HeraldRuntime
+import HeraldTesting
 import Synchronization
 import Testing
-
-/// Records every log entry and lets a test wait for the next of a kind. `show` runs on the daemon;
-/// `next` only on the test's task (hence unchecked).
-final class LogWatcher: Presenter, @unchecked Sendable {
-    let stream: AsyncStream<DeviceLogEntry>
-    let sink: AsyncStream<DeviceLogEntry>.Continuation
-    var iterator: AsyncStream<DeviceLogEntry>.Iterator?
-
-    init() {
-        (stream, sink) = AsyncStream.makeStream(of: DeviceLogEntry.self)
-    }
-
-    func show(_ entry: DeviceLogEntry) { sink.yield(entry) }
-
-    /// The next entry of `kind` (entries of other kinds are skipped).
-    func next(_ kind: DeviceLogEntry.Kind) async -> DeviceLogEntry? {
-        var it = iterator ?? stream.makeAsyncIterator()
-        defer { iterator = it }
-        while let entry = await it.next() {
-            if entry.kind == kind { return entry }
-        }
-        return nil
-    }
-}
 
 /// Records launches instead of starting processes.
 final class RecordingLauncher: AppLauncher {
@@ -88,48 +65,37 @@ final class RecordingDelegate: UserNotificationCenterDelegate {
     }
 }
 
-/// A device daemon in the test process: the service with a manual clock, its app link on a real
-/// Unix socket, and recorded presentations and launches.
+/// The device these tests run apps against: HeraldTesting's in-process daemon on a manual clock,
+/// with no push service and launches recorded instead of started.
 struct TestDevice {
-    let state: URL
-    let clock: ManualClock
-    let log = LogWatcher()
-    let launcher = RecordingLauncher()
-    let service: DeviceService
-    let server: AppLinkServer
-    let serving: Task<Void, Never>
+    let device: HeraldTesting.TestDevice
+    let launcher: RecordingLauncher
 
     static let start = Date(timeIntervalSince1970: 1_795_000_000)
 
     init(state: URL? = nil, now: Date = TestDevice.start, userAllows: Bool = true) async throws {
-        // Unix socket paths are short: keep the directory near the root.
-        self.state = state ?? URL(fileURLWithPath: "/tmp/hk-\(UUID().uuidString.prefix(8))")
-        clock = ManualClock(now: now)
-        var configuration = DeviceService.Configuration()
-        configuration.stateDirectory = self.state.path
-        configuration.userAllows = userAllows
-        service = try await DeviceService(
-            configuration: configuration, clock: clock, launcher: launcher, presenters: [log])
-        await service.start()
-        server = try await AppLinkServer.bind(path: configuration.appLinkPath)
-        let server = self.server
-        let service = self.service
-        serving = Task { await server.run(service: service, logger: .init(label: "test")) }
+        let launcher = RecordingLauncher()
+        self.launcher = launcher
+        device = try await HeraldTesting.TestDevice.start(
+            gatewayURL: nil, apps: [], stateDirectory: state, start: now, userAllows: userAllows, launcher: launcher)
     }
+
+    var service: DeviceService { device.service }
+    var clock: ManualClock { device.clock }
+    var state: URL { device.stateDirectory }
+    /// What the device did, in order: `log.next(.presented)`.
+    var log: HeraldTesting.TestDevice { device }
 
     func connect(_ app: String, _ state: AppRunState, delegate: (any UserNotificationCenterDelegate)? = nil)
         async throws -> UserNotificationCenter
     {
-        try await UserNotificationCenter.connect(
-            bundleID: app, state: state, socketPath: service.configuration.appLinkPath, delegate: delegate)
+        try await device.app(app, state: state, delegate: delegate)
     }
 
-    func stop() async {
-        await server.close()
-        await serving.value
-        await service.close()
-    }
+    /// Stops the daemon; its state stays for a restart on it.
+    func stop() async { await device.stop(keepingState: true) }
 
+    /// A push as the push service would hand it over.
     func push(_ app: String, _ json: String, id: String) async throws {
         try await service.apply(
             .remoteNotification(app: app, payload: try Payload(json: json), apnsID: id, collapseID: nil))
