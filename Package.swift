@@ -172,7 +172,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "HeraldDeviceTests", dependencies: ["HeraldDevice", "HeraldCore", "HeraldTesting"]),
+        .testTarget(
+            name: "HeraldDeviceTests",
+            dependencies: [
+                "HeraldDevice", "HeraldCore", "HeraldTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "HeraldKitTests",
             dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore", "HeraldRuntime", "HeraldTesting"]),
