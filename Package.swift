@@ -162,6 +162,7 @@ let package = Package(
             name: "ParcelServer",
             dependencies: ["HeraldProvider", .product(name: "Hummingbird", package: "hummingbird")],
             path: "Examples/ParcelServer"),
+        // Test targets depend on the module they test and on HeraldTesting, which brings the other roles.
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTesting"]),
         .testTarget(
             name: "HeraldRuntimeTests",
@@ -183,11 +184,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKitTests",
-            dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore", "HeraldRuntime", "HeraldTesting"]),
+            dependencies: ["HeraldKit", "HeraldTesting"]),
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldGateway", "HeraldCore", "HeraldDevice", "HeraldProvider", "HeraldRuntime",
+                "HeraldGateway", "HeraldTesting",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -196,7 +197,7 @@ let package = Package(
         .testTarget(
             name: "HeraldProviderTests",
             dependencies: [
-                "HeraldProvider", "HeraldGateway", "HeraldCore", "HeraldTesting",
+                "HeraldProvider", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -204,12 +205,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTestingTests",
-            dependencies: ["HeraldTesting", "HeraldCore", "HeraldKit", "HeraldProvider"]
+            dependencies: ["HeraldTesting"]
         ),
         .testTarget(
             name: "heraldTests",
             dependencies: [
-                "herald", "HeraldDevice", "HeraldCore",
+                "herald", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 "RemindMe", "MoodTracker", "Invites", "Alarm", "Arrival", "ParcelApp", "ParcelServer",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
-import HeraldDevice
+import HeraldTesting
 import Logging
 import NIOCore
 import NIOPosix

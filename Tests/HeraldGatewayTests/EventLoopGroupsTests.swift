@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldDevice
-import HeraldProvider
+import HeraldTesting
 import Logging
 import NIOCore
 import Testing

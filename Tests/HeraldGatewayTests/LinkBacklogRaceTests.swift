@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldDevice
+import HeraldTesting
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
-import HeraldProvider
+import HeraldTesting
 import Logging
 import NIOCore
 

@@ -1,7 +1,5 @@
 import Foundation
-import HeraldDevice
 import HeraldKit
-import HeraldRuntime
 import HeraldTesting
 import Synchronization
 import Testing

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import HeraldCore
-import HeraldGateway
 import HeraldTesting
 import Logging
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldDevice
+import HeraldTesting
 import Testing
 
 /// Waits (up to a safety deadline) until `condition` holds, checking every few milliseconds: for
