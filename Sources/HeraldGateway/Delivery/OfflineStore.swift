@@ -5,7 +5,9 @@ import Logging
 /// The offline store as the rest of the gateway uses it: what a push that cannot be delivered now
 /// becomes (stored under the offline policy, or discarded), what a device link reads when a device
 /// connects and what it reports back (acknowledged, refused, void), and the purge of what expired.
-/// Every write goes through the ``GroupCommitter``, and every step is a line in the delivery log.
+/// Every write goes through the ``GroupCommitter``, and every step is a line in the delivery log;
+/// the delivery metrics (delivered, stored, discarded) are counted here, with the line that records
+/// the step. (The provider API's answers are counted where they are carried out.)
 public final class OfflineStore: Sendable {
     /// The store writer.
     public let committer: GroupCommitter
@@ -74,6 +76,7 @@ public final class OfflineStore: Sendable {
     /// A delivered push's lines for the delivery log; nobody waits for them.
     func logDelivered(_ delivered: DeliveredPush) {
         committer.submitLog(delivered)
+        metrics.delivered(acknowledged: true)
     }
 
     /// Deletes expired pushes from the offline store and logs each as discarded; returns how many.
@@ -112,6 +115,7 @@ public final class OfflineStore: Sendable {
         respond: @escaping @Sendable (ProviderResponse) -> Void,
         whenStored: @escaping @Sendable (StoredPush) -> Void
     ) {
+        if deliveredAt != nil { metrics.delivered(acknowledged: false) }
         let ok = ProviderResponse.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)
         var batch = StoreBatch()
         batch.events = [accepted(push)]

@@ -42,10 +42,8 @@ public final class PushRouter: Sendable {
                         apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
                         topic: push.topic, binaryIdentifier: push.binaryIdentifier, acceptedAt: push.receivedAt,
                         deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt))
-                metrics.delivered(acknowledged: true)
                 respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
             case .notAcknowledged(let deliveredAt):
-                if deliveredAt != nil { metrics.delivered(acknowledged: false) }
                 keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond)
             case .hold:
                 keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
