@@ -11,7 +11,7 @@ import X509
 /// One binary-interface connection: reads notifications as a stream, hands each to the provider
 /// API's logic and the router, and on the first refusal writes the error packet and closes,
 /// processing nothing after it.
-final class BinaryProviderHandler: ChannelDuplexHandler {
+final class BinaryProviderHandler: ChannelDuplexHandler, IdleWatching {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -62,8 +62,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idle.start(at: context.eventLoop.now, on: context.eventLoop) { bound.value.checkIdle() }
+        startIdleWatch(context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

@@ -55,3 +55,20 @@ struct IdleWatch {
         timer = loop.scheduleTask(in: delay, fire)
     }
 }
+
+/// A connection handler with an idle watch: what the provider API's HTTP/2 and HTTP/1.1 handlers and
+/// the binary interface's share.
+protocol IdleWatching: AnyObject {
+    var idle: IdleWatch { get set }
+    /// Called on the connection's loop when the watch's timer is due; closes the connection when it
+    /// has been quiet long enough (``IdleWatch/quietLongEnough(at:busy:)``).
+    func checkIdle()
+}
+
+extension IdleWatching {
+    /// Starts the watch on the connection's loop (from `handlerAdded`).
+    func startIdleWatch(_ context: ChannelHandlerContext) {
+        let bound = NIOLoopBound<any IdleWatching>(self, eventLoop: context.eventLoop)
+        idle.start(at: context.eventLoop.now, on: context.eventLoop) { bound.value.checkIdle() }
+    }
+}

@@ -9,7 +9,7 @@ import NIOHTTP1
 ///
 /// A request must arrive whole within `requestDeadline` of its first byte (a head or body sent a
 /// byte at a time is closed then); between requests the idle deadline applies.
-final class ProviderHTTP1Handler: ChannelInboundHandler {
+final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
@@ -47,8 +47,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idle.start(at: context.eventLoop.now, on: context.eventLoop) { bound.value.checkIdle() }
+        startIdleWatch(context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

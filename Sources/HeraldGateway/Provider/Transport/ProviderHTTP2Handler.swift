@@ -8,7 +8,7 @@ import NIOHTTP2
 /// The provider API over HTTP/2, driven at the frame level: one handler per connection reads
 /// HEADERS and DATA frames, calls ``ProviderAPI/handle(_:connection:now:)`` when a stream's request
 /// is complete, and writes the answer on that stream. No child channel and no Task per stream.
-final class ProviderHTTP2Handler: ChannelDuplexHandler {
+final class ProviderHTTP2Handler: ChannelDuplexHandler, IdleWatching {
     typealias InboundIn = HTTP2Frame
     typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -108,8 +108,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idle.start(at: context.eventLoop.now, on: context.eventLoop) { bound.value.checkIdle() }
+        startIdleWatch(context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
