@@ -66,7 +66,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            // The web device's page: plain HTML, CSS and JavaScript, served as they are.
+            resources: [.copy("API/Web")]
         ),
         .target(
             name: "HeraldKit",
@@ -177,6 +179,7 @@ let package = Package(
             name: "HeraldDeviceTests",
             dependencies: [
                 "HeraldDevice", "HeraldCore", "HeraldTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),

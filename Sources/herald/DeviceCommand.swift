@@ -52,7 +52,14 @@ struct DeviceRun: AsyncParsableCommand {
     var timeZone: String?
     @Option(name: .long, parsing: .upToNextOption, help: "The user's languages, most preferred first (default en).")
     var language: [String] = []
-    @Flag(name: .long, help: "The user denies every app's first authorization request (default: allows).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How the user answers an app's first authorization request: allow, deny, or interactive (the web "
+                + "device at the API's / shows the system's dialog and the app waits for the answer).",
+            valueName: "allow|deny|interactive"))
+    var permission: PermissionAnswer = .allow
+    @Flag(name: .long, help: "The same as --permission deny.")
     var deny = false
     @Option(name: .long, help: "Seconds of background time for content-available pushes and background actions.")
     var backgroundBudget: Double = 30
@@ -80,6 +87,9 @@ struct DeviceRun: AsyncParsableCommand {
             _ = try parseDate(startTime, field: "--start-time")
         }
         try validateLogLevel(logLevel)
+        if deny, permission != .allow, permission != .deny {
+            throw ValidationError("--deny and --permission \(permission.rawValue) contradict each other")
+        }
     }
 
     func run() async throws {
@@ -89,7 +99,8 @@ struct DeviceRun: AsyncParsableCommand {
         configuration.stateDirectory = state
         configuration.gatewayURL = gateway
         configuration.gatewayCAPath = gatewayCA
-        configuration.userAllows = !deny
+        configuration.userAllows = !deny && permission != .deny
+        configuration.asksUser = permission == .interactive
         configuration.engine.timeZone = timeZone.flatMap(TimeZone.init(identifier:)) ?? .current
         if !language.isEmpty { configuration.engine.preferredLanguages = language }
         configuration.engine.backgroundBudget = backgroundBudget
@@ -110,6 +121,11 @@ struct DeviceRun: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(text.utf8))
         }
     }
+}
+
+/// `herald device --permission`.
+enum PermissionAnswer: String, ExpressibleByArgument, CaseIterable {
+    case allow, deny, interactive
 }
 
 struct DeviceInstall: AsyncParsableCommand {

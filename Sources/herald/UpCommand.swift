@@ -195,7 +195,7 @@ struct UpCommand: AsyncParsableCommand {
         } catch {}
         var deviceArguments = [
             "device", "--state", deviceState.path, "--gateway", try info("linkDevelopmentURL"), "--api-port",
-            "\(devicePort)", "--no-banner", "--log-level", "notice",
+            "\(devicePort)", "--no-banner", "--log-level", "notice", "--permission", "interactive",
         ]
         if let timeZone { deviceArguments += ["--time-zone", timeZone] }
         let device = try children.start(
@@ -220,7 +220,12 @@ struct UpCommand: AsyncParsableCommand {
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: demo.path)
         _ = try await HTTPJSONClient(base: deviceAPI).json(
             "POST", "/apps",
-            ["bundleID": app, "apsEnvironment": APNsEnvironment.development.rawValue, "executable": demo.path])
+            [
+                "bundleID": app, "apsEnvironment": APNsEnvironment.development.rawValue, "executable": demo.path,
+                // Allowed as if the user had said yes: the printed curl shows at once. Apps installed
+                // with --install, or asking later, get the permission dialog on the web device.
+                "authorized": ["alert", "sound", "badge"],
+            ])
         for (bundle, path) in extra {
             _ = try await HTTPJSONClient(base: deviceAPI).json(
                 "POST", "/apps",
@@ -258,6 +263,7 @@ struct UpCommand: AsyncParsableCommand {
         print(
             """
             herald is up
+              the device (open it):     \(deviceAPI)/
               provider API (TLS, h2):   \(up["providerURL"]!)   CA \(up["caCertificate"]!)
               development (h2c/HTTP1):  \(development)
               binary / feedback (TLS):  \(up["binaryAddress"]!) / \(up["feedbackAddress"]!)   certificate \(binaryCertificate.path)
@@ -267,8 +273,9 @@ struct UpCommand: AsyncParsableCommand {
             \(installed)  key:                      team \(Self.team), key \(keyID!), \(p8!)
               everything above:         \(root.path)/up.json
 
-            Send a push (the bearer token is valid for an hour; `herald push --alert Hi` signs its own);
-            the answer is `HTTP/2 200` with its apns-id:
+            Open the device in a browser, then send a push (the bearer token is valid for an hour;
+            `herald push --alert Hi` signs its own); the answer is `HTTP/2 200` with its apns-id, and the
+            notification appears on the device:
 
             curl -i --http2-prior-knowledge \(development)/3/device/\(token) \\
               -H 'apns-topic: \(app)' -H 'authorization: bearer \(jwt)' \\

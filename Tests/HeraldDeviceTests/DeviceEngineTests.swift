@@ -20,6 +20,26 @@ import Testing
         #expect(first == second)
     }
 
+    @Test func theUsersAnswerInTheDialogIsRecordedInsteadOfThePolicysAndAskedOnce() throws {
+        let policy = CountingPolicy(allow: false)
+        var e = DeviceEngine(policy: policy)
+        let now = at("2025-01-01T00:00:00Z")
+        _ = try e.handle(.installApp(InstalledApp(bundleID: "a")), now: now)
+        // A dialog is needed for a first request, not for a quiet provisional one.
+        #expect(e.asksUser("a", for: [.alert, .sound]))
+        #expect(!e.asksUser("a", for: [.alert, .provisional]))
+        #expect(!e.asksUser("unknown", for: [.alert]))
+        let answered = try e.handle(
+            .authorizationAnswered(app: "a", options: [.alert, .sound], granted: true), now: now)
+        #expect(policy.timesAsked == 0)
+        #expect(answered == [.authorizationResult(app: "a", granted: true, settings: e.apps["a"]!.settings)])
+        #expect(e.apps["a"]?.settings.soundSetting == .enabled && e.apps["a"]?.settings.badgeSetting == .disabled)
+        // Decided: no dialog again, and a later request gets the same answer.
+        #expect(!e.asksUser("a", for: [.alert, .badge]))
+        let later = try e.handle(.requestAuthorization(app: "a", options: [.alert, .badge]), now: now)
+        #expect(later == answered && policy.timesAsked == 0)
+    }
+
     @Test func provisionalNeverAsks() throws {
         let policy = CountingPolicy(allow: false)
         var e = DeviceEngine(policy: policy)

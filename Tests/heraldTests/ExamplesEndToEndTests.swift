@@ -173,7 +173,10 @@ import Testing
         let upFile = state.appendingPathComponent("up.json").path
 
         // Invites registers its category and for remote notifications; the provider names the category.
-        let register = try Child(try exampleExecutable("Invites"), ["register"], environment: appLink).finish()
+        // The device asks the user first (`herald up` runs it with --permission interactive): Allow.
+        let registering = try Child(try exampleExecutable("Invites"), ["register"], environment: appLink)
+        try up.allow("dev.herald.invites")
+        let register = registering.finish()
         let token = try #require(register.lines.last?.split(separator: " ").last.map(String.init), "\(register)")
         #expect(token.count == 64)
         let payload = state.appendingPathComponent("invite.json")
@@ -203,6 +206,7 @@ import Testing
         let parcelApp = try Child(
             try exampleExecutable("ParcelApp"), [serverURL],
             environment: appLink.merging(["LANGUAGE": "fr_CA:en", "LANG": "fr_CA.UTF-8"]) { $1 })
+        try up.allow("dev.herald.parcels")
         #expect(server.waitForLine(containing: "registered").last?.hasSuffix("speaking fr-CA,en") == true)
         let shipped = try curl(["-d", #"{"parcel":"A123"}"#, serverURL + "/ship"])
         #expect(shipped.status == 200 && shipped.body == "sent 1\n", "\(shipped)")

@@ -56,6 +56,17 @@ import Testing
 
         var device: [String] { ["--device-state", state.appendingPathComponent("device").path] }
 
+        /// Waits until the device shows `app`'s permission dialog, then taps Allow (as a person on
+        /// the web device does: `POST /prompts/<app>`).
+        func allow(_ app: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let asked = waitForLine(containing: "[\(app)] asks to send notifications")
+            #expect(asked.last?.contains("waiting for the user's answer") == true, sourceLocation: sourceLocation)
+            let answer = try curl([
+                "-X", "POST", "-d", #"{"allow":true}"#, (info["deviceAPI"] ?? "") + "/prompts/\(app)",
+            ])
+            #expect(answer.status == 200, "\(answer.body)", sourceLocation: sourceLocation)
+        }
+
         func stop() -> Int32 {
             watchdog.cancel()
             kill(process.processIdentifier, SIGTERM)

@@ -158,8 +158,13 @@ struct AppLinkService: Service {
         let server = self.server
         await withGracefulShutdownHandler {
             await server.run(service: device, logger: logger)
-        } onGracefulShutdown: {
-            Task { await server.close() }
+        } onGracefulShutdown: { [device] in
+            // A call waiting for the user's answer in the permission dialog ends first, with an error:
+            // the connection it holds would otherwise keep the server from closing.
+            Task {
+                await device.abandonPrompts()
+                await server.close()
+            }
         }
     }
 }

@@ -19,6 +19,21 @@ public struct DeviceAPI: Sendable {
         var bundleDirectory: String?
         var libraryDirectory: String?
         var apsEnvironment: APNsEnvironment?
+        /// Installed already authorized for these options (`alert`, `sound`, …), as if the user had
+        /// allowed the app's request: its own request then gets that answer without a dialog.
+        var authorized: [String]?
+
+        func authorizedOptions() throws -> AuthorizationOptions? {
+            guard let authorized else { return nil }
+            var options: AuthorizationOptions = []
+            for name in authorized {
+                guard let option = AuthorizationOptions(name: name) else {
+                    throw HTTPError(.badRequest, message: "authorized: unknown authorization option '\(name)'")
+                }
+                options.insert(option)
+            }
+            return options
+        }
     }
 
     struct AppView: Codable {
@@ -137,12 +152,17 @@ public struct DeviceAPI: Sendable {
         }
         router.post("/apps") { request, _ in
             let body = try await Self.decode(InstallBody.self, request)
+            let authorized = try body.authorizedOptions()
             try await Self.mapped {
                 try await service.install(
                     InstalledApp(
                         bundleID: body.bundleID, bundleDirectory: body.bundleDirectory,
                         libraryDirectory: body.libraryDirectory, executable: body.executable,
                         apsEnvironment: body.apsEnvironment))
+                if let authorized {
+                    try await service.apply(
+                        .authorizationAnswered(app: body.bundleID, options: authorized, granted: true))
+                }
             }
             return Self.json(await Self.view(try await Self.record(body.bundleID, service), service), status: .created)
         }
@@ -266,6 +286,7 @@ public struct DeviceAPI: Sendable {
             try await Self.mapped { try await service.setLocation(fix) }
             return Self.json(fix)
         }
+        Self.addWebDevice(to: router, service: service)
         return router
     }
 

@@ -141,5 +141,6 @@ extension DeviceService {
         logger.info(
             "\(kind.rawValue)", metadata: ["app": "\(app)", "id": "\(identifier ?? "-")", "text": "\(text)"])
         for presenter in presenters { presenter.show(entry) }
+        feed.show(entry)
     }
 }

@@ -19,7 +19,7 @@ extension DeviceService {
         }
         nextSession += 1
         sessions[bundleID] = Session(id: nextSession, send: send)
-        try await apply(.appStateChanged(app: bundleID, state: state))
+        try await setRunState(bundleID, state)
         for event in waiting.removeValue(forKey: bundleID) ?? [] { send(.event(event: event)) }
         return nextSession
     }
@@ -29,7 +29,7 @@ extension DeviceService {
         guard sessions[bundleID]?.id == session else { return }
         sessions[bundleID] = nil
         if engine.apps[bundleID] != nil {
-            _ = try? await apply(.appStateChanged(app: bundleID, state: .notRunning))
+            try? await setRunState(bundleID, .notRunning)
         }
     }
 
@@ -54,9 +54,11 @@ extension DeviceService {
             guard state != .notRunning else {
                 throw AppLinkFailure.protocolError("state: close the connection to stop running")
             }
-            try await apply(.appStateChanged(app: app, state: state))
+            try await setRunState(app, state)
             return .done
         case .requestAuthorization(let options):
+            // Interactive: the dialog records the user's answer; the request then gets it.
+            if configuration.asksUser, engine.asksUser(app, for: options) { try await askUser(app, options: options) }
             let actions = try await apply(.requestAuthorization(app: app, options: options))
             for case .authorizationResult(_, let granted, let settings) in actions {
                 note(.system, app: app, "authorization \(granted ? "granted" : "denied")")

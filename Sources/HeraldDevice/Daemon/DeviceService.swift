@@ -27,6 +27,10 @@ public actor DeviceService {
         public var registrationWait: TimeInterval = 10
         /// The user's answer to first authorization requests.
         public var userAllows = true
+        /// The user answers an app's first authorization request in the system's dialog on the web
+        /// device (`--permission interactive`): the app's call waits for the answer. `userAllows`
+        /// still answers location requests.
+        public var asksUser = false
         /// Entries the presentation log keeps.
         public var logLimit = 1000
 
@@ -79,6 +83,13 @@ public actor DeviceService {
     var lastSave: Task<Void, any Error>?
     /// The last location fix.
     public private(set) var location: LocationFix?
+    /// Whether the device is locked: the web device shows the lock screen, and what arrives lands
+    /// there rather than in a banner.
+    public private(set) var locked = false
+    /// Every log entry as it happens, for live views (the web device).
+    public nonisolated let feed = DeviceFeed()
+    /// Authorization requests shown to the user, by app, with the calls waiting for the answer.
+    var prompts: [String: (prompt: PermissionPrompt, waiters: [CheckedContinuation<Void, any Error>])] = [:]
     /// Held for the service's life: one daemon per state directory.
     let lock: StateDirectoryLock
 
@@ -120,6 +131,7 @@ public actor DeviceService {
     /// another daemon (or another service in this process) may open it. The service must not be
     /// used afterwards.
     public func close() async {
+        abandonPrompts()
         _ = await lastSave?.result
         lock.unlock()
     }
@@ -267,6 +279,13 @@ public actor DeviceService {
     public func setLocation(_ fix: LocationFix) async throws {
         location = fix
         try await apply(.locationFix(fix))
+    }
+
+    /// Locks or unlocks the device (the web device's lock button, `PUT /lock`).
+    public func setLocked(_ locked: Bool) {
+        guard locked != self.locked else { return }
+        self.locked = locked
+        note(.system, app: "device", locked ? "locked" : "unlocked")
     }
 
     /// Whether an app is running, and how.

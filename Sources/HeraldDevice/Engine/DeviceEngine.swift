@@ -12,6 +12,9 @@ public enum DeviceEvent: Sendable {
     case locationFix(LocationFix)
     // The app
     case requestAuthorization(app: String, options: AuthorizationOptions)
+    /// The user answered the system's permission dialog for the app's request (the device asks the
+    /// user itself rather than its policy: `herald device --permission interactive`).
+    case authorizationAnswered(app: String, options: AuthorizationOptions, granted: Bool)
     case setCategories(app: String, categories: [NotificationCategory])
     case add(app: String, request: NotificationRequest)
     case removePending(app: String, identifiers: [String]?)
@@ -146,6 +149,8 @@ public struct DeviceEngine: Sendable {
             return locationFix(fix, now: now)
         case .requestAuthorization(let app, let options):
             return try requestAuthorization(app, options)
+        case .authorizationAnswered(let app, let options, let granted):
+            return try requestAuthorization(app, options, answer: granted)
         case .setCategories(let app, let categories):
             try modify(app) { record in
                 record.categories = Dictionary(categories.map { ($0.identifier, $0) }, uniquingKeysWith: { $1 })
@@ -229,9 +234,20 @@ public struct DeviceEngine: Sendable {
 
     // MARK: - Authorization
 
-    mutating func requestAuthorization(_ app: String, _ options: AuthorizationOptions) throws(NotificationError)
-        -> [DeviceAction]
-    {
+    /// Whether a request for `options` would put the system's dialog in front of the user: the app has
+    /// not been answered yet (or holds only provisional authorization and now asks for more), and
+    /// does not ask for provisional authorization, which is granted quietly.
+    public func asksUser(_ app: String, for options: AuthorizationOptions) -> Bool {
+        guard let status = apps[app]?.settings.authorizationStatus else { return false }
+        if options.contains(.provisional) { return false }
+        return status == .notDetermined || status == .provisional
+    }
+
+    /// The answer to an authorization request: the user is asked once (`answer`, or the policy's
+    /// answer without one); later requests get what was decided.
+    mutating func requestAuthorization(
+        _ app: String, _ options: AuthorizationOptions, answer: Bool? = nil
+    ) throws(NotificationError) -> [DeviceAction] {
         guard var record = apps[app] else { throw unknownApp(app) }
         let status = record.settings.authorizationStatus
         let asks = status == .notDetermined || (status == .provisional && !options.contains(.provisional))
@@ -239,7 +255,7 @@ public struct DeviceEngine: Sendable {
             // Provisional authorization is granted quietly; everything else asks the user once.
             let granted =
                 options.contains(.provisional) && status == .notDetermined
-                ? true : policy.decide(app: app, options: options)
+                ? true : answer ?? policy.decide(app: app, options: options)
             record.settings = .after(decision: granted, options: options)
             record.requestedOptions = options
             apps[app] = record

@@ -38,6 +38,9 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
         case refused
         /// Apps installed or removed, tokens issued, the link's state.
         case system
+        /// An app started, stopped, or moved between the foreground and the background (the web
+        /// device follows it; the terminal does not print it).
+        case appState
     }
 
     public var date: Date

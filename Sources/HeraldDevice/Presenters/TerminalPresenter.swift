@@ -1,6 +1,7 @@
 import Foundation
 
-/// Writes one clear line per presentation (and per other happening) to standard output.
+/// Writes one clear line per presentation (and per other happening but an app's run state) to
+/// standard output.
 public struct TerminalPresenter: Presenter {
     let write: @Sendable (String) -> Void
 
@@ -11,6 +12,7 @@ public struct TerminalPresenter: Presenter {
 
     /// `[app] title — body (sound …, badge …, actions: …)`; other entries start with `·`.
     public func show(_ entry: DeviceLogEntry) {
+        if entry.kind == .appState { return }
         if let presentation = entry.presentation {
             write("[\(entry.app)] \(presentation.line)")
         } else {

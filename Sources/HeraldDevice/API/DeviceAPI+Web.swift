@@ -1,0 +1,255 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+/// The web device (docs/web-device.md): the page at `/` and its files, the screen's state, the lock,
+/// and the live stream of what happens on the device.
+extension DeviceAPI {
+    /// An installed app as the screen shows it.
+    struct ScreenApp: Codable {
+        var bundleID: String
+        /// The last part of the bundle id, capitalised: what the icon is labelled with.
+        var name: String
+        var badge: Int
+        var state: AppRunState
+        /// The user's settings for the app, as the Settings screen shows and changes them.
+        var settings: NotificationSettings
+    }
+
+    /// An action as a notification shows it: its button.
+    struct ScreenAction: Codable {
+        var identifier: String
+        var title: String
+        var destructive: Bool
+        var authenticationRequired: Bool
+        var foreground: Bool
+        /// For a text-input action: the send button's title.
+        var textInputButtonTitle: String?
+        var textInputPlaceholder: String?
+
+        init(_ action: NotificationAction) {
+            identifier = action.identifier
+            title = action.title
+            destructive = action.options.contains(.destructive)
+            authenticationRequired = action.effectiveOptions.contains(.authenticationRequired)
+            foreground = action.options.contains(.foreground)
+            textInputButtonTitle = action.textInput?.buttonTitle
+            textInputPlaceholder = action.textInput?.placeholder
+        }
+    }
+
+    /// The system's permission dialog for an app's request.
+    struct ScreenPrompt: Codable {
+        var app: String
+        var appName: String
+        /// What the app asked for, by name (`alert`, `sound`, `badge`, …).
+        var options: [String]
+    }
+
+    /// A delivered notification as the lock screen and Notification Center show it.
+    struct ScreenNotification: Codable {
+        var app: String
+        var appName: String
+        var identifier: String
+        var title: String
+        var subtitle: String
+        var body: String
+        var date: Date
+        var threadIdentifier: String
+        var categoryIdentifier: String
+        var launchImageName: String
+        /// The legacy lock-screen text: "slide to view", or "slide to <action-loc-key>".
+        var alertAction: String
+        var remote: Bool
+        /// The category's actions in the default context (alert panel, Notification Center): up to four.
+        var actions: [ScreenAction]
+        /// In the minimal context (lock screen, banner): up to two.
+        var minimalActions: [ScreenAction]
+        /// The app's alert style when it arrived (banner, alert or none).
+        var alertStyle: AlertStyle
+    }
+
+    /// What the screen shows: locked or not, the apps with their badges, the delivered notifications
+    /// newest first.
+    struct ScreenView: Codable {
+        var locked: Bool
+        var now: Date
+        /// The device's time zone: the clock on the screen shows its time.
+        var timeZone: String
+        /// The app in the foreground; `nil`: the home screen.
+        var foreground: String?
+        var apps: [ScreenApp]
+        var notifications: [ScreenNotification]
+        /// Apps waiting for the user's answer to the permission dialog, oldest first.
+        var prompts: [ScreenPrompt]
+    }
+
+    struct LockBody: Codable { var locked: Bool }
+    struct PromptAnswer: Codable { var allow: Bool }
+
+    static func addWebDevice(to router: Router<BasicRequestContext>, service: DeviceService) {
+        router.get("/") { _, _ in try WebFiles.response("index.html") }
+        router.get("/web/{file}") { _, context in
+            try WebFiles.response(try context.parameters.require("file"))
+        }
+        router.get("/screen") { _, _ in Self.json(await Self.screen(service)) }
+        router.put("/lock") { request, _ in
+            let body = try await Self.decode(LockBody.self, request)
+            await service.setLocked(body.locked)
+            return Self.json(await Self.screen(service))
+        }
+        router.post("/apps/{app}/open") { _, context in
+            let app = try context.parameters.require("app")
+            try await Self.mapped { try await service.open(app) }
+            return Self.json(await Self.screen(service))
+        }
+        router.post("/home") { _, _ in
+            try await Self.mapped { try await service.goHome() }
+            return Self.json(await Self.screen(service))
+        }
+        router.post("/prompts/{app}") { request, context in
+            let app = try context.parameters.require("app")
+            let body = try await Self.decode(PromptAnswer.self, request)
+            guard await service.permissionPrompts.contains(where: { $0.app == app }) else {
+                throw HTTPError(.notFound, message: "\(app) is not asking for permission")
+            }
+            try await Self.mapped { try await service.answerPrompt(app: app, allow: body.allow) }
+            return Self.json(await Self.screen(service))
+        }
+        router.get("/apps/{app}/sounds/{name}") { _, context in
+            let record = try await Self.record(context.parameters.require("app"), service)
+            let name = try context.parameters.require("name")
+            guard !name.contains("/"), !name.hasPrefix(".") else {
+                throw HTTPError(.badRequest, message: "name: a sound is a file name, not a path")
+            }
+            let resolution = SoundResolver.resolution(
+                name, libraryDirectory: record.app.libraryDirectory, bundleDirectory: record.app.bundleDirectory)
+            guard case .file(let path, _) = resolution.sound,
+                let data = FileManager.default.contents(atPath: path)
+            else {
+                throw HTTPError(
+                    .notFound, message: "\(name) plays as the default sound: \(resolution.fallback ?? "not found")")
+            }
+            let type = WebFiles.soundTypes[(path as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
+            return Response(
+                status: .ok, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        router.get("/events") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: ResponseBody { writer in try await Self.stream(service.feed.listen(), to: &writer) })
+        }
+    }
+
+    /// How often the event stream writes a comment when nothing happens: the write that fails is how
+    /// the daemon learns that a page has gone, and ends the handler and its place in the feed.
+    static let heartbeat = Duration.seconds(15)
+
+    /// Writes each entry as a Server-Sent Event, a heartbeat comment when quiet, until the client goes
+    /// or the daemon shuts down (an open page never holds a shutdown up).
+    static func stream(
+        _ entries: AsyncStream<DeviceLogEntry>, to writer: inout some ResponseBodyWriter
+    ) async throws {
+        let (events, sink) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(256))
+        // A comment first, so the page knows at once that the stream is open.
+        sink.yield(ByteBuffer(string: ": herald device\n\n"))
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask {
+                let encoder = JSONEncoder.appLink
+                for await entry in entries {
+                    var event = ByteBuffer(string: "data: ")
+                    event.writeBytes(try encoder.encode(entry))
+                    event.writeString("\n\n")
+                    sink.yield(event)
+                }
+                sink.finish()
+            }
+            group.addTask {
+                while (try? await Task.sleep(for: heartbeat)) != nil {
+                    sink.yield(ByteBuffer(string: ": heartbeat\n\n"))
+                }
+            }
+            defer { group.cancelAll() }
+            for await event in events.cancelOnGracefulShutdown() { try await writer.write(event) }
+        }
+        try await writer.finish(nil)
+    }
+
+    static func screen(_ service: DeviceService) async -> ScreenView {
+        let records = await service.records
+        let apps = records.map {
+            ScreenApp(
+                bundleID: $0.app.bundleID, name: Self.displayName($0.app.bundleID), badge: $0.badge,
+                state: $0.runState, settings: $0.settings)
+        }
+        let notifications = records.flatMap { record in
+            record.delivered.map { delivered in
+                let content = delivered.request.content
+                let category = record.categories[content.categoryIdentifier]
+                return ScreenNotification(
+                    app: record.app.bundleID, appName: Self.displayName(record.app.bundleID),
+                    identifier: delivered.identifier, title: content.title, subtitle: content.subtitle,
+                    body: content.body, date: delivered.date, threadIdentifier: content.threadIdentifier,
+                    categoryIdentifier: content.categoryIdentifier, launchImageName: content.launchImageName,
+                    alertAction: content.actionLocKey.map { "slide to \($0)" } ?? "slide to view",
+                    remote: delivered.isRemote,
+                    actions: (category?.actions(for: .default) ?? []).map(ScreenAction.init),
+                    minimalActions: (category?.actions(for: .minimal) ?? []).map(ScreenAction.init),
+                    alertStyle: record.settings.alertStyle)
+            }
+        }
+        .sorted { ($0.date, $0.identifier) > ($1.date, $1.identifier) }
+        let prompts = await service.permissionPrompts.map { prompt in
+            ScreenPrompt(
+                app: prompt.app, appName: Self.displayName(prompt.app),
+                options: AuthorizationOptions.names.filter { prompt.options.contains($0.1) }.map(\.0))
+        }
+        return ScreenView(
+            locked: await service.locked, now: await service.now, timeZone: await service.timeZone.identifier,
+            foreground: await service.foregroundApp, apps: apps, notifications: notifications, prompts: prompts)
+    }
+
+    /// `dev.herald.remindme` → `Remindme`.
+    static func displayName(_ bundleID: String) -> String {
+        let last = bundleID.split(separator: ".").last.map(String.init) ?? bundleID
+        return last.prefix(1).uppercased() + last.dropFirst()
+    }
+}
+
+/// The web device's files, from the package's resources (`Web/`): served as they are, no build step.
+enum WebFiles {
+    static let types = ["html": "text/html; charset=utf-8", "css": "text/css", "js": "text/javascript"]
+    /// What the app's sound files are served as.
+    static let soundTypes = ["wav": "audio/wav", "aif": "audio/aiff", "aiff": "audio/aiff", "caf": "audio/x-caf"]
+
+    /// Where the files are: SwiftPM's resource bundle beside the executable (or the test bundle).
+    static let directory: URL? = {
+        var candidates = [Bundle.main.bundleURL, Bundle.main.executableURL?.deletingLastPathComponent()]
+        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        for base in candidates.compactMap({ $0 }) {
+            let web = base.appendingPathComponent("Herald_HeraldDevice.resources/Web")
+            if FileManager.default.fileExists(atPath: web.appendingPathComponent("index.html").path) { return web }
+        }
+        return nil
+    }()
+
+    static func response(_ name: String) throws -> Response {
+        guard let type = types[(name as NSString).pathExtension], !name.contains("/"), !name.hasPrefix(".") else {
+            throw HTTPError(.notFound, message: "no such file: \(name)")
+        }
+        guard let directory else {
+            throw HTTPError(
+                .notFound,
+                message: "the web device's files (Herald_HeraldDevice.resources) are not beside the herald executable")
+        }
+        guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else {
+            throw HTTPError(.notFound, message: "no such file: \(name)")
+        }
+        return Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

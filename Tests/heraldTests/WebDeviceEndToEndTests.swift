@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+/// The web device as a person sees it: `herald device` serves the page, headless Chromium shows it
+/// (Tests/Clients/web_device.py, Selenium), and what an app does appears on it live.
+@Suite(.serialized) struct WebDeviceEndToEndTests {
+    /// `herald up` as the README's tour starts it: the printed page, driven by a person in Chromium
+    /// (the steps are in the script), with pushes from curl and the Invites example installed.
+    @Test func theTourOnThePagePromptLockScreenBannerSettingsAlertReplyAndNotificationCenter() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-web-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let invites = try exampleExecutable("Invites").path
+        let up = try UpEndToEndTests.Up(state: state, extra: ["--install", "dev.herald.invites=\(invites)"])
+        defer { _ = up.stop() }
+        // The page comes first in what `herald up` prints.
+        let pageLine = try #require(up.banner.first { $0.contains("the device (open it):") })
+        #expect(up.banner.firstIndex(of: pageLine) == (up.banner.firstIndex { $0.hasPrefix("herald is up") } ?? -1) + 1)
+        let page = String(pageLine.split(separator: " ").last ?? "")
+        #expect(page == (up.info["deviceAPI"] ?? "") + "/")
+        let bearer = try #require(
+            up.curlCommand.range(of: "bearer [A-Za-z0-9_.-]+", options: .regularExpression).map {
+                String(up.curlCommand[$0].dropFirst("bearer ".count))
+            })
+        // HERALD_SCREENSHOTS=docs/images keeps them for the documentation.
+        let shots =
+            ProcessInfo.processInfo.environment["HERALD_SCREENSHOTS"].map { URL(fileURLWithPath: $0) }
+            ?? state.appendingPathComponent("shots")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let result = try run(
+            "/usr/bin/python3",
+            [
+                Self.script, page, up.info["developmentURL"] ?? "", bearer, up.info["deviceToken"] ?? "",
+                try heraldExecutable().path, state.appendingPathComponent("device").path, invites,
+                shots.path,
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let steps = Self.steps(result.stdout)
+
+        // The system's dialog names the app and what it asked for; Don't Allow is the app's answer.
+        let deny = try #require(steps["deny"])
+        #expect(deny["title"] as? String == "“Tea” Would Like to Send You Notifications")
+        #expect(
+            deny["body"] as? String
+                == "Notifications may include alerts, sounds, and icon badges. These can be configured in Settings.")
+        #expect(deny["answer"] as? String == "denied" && deny["status"] as? Int == 0)
+        // Allow: Invites' own requestAuthorization returns granted, and it goes on to register.
+        let allow = try #require(steps["allow"])
+        #expect(allow["title"] as? String == "“Invites” Would Like to Send You Notifications")
+        #expect(allow["registered"] as? Bool == true && allow["status"] as? Int == 0, "\(allow)")
+
+        // Locked: the push from curl is on the lock screen, with its app and the legacy slide text.
+        let lock = try #require(steps["lock"])
+        #expect(lock["app"] as? String == "Demo" && lock["title"] as? String == "Hello")
+        #expect(lock["body"] as? String == "from Herald" && lock["foot"] as? String == "slide to view")
+        #expect(lock["homeVisible"] as? Bool == false)
+        // Unlocked: the badge the push set is on the icon.
+        let home = try #require(steps["home"])
+        #expect(home["badge"] as? String == "1" && home["name"] as? String == "Demo")
+        // Tapping the icon launched the demo app in the foreground; Home sent it to the background.
+        let open = try #require(steps["open"])
+        #expect(open["front"] as? String == "Demo" && open["after"] as? String == "background", "\(open)")
+        // A banner with the category's lock-screen actions, and its sound played in the page.
+        let banner = try #require(steps["banner"])
+        #expect(banner["title"] as? String == "You’re invited!")
+        #expect(banner["actions"] as? [String] == ["Accept", "Decline"])
+        let played = (banner["sounds"] as? [[String: Any]])?.first
+        #expect(played?["sound"] as? String == "default" && played?["played"] as? String == "default")
+        // Settings: the same settings the API has.
+        let settings = try #require(steps["settings"])
+        #expect(settings["alertStyle"] as? String == "alert" && settings["soundSetting"] as? String == "disabled")
+        #expect(settings["checked"] as? Bool == false)
+        // The next one is an alert panel with all four-or-fewer actions, Decline in red, and silent.
+        let alert = try #require(steps["alert"])
+        #expect(alert["body"] as? String == "Dinner on Saturday")
+        #expect(alert["buttons"] as? [String] == ["Accept", "Maybe", "Decline", "Close"])
+        #expect(alert["destructive"] as? [String] == ["Decline"])
+        #expect(alert["sounds"] as? Int == 1 && alert["presentedSound"] is NSNull, "\(alert)")
+        // Accept launched Invites in the background and it answered; the reply reached the demo app.
+        let accepted = up.reader.lines(containing: ["Invites: accepted Dinner", "(action reply, text On my way)"])
+        #expect(accepted.contains { $0.contains("[dev.herald.invites] launched in the background") }, "\(accepted)")
+        #expect(accepted.contains { $0.hasPrefix("didReceive") && $0.contains("text On my way") }, "\(accepted)")
+        // Notification Center: grouped by app and thread; cleared one, then all.
+        let center = try #require(steps["center"])
+        let groups = (center["groups"] as? [[Any]])?.map { $0.map { "\($0)" } } ?? []
+        #expect(groups.contains(["dev.herald.demo", "dinner", "2"]), "\(groups)")
+        #expect(center["left"] as? Int == 0)
+        #expect(steps["same page"]?["mark"] as? String == "still the same page")
+        for name in ["prompt", "lock", "home", "banner", "settings", "alert", "center"] {
+            let png = try Data(contentsOf: shots.appendingPathComponent("web-device-\(name).png"))
+            #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name) is a PNG")
+        }
+    }
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Clients/web_device.py").path
+
+    /// The script's JSON lines, by step.
+    static func steps(_ output: String) -> [String: [String: Any]] {
+        var steps: [String: [String: Any]] = [:]
+        for line in output.split(separator: "\n") {
+            if let step = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let name = step["step"] as? String
+            {
+                steps[name] = step
+            }
+        }
+        return steps
+    }
+
+    @Test func anOpenPageDoesNotHoldUpTheDaemonsShutdown() throws {
+        let device = try DeviceProcess()
+        let page = try Child(URL(fileURLWithPath: "/usr/bin/curl"), ["-sSN", device.apiURL + "/events"])
+        // The stream is open: its first line is the opening comment.
+        #expect(page.waitForLine(containing: ": herald device").last == ": herald device")
+        // SIGTERM ends the daemon cleanly (the watchdog's SIGKILL would say otherwise) and ends the
+        // stream as a finished response, so curl exits 0.
+        #expect(device.stop() == 0)
+        #expect(page.finish().status == 0)
+    }
+
+    @Test func stoppingTheDaemonEndsAnUnansweredPermissionDialogWithAnError() throws {
+        let device = try DeviceProcess(extra: ["--permission", "interactive"])
+        try device.herald(["device", "install", "dev.herald.tea"])
+        let asking = try Child(
+            try heraldExecutable(), ["app", "dev.herald.tea", "authorize", "--device-state", device.state.path])
+        let asked = device.daemon.waitForLine(containing: "asks to send notifications")
+        #expect(asked.last?.hasSuffix("waiting for the user's answer") == true, "\(asked)")
+        // SIGTERM: the daemon stops cleanly (the watchdog's SIGKILL would say otherwise) and the
+        // app's call fails instead of waiting for ever.
+        #expect(device.stop() == 0)
+        let answer = asking.finish()
+        #expect(answer.status != 0 && answer.lines.isEmpty, "\(answer)")
+    }
+}
