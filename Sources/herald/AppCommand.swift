@@ -47,7 +47,11 @@ struct AppCommand: AsyncParsableCommand {
     @Option(
         name: .long, help: "authorize: options, comma-separated (alert, sound, badge, provisional, criticalAlert, …).")
     var options = "alert,sound,badge"
-    @Option(name: .long, help: "categories: ID=action[+foreground|+destructive|+text],… (repeatable).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "categories: ID[+customDismiss]=action[+foreground|+destructive|+auth|+text],… (repeatable); "
+                + "+customDismiss: the app hears of dismissals."))
     var category: [String] = []
 
     @Option(name: .long, help: "add: the request's identifier (default: a new UUID).")
@@ -249,11 +253,19 @@ struct AppCommand: AsyncParsableCommand {
         }
     }
 
-    /// `INVITE=accept+foreground,decline+destructive,reply+text`.
+    /// `INVITE=accept+foreground,decline+destructive,reply+text`; `CHAT+customDismiss=reply+text`.
     static func category(_ spec: String) throws -> NotificationCategory {
         let parts = spec.split(separator: "=", maxSplits: 1)
         guard parts.count == 2, !parts[0].isEmpty else {
             throw ValidationError("--category: '\(spec)' is not ID=action,action (e.g. INVITE=accept,decline)")
+        }
+        let head = parts[0].split(separator: "+").map(String.init)
+        var categoryOptions: CategoryOptions = []
+        for flag in head.dropFirst() {
+            guard flag == "customDismiss" else {
+                throw ValidationError("--category: unknown category option '+\(flag)' in '\(parts[0])'")
+            }
+            categoryOptions.insert(.customDismissAction)
         }
         var actions: [NotificationAction] = []
         for item in parts[1].split(separator: ",") {
@@ -278,7 +290,7 @@ struct AppCommand: AsyncParsableCommand {
             }
         }
         do {
-            return try NotificationCategory(identifier: String(parts[0]), actions: actions)
+            return try NotificationCategory(identifier: head[0], actions: actions, options: categoryOptions)
         } catch {
             throw ValidationError("--category: \(error.message)")
         }

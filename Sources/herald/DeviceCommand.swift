@@ -69,6 +69,13 @@ struct DeviceRun: AsyncParsableCommand {
     var manualClock = false
     @Option(name: .long, help: "With --manual-clock: the time it starts at (ISO 8601 with offset). Default: now.")
     var startTime: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "What shows notifications, comma-separated: terminal (a line each), web (the page at the device API's /), "
+                + "desktop (the notification server on the D-Bus session bus; actions come back as responses).",
+            valueName: "terminal,web,desktop"))
+    var presenter = "terminal,web"
     @Flag(name: .long, help: "Do not print the ready banner (presentations are still printed).")
     var noBanner = false
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -87,6 +94,10 @@ struct DeviceRun: AsyncParsableCommand {
             _ = try parseDate(startTime, field: "--start-time")
         }
         try validateLogLevel(logLevel)
+        let presenters = presenter.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for name in presenters where !["terminal", "web", "desktop"].contains(name) {
+            throw ValidationError("--presenter: unknown presenter '\(name)' (terminal, web, desktop)")
+        }
         if deny, permission != .allow, permission != .deny {
             throw ValidationError("--deny and --permission \(permission.rawValue) contradict each other")
         }
@@ -108,9 +119,25 @@ struct DeviceRun: AsyncParsableCommand {
             manualClock
             ? ManualClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())
             : SystemClock()
+        let chosen = Set(presenter.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        var presenters: [any Presenter] = chosen.contains("terminal") ? [TerminalPresenter()] : []
+        let desktop = chosen.contains("desktop") ? DesktopPresenter(logger: logger) : nil
+        if let desktop { presenters.append(desktop) }
         let service = try await DeviceService(
-            configuration: configuration, clock: clock, presenters: [TerminalPresenter()], logger: logger)
-        let daemon = DeviceDaemon(service: service, apiHost: apiHost, apiPort: apiPort, logger: logger)
+            configuration: configuration, clock: clock, presenters: presenters, logger: logger)
+        // A click or an action on the desktop is the user's response, as `herald respond` gives it.
+        try desktop?.start { [logger] app, identifier, action in
+            do {
+                try await service.apply(
+                    .respond(app: app, identifier: identifier, actionIdentifier: action, text: nil))
+            } catch {
+                logger.warning(
+                    "a desktop response was refused",
+                    metadata: ["app": "\(app)", "id": "\(identifier)", "error": "\(error)"])
+            }
+        }
+        var daemon = DeviceDaemon(service: service, apiHost: apiHost, apiPort: apiPort, logger: logger)
+        daemon.webDevice = chosen.contains("web")
         let banner = !noBanner
         try await daemon.run { info in
             guard banner else { return }

@@ -182,7 +182,7 @@ extension DeviceAPI {
         let records = await service.records
         let apps = records.map {
             ScreenApp(
-                bundleID: $0.app.bundleID, name: Self.displayName($0.app.bundleID), badge: $0.badge,
+                bundleID: $0.app.bundleID, name: InstalledApp.displayName(of: $0.app.bundleID), badge: $0.badge,
                 state: $0.runState, settings: $0.settings)
         }
         let notifications = records.flatMap { record in
@@ -190,7 +190,7 @@ extension DeviceAPI {
                 let content = delivered.request.content
                 let category = record.categories[content.categoryIdentifier]
                 return ScreenNotification(
-                    app: record.app.bundleID, appName: Self.displayName(record.app.bundleID),
+                    app: record.app.bundleID, appName: InstalledApp.displayName(of: record.app.bundleID),
                     identifier: delivered.identifier, title: content.title, subtitle: content.subtitle,
                     body: content.body, date: delivered.date, threadIdentifier: content.threadIdentifier,
                     categoryIdentifier: content.categoryIdentifier, launchImageName: content.launchImageName,
@@ -204,7 +204,7 @@ extension DeviceAPI {
         .sorted { ($0.date, $0.identifier) > ($1.date, $1.identifier) }
         let prompts = await service.permissionPrompts.map { prompt in
             ScreenPrompt(
-                app: prompt.app, appName: Self.displayName(prompt.app),
+                app: prompt.app, appName: InstalledApp.displayName(of: prompt.app),
                 options: AuthorizationOptions.names.filter { prompt.options.contains($0.1) }.map(\.0))
         }
         return ScreenView(
@@ -212,11 +212,6 @@ extension DeviceAPI {
             foreground: await service.foregroundApp, apps: apps, notifications: notifications, prompts: prompts)
     }
 
-    /// `dev.herald.remindme` → `Remindme`.
-    static func displayName(_ bundleID: String) -> String {
-        let last = bundleID.split(separator: ".").last.map(String.init) ?? bundleID
-        return last.prefix(1).uppercased() + last.dropFirst()
-    }
 }
 
 /// The web device's files, from the package's resources (`Web/`): served as they are, no build step.

@@ -9,9 +9,13 @@ import NIOCore
 /// log, the time zone and the location. Documented in docs/device-api.md.
 public struct DeviceAPI: Sendable {
     let service: DeviceService
+    let webDevice: Bool
 
-    /// Creates the API over a running service.
-    public init(service: DeviceService) { self.service = service }
+    /// Creates the API over a running service; `webDevice`: serve the web device (docs/presenters.md).
+    public init(service: DeviceService, webDevice: Bool = true) {
+        self.service = service
+        self.webDevice = webDevice
+    }
 
     struct InstallBody: Codable {
         var bundleID: String
@@ -286,7 +290,13 @@ public struct DeviceAPI: Sendable {
             try await Self.mapped { try await service.setLocation(fix) }
             return Self.json(fix)
         }
-        Self.addWebDevice(to: router, service: service)
+        if webDevice {
+            Self.addWebDevice(to: router, service: service)
+        } else {
+            router.get("/") { _, _ -> Response in
+                throw HTTPError(.notFound, message: "the web device is off (herald device --presenter without web)")
+            }
+        }
         return router
     }
 

@@ -19,6 +19,8 @@ public struct DeviceDaemon: Sendable {
     /// The device API's deadlines: a connection's first request within 10 s, and at most a minute
     /// idle between requests.
     public var apiTimeouts = ListenerTimeouts(idle: .seconds(60))
+    /// Whether the device API serves the web device (the page at `/`, its stream and screen routes).
+    public var webDevice = true
     let logger: Logger
     let stopper = ServiceRunner.Stopper()
 
@@ -42,7 +44,7 @@ public struct DeviceDaemon: Sendable {
         }
         let apiReady = ServiceRunner.Readiness()
         let app = Application(
-            router: DeviceAPI(service: service).router(),
+            router: DeviceAPI(service: service, webDevice: webDevice).router(),
             server: .guardedHTTP1(listener: "device API", timeouts: apiTimeouts, log: ListenerLog(logger: logger)),
             configuration: .init(address: .hostname(apiHost, port: self.apiPort), serverName: "herald-device"),
             onServerRunning: { apiReady.listening(on: $0.localAddress?.port ?? 0) },

@@ -54,7 +54,9 @@ extension DeviceService {
                     .dropped, app: app,
                     "pending limit: dropped \(identifiers.joined(separator: ", "))")
             case .removeFromScreen(let app, let identifiers):
-                note(.removed, app: app, "removed from the screen: \(identifiers.joined(separator: ", "))")
+                note(
+                    .removed, app: app, identifiers.count == 1 ? identifiers[0] : nil,
+                    "removed from the screen: \(identifiers.joined(separator: ", "))", identifiers: identifiers)
             }
         }
     }
@@ -132,10 +134,11 @@ extension DeviceService {
 
     func note(
         _ kind: DeviceLogEntry.Kind, app: String, _ identifier: String?, _ text: String,
-        presentation: PresentationSummary? = nil
+        presentation: PresentationSummary? = nil, identifiers: [String]? = nil
     ) {
         let entry = DeviceLogEntry(
-            date: clock.now(), app: app, kind: kind, identifier: identifier, text: text, presentation: presentation)
+            date: clock.now(), app: app, kind: kind, identifier: identifier, text: text, presentation: presentation,
+            identifiers: identifiers)
         entries.append(entry)
         if entries.count > configuration.logLimit { entries.removeFirst(entries.count - configuration.logLimit) }
         logger.info(

@@ -30,6 +30,15 @@ public struct InstalledApp: Sendable, Hashable, Codable {
     }
 }
 
+extension InstalledApp {
+    /// What the user sees as the app's name: the bundle id's last part, capitalised
+    /// (`dev.herald.remindme` → `Remindme`).
+    public static func displayName(of bundleID: String) -> String {
+        let last = bundleID.split(separator: ".").last.map(String.init) ?? bundleID
+        return last.prefix(1).uppercased() + last.dropFirst()
+    }
+}
+
 /// A remote notification handed to the app's service extension, with the time it has.
 public struct AwaitingExtension: Sendable, Hashable, Codable {
     public var notification: DeliveredNotification

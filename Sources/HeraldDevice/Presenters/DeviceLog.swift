@@ -52,11 +52,13 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
     public var text: String
     /// For `presented`: what was shown.
     public var presentation: PresentationSummary?
+    /// For `removed`: the notifications taken off the screen.
+    public var identifiers: [String]?
 
     /// Creates an entry.
     public init(
         date: Date, app: String, kind: Kind, identifier: String? = nil, text: String,
-        presentation: PresentationSummary? = nil
+        presentation: PresentationSummary? = nil, identifiers: [String]? = nil
     ) {
         self.date = date
         self.app = app
@@ -64,6 +66,7 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
         self.identifier = identifier
         self.text = text
         self.presentation = presentation
+        self.identifiers = identifiers
     }
 }
 
@@ -88,6 +91,12 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
     public var late: Bool
     /// The foreground app asked for it (`willPresent`).
     public var requestedByForegroundApp: Bool
+    /// Action identifiers in the minimal context (lock screen, banner: up to two).
+    public var minimalActions: [String]?
+    /// Each action's button title, by identifier.
+    public var actionTitles: [String: String]?
+    /// `passive`, `active`, `time-sensitive` or `critical`.
+    public var interruptionLevel: String?
 
     /// Summarises a presentation; `playing` is the sound as resolved on the device
     /// (``DeviceEngine/resolvedSound(for:)``), and without it a named sound is given by its name.
@@ -121,6 +130,10 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
         remote = p.notification.isRemote
         late = p.notification.late
         requestedByForegroundApp = p.requestedByForegroundApp
+        minimalActions = p.minimalActions.map(\.identifier)
+        actionTitles = Dictionary((p.actions + p.minimalActions).map { ($0.identifier, $0.title) }) { first, _ in first
+        }
+        interruptionLevel = content.interruptionLevel.rawValue
     }
 
     /// `Title — Body (sound default, badge 3, actions: accept | decline)`.

@@ -1,0 +1,226 @@
+import Foundation
+import HeraldCore
+import Logging
+import Synchronization
+
+/// Shows notifications on the desktop through the freedesktop Notifications interface
+/// (`org.freedesktop.Notifications` on the session bus; `herald device --presenter desktop`):
+/// app name, summary and body, the default action and the category's actions for the context,
+/// urgency from `interruption-level`, the resolved sound as `sound-file` (or `suppress-sound`), and
+/// `replaces_id` when a notification replaces one on screen. The server's `ActionInvoked` and
+/// `NotificationClosed` signals become the user's response through ``DeviceService/apply(_:)``, the
+/// path `herald respond` takes. See docs/presenters.md.
+public final class DesktopPresenter: Presenter {
+    /// What the worker thread has to do.
+    enum Job {
+        case show(DeviceLogEntry)
+        case close([UInt32])
+    }
+
+    struct State {
+        var jobs: [Job] = []
+        /// On screen: the server's id → the app and notification.
+        var shown: [UInt32: Key] = [:]
+        /// Ids the user already answered (or the engine removed): their closing is not a dismiss.
+        var answered: Set<UInt32> = []
+        var running = false
+        var capabilities: [String] = []
+    }
+
+    struct Key: Hashable {
+        var app: String
+        var identifier: String
+    }
+
+    /// The user's response: app, notification identifier, action identifier.
+    public typealias Responder = @Sendable (String, String, String) async -> Void
+
+    private let state = Mutex(State())
+    private let logger: Logger
+    /// What the server can do (`GetCapabilities`), once started.
+    public var capabilities: [String] { state.withLock { $0.capabilities } }
+
+    /// A presenter that shows nothing until ``start(responder:)``.
+    public init(logger: Logger = Logger(label: "herald.device.desktop")) {
+        self.logger = logger
+    }
+
+    /// Connects to the session bus, reads the server's capabilities (without `actions` it shows no
+    /// buttons and says so in the log) and starts the thread that talks to it. Throws when there is
+    /// no session bus or no notification server.
+    public func start(responder: @escaping Responder) throws {
+        let bus: DBusConnection
+        var capabilities: [String] = []
+        do {
+            bus = try DBusConnection()
+            let reply = try bus.call(
+                destination: Self.service, path: Self.path, interface: Self.service, method: "GetCapabilities", [])
+            if case .strings(let list)? = reply.first { capabilities = list }
+            try bus.addMatch("type='signal',interface='\(Self.service)'")
+        } catch {
+            throw DesktopError(description: "the desktop presenter needs a notification server: \(error)")
+        }
+        if !capabilities.contains("actions") {
+            logger.notice(
+                "the notification server shows no actions: a click opens the notification, its actions are not offered",
+                metadata: ["capabilities": "\(capabilities.joined(separator: ","))"])
+        }
+        state.withLock {
+            $0.running = true
+            $0.capabilities = capabilities
+        }
+        let thread = Thread { [self] in self.run(bus, responder: responder) }
+        thread.name = "herald desktop presenter"
+        thread.start()
+    }
+
+    /// Stops the thread (the notifications already shown stay).
+    public func stop() { state.withLock { $0.running = false } }
+
+    /// Queues the entry for the thread: presentations are shown, removals closed.
+    public func show(_ entry: DeviceLogEntry) {
+        switch entry.kind {
+        case .presented:
+            guard let presentation = entry.presentation, presentation.alertStyle != AlertStyle.none.rawValue,
+                entry.identifier != nil
+            else { return }
+            state.withLock { $0.jobs.append(.show(entry)) }
+        case .removed:
+            let removed = Set(entry.identifiers ?? entry.identifier.map { [$0] } ?? [])
+            state.withLock { state in
+                // Those the user answered here are being closed already.
+                let ids = state.shown.filter {
+                    $0.value.app == entry.app && removed.contains($0.value.identifier)
+                        && !state.answered.contains($0.key)
+                }
+                .map(\.key)
+                guard !ids.isEmpty else { return }
+                state.answered.formUnion(ids)
+                state.jobs.append(.close(ids))
+            }
+        default:
+            return
+        }
+    }
+
+    static let service = "org.freedesktop.Notifications"
+    static let path = "/org/freedesktop/Notifications"
+
+    // MARK: - The thread
+
+    private func run(_ bus: DBusConnection, responder: @escaping Responder) {
+        while true {
+            let (running, jobs) = state.withLock { state in
+                defer { state.jobs = [] }
+                return (state.running, state.jobs)
+            }
+            guard running else { return }
+            for job in jobs {
+                do {
+                    switch job {
+                    case .show(let entry): try notify(bus, entry)
+                    case .close(let ids):
+                        for id in ids {
+                            _ = try bus.call(
+                                destination: Self.service, path: Self.path, interface: Self.service,
+                                method: "CloseNotification", [.uint32(id)])
+                        }
+                    }
+                } catch {
+                    logger.error("the notification server refused", metadata: ["error": "\(error)"])
+                }
+            }
+            for signal in bus.signals(waiting: 100) where signal.interface == Self.service {
+                handle(signal, responder: responder)
+            }
+        }
+    }
+
+    private func notify(_ bus: DBusConnection, _ entry: DeviceLogEntry) throws {
+        guard let p = entry.presentation, let identifier = entry.identifier else { return }
+        let key = Key(app: entry.app, identifier: identifier)
+        // A replaced request, or a collapsed push, takes the place of the one on screen.
+        let replaces = state.withLock { state -> UInt32 in
+            guard let id = state.shown.first(where: { $0.value == key })?.key else { return 0 }
+            state.answered.insert(id)  // its closing, if the server reports one, is not a dismiss
+            return id
+        }
+        var actions: [String] = []
+        if self.capabilities.contains("actions") {
+            actions = ["default", "Open"]
+            let context = p.alertStyle == AlertStyle.alert.rawValue ? p.actions : (p.minimalActions ?? p.actions)
+            for action in context { actions += [action, p.actionTitles?[action] ?? action] }
+        }
+        var hints: [(String, DBusConnection.Hint)] = [("urgency", .byte(Self.urgency(p.interruptionLevel)))]
+        if let file = p.soundFile {
+            hints.append(("sound-file", .string(file)))
+        } else if p.sound == nil {
+            hints.append(("suppress-sound", .boolean(true)))
+        } else {
+            hints.append(("sound-name", .string("message-new-instant")))
+        }
+        let summary = [p.title, p.subtitle].filter { !$0.isEmpty }.joined(separator: " — ")
+        let reply = try bus.call(
+            destination: Self.service, path: Self.path, interface: Self.service, method: "Notify",
+            [
+                .string(InstalledApp.displayName(of: entry.app)), .uint32(replaces), .string(""),
+                .string(summary.isEmpty ? InstalledApp.displayName(of: entry.app) : summary), .string(p.body),
+                .strings(actions), .hints(hints), .int32(-1),
+            ])
+        guard case .uint32(let id)? = reply.first else { return }
+        state.withLock { state in
+            if replaces != 0 { state.shown[replaces] = nil }
+            // Servers usually keep the id for a replacement: then it is a new, unanswered notification.
+            state.answered.remove(id)
+            state.shown[id] = key
+        }
+    }
+
+    private func handle(_ signal: DBusConnection.Signal, responder: @escaping Responder) {
+        switch (signal.member, signal.arguments.first, signal.arguments.dropFirst().first) {
+        case ("ActionInvoked", .uint32(let id)?, .string(let action)?):
+            guard
+                let key = state.withLock({ state -> Key? in
+                    guard let key = state.shown[id], !state.answered.contains(id) else { return nil }
+                    state.answered.insert(id)
+                    // The server may leave it up after an action: it is answered, take it away.
+                    state.jobs.append(.close([id]))
+                    return key
+                })
+            else { return }
+            let identifier = action == "default" ? StandardAction.defaultIdentifier : action
+            logger.info("desktop action", metadata: ["app": "\(key.app)", "action": "\(identifier)"])
+            Task { await responder(key.app, key.identifier, identifier) }
+        case ("NotificationClosed", .uint32(let id)?, .uint32(let reason)?):
+            let dismissed = state.withLock { state -> Key? in
+                defer {
+                    state.shown[id] = nil
+                    state.answered.remove(id)
+                }
+                // 2: dismissed by the user. 1 (expired) leaves it in the list; 3 is our own close.
+                guard reason == 2, !state.answered.contains(id) else { return nil }
+                return state.shown[id]
+            }
+            if let key = dismissed {
+                Task { await responder(key.app, key.identifier, StandardAction.dismissIdentifier) }
+            }
+        default:
+            return
+        }
+    }
+
+    /// freedesktop urgency: 0 low, 1 normal, 2 critical.
+    static func urgency(_ level: String?) -> UInt8 {
+        switch level.flatMap(InterruptionLevel.init(rawValue:)) {
+        case .passive: 0
+        case .timeSensitive, .critical: 2
+        case .active, nil: 1
+        }
+    }
+}
+
+/// The desktop presenter could not start.
+public struct DesktopError: Error, CustomStringConvertible {
+    /// What is missing: the session bus, libdbus, or the notification server.
+    public var description: String
+}

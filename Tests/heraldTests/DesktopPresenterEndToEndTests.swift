@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+/// The desktop presenter as a person sees it: `herald device --presenter terminal,desktop` on a
+/// private session bus (its own `dbus-daemon`) with a real notification server (dunst) on a private X
+/// server (Xvfb), started by Tests/Clients/desktop_session.sh. The user's clicks are dunst's own
+/// commands (`dunstctl context` with a stand-in for dmenu, `dunstctl close`, `dunstctl action`).
+@Suite(.serialized) struct DesktopPresenterEndToEndTests {
+    static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Clients")
+
+    @Test func actionsAndAClickReachTheAppAndClosingIsADismissWhenTheCategoryAsks() throws {
+        let directory = URL(fileURLWithPath: "/tmp/hd-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let state = directory.appendingPathComponent("device")
+        let session = try Child(
+            URL(fileURLWithPath: "/bin/sh"),
+            [
+                Self.clients.appendingPathComponent("desktop_session.sh").path,
+                try heraldExecutable().path, directory.appendingPathComponent("desktop").path, "--state", state.path,
+                "--api-port", "0",
+            ])
+        let started = session.waitForLine(containing: "apiURL:")
+        let log = (try? String(contentsOf: directory.appendingPathComponent("desktop/session.log"), encoding: .utf8))
+        func value(_ key: String) throws -> String {
+            let line = try #require(started.first { $0.hasPrefix(key + " ") }, "\(key) in \(started): \(log ?? "")")
+            return String(line.dropFirst(key.count + 1))
+        }
+        let desktop = ["DISPLAY": try value("display"), "DBUS_SESSION_BUS_ADDRESS": try value("bus")]
+        let devicePID = try #require(Int32(try value("device-pid")))
+        defer { kill(devicePID, SIGKILL) }
+        func dunstctl(_ arguments: [String]) throws -> String {
+            let result = try run("/usr/bin/env", desktop.map { "\($0.key)=\($0.value)" } + ["dunstctl"] + arguments)
+            #expect(result.status == 0, "dunstctl \(arguments): \(result.stderr)")
+            return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        func herald(_ arguments: [String]) throws {
+            let result = try run(try heraldExecutable().path, arguments + ["--device-state", state.path])
+            #expect(result.status == 0, "herald \(arguments): \(result.stderr)")
+        }
+
+        // The app: launched by the device when the user answers, it prints what it is told and exits.
+        let app = directory.appendingPathComponent("tea.sh")
+        try Data(
+            "#!/bin/sh\nexec '\(try heraldExecutable().path)' app \"$HERALD_BUNDLE_ID\" listen --count 1\n".utf8
+        ).write(to: app)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: app.path)
+        try herald(["device", "install", "dev.herald.tea", "--executable", app.path])
+        try herald(["app", "dev.herald.tea", "authorize", "--options", "alert,sound,badge"])
+        try herald([
+            "app", "dev.herald.tea", "categories", "--category", "TEA+customDismiss=accept,decline+destructive",
+        ])
+
+        // Shown by dunst, with the default action and the category's two actions; a screenshot.
+        try herald([
+            "app", "dev.herald.tea", "add", "--id", "tea", "--title", "Tea", "--body", "Ready", "--category-id", "TEA",
+        ])
+        try eventually("the notification on the desktop") { try dunstctl(["count", "displayed"]) == "1" }
+        let shot = directory.appendingPathComponent("screen.xwd")
+        let dump = try run(
+            "/bin/sh", ["-c", "DISPLAY=\(desktop["DISPLAY"]!) xwd -root -silent > '\(shot.path)'"])
+        #expect(dump.status == 0, "\(dump.stderr)")
+        let png =
+            ProcessInfo.processInfo.environment["HERALD_SCREENSHOTS"].map {
+                URL(fileURLWithPath: $0).appendingPathComponent("desktop-notification.png")
+            } ?? directory.appendingPathComponent("desktop-notification.png")
+        let converted = try run(
+            "/usr/bin/python3",
+            [Self.clients.appendingPathComponent("xwd_to_png.py").path, shot.path, png.path, "800", "140"])
+        #expect(converted.status == 0, "\(converted.stderr)")
+        #expect(try Data(contentsOf: png).prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+
+        // The user picks Accept in dunst's menu: the app is launched and told, and the notification goes.
+        try Data("Accept".utf8).write(to: directory.appendingPathComponent("desktop/pick"))
+        _ = try dunstctl(["context"])
+        let accepted = session.reader.lines(containing: ["(action accept)"])
+        #expect(accepted.contains { $0.contains("[dev.herald.tea] response accept") }, "\(accepted)")
+        #expect(accepted.last?.hasPrefix("didReceive tea: Tea Ready") == true, "\(accepted)")
+        let menu = try String(contentsOf: directory.appendingPathComponent("desktop/menu.txt"), encoding: .utf8)
+        #expect(
+            menu.contains("#Accept (Tea)") && menu.contains("#Decline (Tea)") && menu.contains("#Open (Tea)"), "\(menu)"
+        )
+        try eventually("the answered notification closed") { try dunstctl(["count", "displayed"]) == "0" }
+
+        // Closed by the user: a dismiss, which this category reports to the app.
+        try herald([
+            "app", "dev.herald.tea", "add", "--id", "two", "--title", "Two", "--body", "Later", "--category-id", "TEA",
+        ])
+        try eventually("the second on the desktop") { try dunstctl(["count", "displayed"]) == "1" }
+        _ = try dunstctl(["close"])
+        let dismissed = session.reader.lines(containing: ["didReceive two"])
+        #expect(
+            dismissed.last?.contains("(action com.apple.UNNotificationDismissActionIdentifier)") == true, "\(dismissed)"
+        )
+
+        // A click on it: the default action opens the app.
+        try herald(["app", "dev.herald.tea", "add", "--id", "three", "--title", "Three", "--body", "Now"])
+        try eventually("the third on the desktop") { try dunstctl(["count", "displayed"]) == "1" }
+        _ = try dunstctl(["action", "0"])
+        let opened = session.reader.lines(containing: ["didReceive three"])
+        #expect(
+            opened.last?.contains("(action com.apple.UNNotificationDefaultActionIdentifier)") == true, "\(opened)")
+
+        kill(devicePID, SIGTERM)
+        #expect(session.finish().status == 0)
+    }
+}
