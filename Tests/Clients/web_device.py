@@ -15,9 +15,13 @@ is never reloaded. Saves web-device-*.png in SHOTS and exits 1 naming the step t
 Debian's chromium, chromium-driver and python3-selenium.
 """
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
+import shutil
+import tempfile
 import traceback
 
 from selenium import webdriver
@@ -87,6 +91,16 @@ def settled_banner(body):
         body))
 
 
+def chime(path):
+    """A quarter-second 880 Hz WAV (16-bit mono, 8 kHz): a sound file an app ships."""
+    rate, count = 8000, 2000
+    samples = b"".join(struct.pack("<h", int(12000 * math.sin(2 * math.pi * 880 * i / rate))) for i in range(count))
+    header = b"RIFF" + struct.pack("<I", 36 + len(samples)) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", len(samples))
+    with open(path, "wb") as file:
+        file.write(header + samples)
+
+
 def answer_prompt(app, button, command):
     """Starts an app's authorization request, answers the dialog with `button`; returns the app's output."""
     process = subprocess.Popen(command, env=APP_LINK, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -105,6 +119,7 @@ for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-d
                  "--window-size=430,900", "--hide-scrollbars", "--autoplay-policy=no-user-gesture-required"]:
     options.add_argument(argument)
 driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+cleanup = []
 wait = WebDriverWait(driver, 20)
 step = "open"
 try:
@@ -139,6 +154,16 @@ try:
          homeVisible=driver.find_element(By.ID, "home-screen").is_displayed())
     shot("lock")
 
+    step = "unlock first"
+    push(token, INVITES_APP, {"aps": {"alert": {"title": "You’re invited!", "body": "Breakfast"},
+                                      "category": "INVITE_CATEGORY"}, "event": "Breakfast"})
+    invite = f'#lock-notifications .card[data-app="{INVITES_APP}"]'
+    visible(invite)
+    click(invite + " .expand")
+    lock_actions = [b.text for b in driver.find_elements(By.CSS_SELECTOR, invite + " .card-actions button")]
+    click(invite + ' button[data-action="DECLINE_IDENTIFIER"]')
+    emit(step="unlock first", actions=lock_actions, hint=visible("#unlock-hint").text, locked=screen()["locked"])
+
     step = "home screen"
     click("#unlock")
     badge = f'#app-grid .app[data-app="{DEMO}"] .badge'
@@ -155,6 +180,23 @@ try:
     click("#go-home")
     wait.until(lambda d: d.execute_script("return document.body.dataset.screen") == "home")
     emit(step="open", front=front, after=next(a for a in screen()["apps"] if a["bundleID"] == DEMO)["state"])
+
+    step = "sound files"
+    bundle = tempfile.mkdtemp(prefix="herald-chime-")
+    cleanup.append(bundle)
+    chime(os.path.join(bundle, "chime.wav"))
+    herald("device", "install", "dev.herald.chime", "--bundle-dir", bundle)
+    answer_prompt("dev.herald.chime", "#prompt-allow",
+                  [HERALD, "app", "dev.herald.chime", "authorize", "--device-state", STATE])
+    herald("app", "dev.herald.chime", "add", "--id", "ring", "--title", "Chime", "--body", "Ding", "--sound",
+           "chime.wav")
+    wait.until(lambda d: len(sounds("dev.herald.chime")) == 1)
+    herald("app", "dev.herald.chime", "add", "--id", "missing", "--title", "Chime", "--body", "Dong", "--sound",
+           "missing.wav")
+    wait.until(lambda d: len(sounds("dev.herald.chime")) == 2)
+    emit(step="sounds", played=sounds("dev.herald.chime"))
+    settled_banner("Dong")
+    click("#banner .grabber")
 
     step = "banner"
     push(token, INVITES_APP, {"aps": {"alert": {"title": "You’re invited!", "body": "Team lunch on Friday"},
@@ -248,3 +290,5 @@ except Exception as error:  # the step and the page's state say what went wrong
     sys.exit(1)
 finally:
     driver.quit()
+    for directory in cleanup:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -53,18 +53,27 @@ import Testing
         #expect(lock["app"] as? String == "Demo" && lock["title"] as? String == "Hello")
         #expect(lock["body"] as? String == "from Herald" && lock["foot"] as? String == "slide to view")
         #expect(lock["homeVisible"] as? Bool == false)
+        // On the lock screen, Decline (authentication required) asks to unlock first; it runs after the unlock.
+        let unlockFirst = try #require(steps["unlock first"])
+        #expect(unlockFirst["actions"] as? [String] == ["Accept", "Decline"])
+        #expect(unlockFirst["hint"] as? String == "Unlock to Decline" && unlockFirst["locked"] as? Bool == true)
         // Unlocked: the badge the push set is on the icon.
         let home = try #require(steps["home"])
         #expect(home["badge"] as? String == "1" && home["name"] as? String == "Demo")
         // Tapping the icon launched the demo app in the foreground; Home sent it to the background.
         let open = try #require(steps["open"])
         #expect(open["front"] as? String == "Demo" && open["after"] as? String == "background", "\(open)")
+        // The app's own sound file plays in the page; a missing one plays the default, and says why.
+        let played = try #require(steps["sounds"]?["played"] as? [[String: Any]])
+        #expect(played.first?["sound"] as? String == "chime.wav" && played.first?["played"] as? String == "file")
+        #expect(played.last?["sound"] as? String == "default" && played.last?["played"] as? String == "default")
+        #expect((played.last?["note"] as? String)?.contains("missing.wav") == true, "\(played)")
         // A banner with the category's lock-screen actions, and its sound played in the page.
         let banner = try #require(steps["banner"])
         #expect(banner["title"] as? String == "You’re invited!")
         #expect(banner["actions"] as? [String] == ["Accept", "Decline"])
-        let played = (banner["sounds"] as? [[String: Any]])?.first
-        #expect(played?["sound"] as? String == "default" && played?["played"] as? String == "default")
+        let bannerSound = (banner["sounds"] as? [[String: Any]])?.first
+        #expect(bannerSound?["sound"] as? String == "default" && bannerSound?["played"] as? String == "default")
         // Settings: the same settings the API has.
         let settings = try #require(steps["settings"])
         #expect(settings["alertStyle"] as? String == "alert" && settings["soundSetting"] as? String == "disabled")
@@ -76,7 +85,9 @@ import Testing
         #expect(alert["destructive"] as? [String] == ["Decline"])
         #expect(alert["sounds"] as? Int == 1 && alert["presentedSound"] is NSNull, "\(alert)")
         // Accept launched Invites in the background and it answered; the reply reached the demo app.
-        let accepted = up.reader.lines(containing: ["Invites: accepted Dinner", "(action reply, text On my way)"])
+        let accepted = up.reader.lines(containing: [
+            "Invites: declined Breakfast", "Invites: accepted Dinner", "(action reply, text On my way)",
+        ])
         #expect(accepted.contains { $0.contains("[dev.herald.invites] launched in the background") }, "\(accepted)")
         #expect(accepted.contains { $0.hasPrefix("didReceive") && $0.contains("text On my way") }, "\(accepted)")
         // Notification Center: grouped by app and thread; cleared one, then all.
