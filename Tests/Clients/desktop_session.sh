@@ -5,6 +5,10 @@
 #
 #   sh desktop_session.sh HERALD DIR [herald device options…]
 #
+# With SERVER set, that command is the notification server instead of dunst (a stand-in that
+# records what it is sent: Tests/Clients/fake_notifications.py). The device's log goes to
+# DIR/device.log.
+#
 # Prints `display :N`, `bus <address>` and `device-pid <pid>`, then the device's output; ends when
 # the device does (SIGTERM it), stopping dunst, Xvfb and the bus. Fails, saying why on standard
 # error and in DIR/session.log, when the bus, Xvfb or dunst cannot start.
@@ -39,7 +43,11 @@ for _ in $(seq 1 200); do [ -s "$DIR/display" ] && break; sleep 0.05; done
 [ -s "$DIR/display" ] || fail "Xvfb did not start: $(cat "$DIR/xvfb.log")"
 DISPLAY=":$(cat "$DIR/display")"
 export DISPLAY
-dunst -config "$DIR/dunstrc" > "$DIR/dunst.log" 2>&1 < /dev/null &
+if [ -n "${SERVER:-}" ]; then
+    sh -c "exec $SERVER" > "$DIR/dunst.log" 2>&1 < /dev/null &
+else
+    dunst -config "$DIR/dunstrc" > "$DIR/dunst.log" 2>&1 < /dev/null &
+fi
 DUNST=$!
 trap 'kill $DUNST $XVFB $BUS 2>/dev/null' EXIT
 # NameHasOwner, not a call to the server: a call would start another dunst through D-Bus activation.
@@ -51,7 +59,7 @@ for _ in $(seq 1 200); do owned && break; sleep 0.05; done
 owned || fail "dunst did not start: $(cat "$DIR/dunst.log")"
 echo "display $DISPLAY"
 echo "bus $DBUS_SESSION_BUS_ADDRESS"
-"$HERALD" device "$@" --presenter terminal,desktop &
+"$HERALD" device "$@" --presenter terminal,desktop 2> "$DIR/device.log" &
 DEVICE=$!
 echo "device-pid $DEVICE"
 # Stopped from outside: the device first, then the rest (EXIT).

@@ -4,40 +4,69 @@ import Testing
 /// The desktop presenter as a person sees it: `herald device --presenter terminal,desktop` on a
 /// private session bus (its own `dbus-daemon`) with a real notification server (dunst) on a private X
 /// server (Xvfb), started by Tests/Clients/desktop_session.sh. The user's clicks are dunst's own
-/// commands (`dunstctl context` with a stand-in for dmenu, `dunstctl close`, `dunstctl action`).
+/// commands (`dunstctl context` with a stand-in for dmenu, `dunstctl close`, `dunstctl action`);
+/// the exact D-Bus arguments are checked against a recording stand-in server.
 @Suite(.serialized) struct DesktopPresenterEndToEndTests {
     static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Clients")
 
-    @Test func actionsAndAClickReachTheAppAndClosingIsADismissWhenTheCategoryAsks() throws {
+    /// A private desktop (Tests/Clients/desktop_session.sh) with `herald device` on it.
+    final class Session {
         let directory = URL(fileURLWithPath: "/tmp/hd-\(UUID().uuidString.prefix(8))")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let state = directory.appendingPathComponent("device")
-        let session = try Child(
-            URL(fileURLWithPath: "/bin/sh"),
-            [
-                Self.clients.appendingPathComponent("desktop_session.sh").path,
-                try heraldExecutable().path, directory.appendingPathComponent("desktop").path, "--state", state.path,
-                "--api-port", "0",
-            ])
-        let started = session.waitForLine(containing: "apiURL:")
-        let log = (try? String(contentsOf: directory.appendingPathComponent("desktop/session.log"), encoding: .utf8))
-        func value(_ key: String) throws -> String {
-            let line = try #require(started.first { $0.hasPrefix(key + " ") }, "\(key) in \(started): \(log ?? "")")
-            return String(line.dropFirst(key.count + 1))
+        let child: Child
+        let environment: [String: String]
+        let devicePID: Int32
+        var state: URL { directory.appendingPathComponent("device") }
+
+        /// `server`: a command that stands in for dunst.
+        init(server: String? = nil) throws {
+            child = try Child(
+                URL(fileURLWithPath: "/bin/sh"),
+                [
+                    DesktopPresenterEndToEndTests.clients.appendingPathComponent("desktop_session.sh").path,
+                    try heraldExecutable().path, directory.appendingPathComponent("desktop").path, "--state",
+                    directory.appendingPathComponent("device").path, "--api-port", "0",
+                ], environment: server.map { ["SERVER": $0] } ?? [:])
+            let started = child.waitForLine(containing: "apiURL:")
+            let log = try? String(
+                contentsOf: directory.appendingPathComponent("desktop/session.log"), encoding: .utf8)
+            func value(_ key: String) throws -> String {
+                let line = try #require(started.first { $0.hasPrefix(key + " ") }, "\(key) in \(started): \(log ?? "")")
+                return String(line.dropFirst(key.count + 1))
+            }
+            environment = ["DISPLAY": try value("display"), "DBUS_SESSION_BUS_ADDRESS": try value("bus")]
+            devicePID = try #require(Int32(try value("device-pid")))
         }
-        let desktop = ["DISPLAY": try value("display"), "DBUS_SESSION_BUS_ADDRESS": try value("bus")]
-        let devicePID = try #require(Int32(try value("device-pid")))
-        defer { kill(devicePID, SIGKILL) }
+
         func dunstctl(_ arguments: [String]) throws -> String {
-            let result = try run("/usr/bin/env", desktop.map { "\($0.key)=\($0.value)" } + ["dunstctl"] + arguments)
+            let result = try run("/usr/bin/env", environment.map { "\($0.key)=\($0.value)" } + ["dunstctl"] + arguments)
             #expect(result.status == 0, "dunstctl \(arguments): \(result.stderr)")
             return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
+
         func herald(_ arguments: [String]) throws {
             let result = try run(try heraldExecutable().path, arguments + ["--device-state", state.path])
             #expect(result.status == 0, "herald \(arguments): \(result.stderr)")
         }
+
+        /// Stops the device (SIGTERM) and returns the session's exit status.
+        func stop() -> Int32 {
+            kill(devicePID, SIGTERM)
+            return child.finish().status
+        }
+
+        deinit {
+            kill(devicePID, SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    @Test func actionsAndAClickReachTheAppAndClosingIsADismissWhenTheCategoryAsks() throws {
+        let desktop = try Session()
+        let directory = desktop.directory
+        let session = desktop.child
+        let herald = desktop.herald
+        let dunstctl = desktop.dunstctl
 
         // The app: launched by the device when the user answers, it prints what it is told and exits.
         let app = directory.appendingPathComponent("tea.sh")
@@ -58,7 +87,7 @@ import Testing
         try eventually("the notification on the desktop") { try dunstctl(["count", "displayed"]) == "1" }
         let shot = directory.appendingPathComponent("screen.xwd")
         let dump = try run(
-            "/bin/sh", ["-c", "DISPLAY=\(desktop["DISPLAY"]!) xwd -root -silent > '\(shot.path)'"])
+            "/bin/sh", ["-c", "DISPLAY=\(desktop.environment["DISPLAY"]!) xwd -root -silent > '\(shot.path)'"])
         #expect(dump.status == 0, "\(dump.stderr)")
         let png =
             ProcessInfo.processInfo.environment["HERALD_SCREENSHOTS"].map {
@@ -101,7 +130,56 @@ import Testing
         #expect(
             opened.last?.contains("(action com.apple.UNNotificationDefaultActionIdentifier)") == true, "\(opened)")
 
-        kill(devicePID, SIGTERM)
-        #expect(session.finish().status == 0)
+        #expect(desktop.stop() == 0)
+    }
+
+    /// What goes over D-Bus, as a stand-in server records it (Tests/Clients/fake_notifications.py):
+    /// one without the `actions` capability, so the presenter also degrades.
+    @Test func whatIsSentWithoutTheActionsCapabilityAReplacementAndARemoval() throws {
+        let record = URL(fileURLWithPath: "/tmp/hd-record-\(UUID().uuidString.prefix(8)).jsonl")
+        defer { try? FileManager.default.removeItem(at: record) }
+        let server =
+            "/usr/bin/python3 '\(Self.clients.appendingPathComponent("fake_notifications.py").path)' "
+            + "'\(record.path)' body,body-markup"
+        let desktop = try Session(server: server)
+        func calls() -> [[String: Any]] {
+            ((try? String(contentsOf: record, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+        try desktop.herald(["device", "install", "dev.herald.tea"])
+        try desktop.herald(["app", "dev.herald.tea", "authorize", "--options", "alert,sound,badge"])
+        try desktop.herald(["app", "dev.herald.tea", "categories", "--category", "TEA=accept,decline"])
+        try desktop.herald([
+            "app", "dev.herald.tea", "add", "--id", "tea", "--title", "Tea", "--body", "Ready", "--category-id", "TEA",
+            "--sound", "default",
+        ])
+        try eventually("the first Notify") { calls().count == 1 }
+        let first = calls()[0]
+        #expect(first["app"] as? String == "Tea" && first["summary"] as? String == "Tea")
+        #expect(first["body"] as? String == "Ready" && first["replaces_id"] as? Int == 0)
+        // No actions capability: no buttons at all, and the log says why.
+        #expect(first["actions"] as? [String] == [], "\(first)")
+        let hints = first["hints"] as? [String: Any] ?? [:]
+        #expect(hints["urgency"] as? Int == 1 && hints["sound-name"] as? String == "message-new-instant", "\(hints)")
+        let log = try String(
+            contentsOf: desktop.directory.appendingPathComponent("desktop/device.log"), encoding: .utf8)
+        #expect(log.contains("the notification server shows no actions"), "\(log)")
+
+        // The same request again replaces the one on screen; silent now, it says so.
+        try desktop.herald([
+            "app", "dev.herald.tea", "add", "--id", "tea", "--title", "Tea", "--body", "Steeped", "--category-id",
+            "TEA",
+        ])
+        try eventually("the replacing Notify") { calls().count == 2 }
+        let second = calls()[1]
+        #expect(second["replaces_id"] as? Int == first["id"] as? Int && second["body"] as? String == "Steeped")
+        #expect((second["hints"] as? [String: Any])?["suppress-sound"] as? Bool == true, "\(second)")
+
+        // The app removes it: the presenter closes it on the desktop.
+        try desktop.herald(["app", "dev.herald.tea", "remove-delivered", "tea"])
+        try eventually("CloseNotification") { calls().count == 3 }
+        #expect(calls()[2]["call"] as? String == "CloseNotification" && calls()[2]["id"] as? Int == first["id"] as? Int)
+        #expect(desktop.stop() == 0)
     }
 }

@@ -142,4 +142,13 @@ import Testing
         let answer = asking.finish()
         #expect(answer.status != 0 && answer.lines.isEmpty, "\(answer)")
     }
+
+    @Test func withoutTheWebPresenterThePageIsOffAndSaysSo() throws {
+        let device = try DeviceProcess(extra: ["--presenter", "terminal"])
+        let page = try curl([device.apiURL + "/"])
+        #expect(page.status == 404 && page.body.contains("the web device is off"), "\(page.body)")
+        #expect(try curl([device.apiURL + "/healthz"]).status == 200)
+        let unknown = try run(try heraldExecutable().path, ["device", "--presenter", "terminal,phone"])
+        #expect(unknown.status != 0 && unknown.stderr.contains("unknown presenter 'phone'"), "\(unknown.stderr)")
+    }
 }
