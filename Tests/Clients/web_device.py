@@ -276,6 +276,21 @@ try:
     click("#clear-all")
     visible("#center-empty")
     emit(step="center", groups=groups, left=len(screen()["notifications"]))
+    click("#close-center")
+
+    step = "previews"
+    click("#open-settings")
+    click(f'#settings-apps .settings-row[data-app="{INVITES_APP}"]')
+    driver.find_element(By.XPATH, "//form[@id='settings-app']//label[input[@value='never']]").click()
+    wait.until(lambda d: next(a for a in screen()["apps"] if a["bundleID"] == INVITES_APP)["settings"]
+               ["showPreviewsSetting"] == "never")
+    click("#close-settings")
+    push(token, INVITES_APP, {"aps": {"alert": {"title": "Surprise party", "body": "Don't tell anyone"},
+                                      "category": "INVITE_CATEGORY"}, "event": "Party"})
+    visible("#alert")
+    emit(step="previews", title=text("#alert .alert-text h3"), body=text("#alert .alert-text p"),
+         page="Don't tell anyone" in driver.page_source)
+    click("#alert button.close")
 
     step = "same page"
     emit(step="same page", mark=driver.execute_script("return window.heraldMark || null"))

@@ -95,6 +95,10 @@ import Testing
         let groups = (center["groups"] as? [[Any]])?.map { $0.map { "\($0)" } } ?? []
         #expect(groups.contains(["dev.herald.demo", "dinner", "2"]), "\(groups)")
         #expect(center["left"] as? Int == 0)
+        // Show Previews off: the alert shows the app and "Notification", and the text is nowhere in the page.
+        let previews = try #require(steps["previews"])
+        #expect(previews["title"] is NSNull && previews["body"] as? String == "Notification", "\(previews)")
+        #expect(previews["page"] as? Bool == false)
         #expect(steps["same page"]?["mark"] as? String == "still the same page")
         for name in ["prompt", "lock", "home", "banner", "settings", "alert", "center"] {
             let png = try Data(contentsOf: shots.appendingPathComponent("web-device-\(name).png"))

@@ -185,14 +185,16 @@ extension DeviceAPI {
                 bundleID: $0.app.bundleID, name: InstalledApp.displayName(of: $0.app.bundleID), badge: $0.badge,
                 state: $0.runState, settings: $0.settings)
         }
+        let locked = await service.locked
         let notifications = records.flatMap { record in
             record.delivered.map { delivered in
                 let content = delivered.request.content
                 let category = record.categories[content.categoryIdentifier]
+                let shown = Self.preview(content, category: category, settings: record.settings, locked: locked)
                 return ScreenNotification(
                     app: record.app.bundleID, appName: InstalledApp.displayName(of: record.app.bundleID),
-                    identifier: delivered.identifier, title: content.title, subtitle: content.subtitle,
-                    body: content.body, date: delivered.date, threadIdentifier: content.threadIdentifier,
+                    identifier: delivered.identifier, title: shown.title, subtitle: shown.subtitle,
+                    body: shown.body, date: delivered.date, threadIdentifier: content.threadIdentifier,
                     categoryIdentifier: content.categoryIdentifier, launchImageName: content.launchImageName,
                     alertAction: content.actionLocKey.map { "slide to \($0)" } ?? "slide to view",
                     remote: delivered.isRemote,
@@ -208,10 +210,35 @@ extension DeviceAPI {
                 options: AuthorizationOptions.names.filter { prompt.options.contains($0.1) }.map(\.0))
         }
         return ScreenView(
-            locked: await service.locked, now: await service.now, timeZone: await service.timeZone.identifier,
+            locked: locked, now: await service.now, timeZone: await service.timeZone.identifier,
             foreground: await service.foregroundApp, apps: apps, notifications: notifications, prompts: prompts)
     }
 
+}
+
+extension DeviceAPI {
+    /// What the screen may show of a notification: everything, or with previews hidden (Show Previews
+    /// `never`, or `whenAuthenticated` while locked) the title and subtitle only where the category
+    /// keeps them (`hiddenPreviewsShowTitle`, `…ShowSubtitle`) and the category's placeholder, or
+    /// "Notification", as the body.
+    static func preview(
+        _ content: NotificationContent, category: NotificationCategory?, settings: NotificationSettings,
+        locked: Bool
+    ) -> (title: String, subtitle: String, body: String) {
+        let hidden =
+            switch settings.showPreviewsSetting {
+            case .always: false
+            case .whenAuthenticated: locked
+            case .never: true
+            }
+        guard hidden else { return (content.title, content.subtitle, content.body) }
+        let options = category?.options ?? []
+        return (
+            options.contains(.hiddenPreviewsShowTitle) ? content.title : "",
+            options.contains(.hiddenPreviewsShowSubtitle) ? content.subtitle : "",
+            category?.hiddenPreviewsBodyPlaceholder ?? "Notification"
+        )
+    }
 }
 
 /// The web device's files, from the package's resources (`Web/`): served as they are, no build step.
