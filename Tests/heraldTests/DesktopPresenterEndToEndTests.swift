@@ -147,7 +147,12 @@ import Testing
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
         }
-        try desktop.herald(["device", "install", "dev.herald.tea"])
+        // The app's bundle has an icon.
+        let bundle = desktop.directory.appendingPathComponent("Tea.bundle")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        let icon = bundle.appendingPathComponent("AppIcon.png")
+        try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]).write(to: icon)
+        try desktop.herald(["device", "install", "dev.herald.tea", "--bundle-dir", bundle.path])
         try desktop.herald(["app", "dev.herald.tea", "authorize", "--options", "alert,sound,badge"])
         try desktop.herald(["app", "dev.herald.tea", "categories", "--category", "TEA=accept,decline"])
         try desktop.herald([
@@ -157,6 +162,7 @@ import Testing
         try eventually("the first Notify") { calls().count == 1 }
         let first = calls()[0]
         #expect(first["app"] as? String == "Tea" && first["summary"] as? String == "Tea")
+        #expect(first["icon"] as? String == icon.path, "\(first)")
         #expect(first["body"] as? String == "Ready" && first["replaces_id"] as? Int == 0)
         // No actions capability: no buttons at all, and the log says why.
         #expect(first["actions"] as? [String] == [], "\(first)")

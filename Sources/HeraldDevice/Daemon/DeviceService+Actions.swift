@@ -12,7 +12,8 @@ extension DeviceService {
                 break
             case .present(let presentation):
                 // The sound that would really play: the app's file, or the default and why.
-                let summary = PresentationSummary(presentation, playing: engine.resolvedSound(for: presentation))
+                var summary = PresentationSummary(presentation, playing: engine.resolvedSound(for: presentation))
+                summary.icon = Self.icon(of: engine.apps[presentation.app]?.app)
                 note(
                     .presented, app: presentation.app, presentation.notification.identifier, summary.line,
                     presentation: summary)
@@ -59,6 +60,13 @@ extension DeviceService {
                     "removed from the screen: \(identifiers.joined(separator: ", "))", identifiers: identifiers)
             }
         }
+    }
+
+    /// `AppIcon.png` in the app's bundle directory, if it is there.
+    static func icon(of app: InstalledApp?) -> String? {
+        guard let directory = app?.bundleDirectory else { return nil }
+        let path = (directory as NSString).appendingPathComponent("AppIcon.png")
+        return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
     static func actionName(_ identifier: String) -> String {

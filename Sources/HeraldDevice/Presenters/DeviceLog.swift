@@ -97,6 +97,8 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
     public var actionTitles: [String: String]?
     /// `passive`, `active`, `time-sensitive` or `critical`.
     public var interruptionLevel: String?
+    /// The app's icon: `AppIcon.png` in its bundle directory, when there is one.
+    public var icon: String?
 
     /// Summarises a presentation; `playing` is the sound as resolved on the device
     /// (``DeviceEngine/resolvedSound(for:)``), and without it a named sound is given by its name.

@@ -5,7 +5,7 @@ import Synchronization
 
 /// Shows notifications on the desktop through the freedesktop Notifications interface
 /// (`org.freedesktop.Notifications` on the session bus; `herald device --presenter desktop`):
-/// app name, summary and body, the default action and the category's actions for the context,
+/// app name and icon, summary and body, the default action and the category's actions for the context,
 /// urgency from `interruption-level`, the resolved sound as `sound-file` (or `suppress-sound`), and
 /// `replaces_id` when a notification replaces one on screen. The server's `ActionInvoked` and
 /// `NotificationClosed` signals become the user's response through ``DeviceService/apply(_:)``, the
@@ -163,7 +163,7 @@ public final class DesktopPresenter: Presenter {
         let reply = try bus.call(
             destination: Self.service, path: Self.path, interface: Self.service, method: "Notify",
             [
-                .string(InstalledApp.displayName(of: entry.app)), .uint32(replaces), .string(""),
+                .string(InstalledApp.displayName(of: entry.app)), .uint32(replaces), .string(p.icon ?? ""),
                 .string(summary.isEmpty ? InstalledApp.displayName(of: entry.app) : summary), .string(p.body),
                 .strings(actions), .hints(hints), .int32(-1),
             ])
