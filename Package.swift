@@ -187,7 +187,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldKitTests",
-            dependencies: ["HeraldKit", "HeraldTesting"]),
+            // HeraldDevice and HeraldCore named, not only re-exported through HeraldTesting: the tests use
+            // their types, and without the explicit edge an incremental build kept stale layouts of them.
+            dependencies: ["HeraldKit", "HeraldDevice", "HeraldCore", "HeraldTesting"]),
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
