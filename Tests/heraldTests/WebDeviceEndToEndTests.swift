@@ -152,6 +152,14 @@ import Testing
         let page = try curl([device.apiURL + "/"])
         #expect(page.status == 404 && page.body.contains("the web device is off"), "\(page.body)")
         #expect(try curl([device.apiURL + "/healthz"]).status == 200)
+        // Another site's page in the user's browser may not change the device; curl (no Origin) may.
+        let forged = try curl([
+            "-X", "PUT", "-H", "Origin: http://evil.example", "-d", #"{"identifier":"Asia/Tokyo"}"#,
+            device.apiURL + "/time-zone",
+        ])
+        #expect(forged.status == 403 && forged.body.contains("may not change this device"), "\(forged.body)")
+        #expect(
+            try curl(["-X", "PUT", "-d", #"{"identifier":"Asia/Tokyo"}"#, device.apiURL + "/time-zone"]).status == 200)
         let unknown = try run(try heraldExecutable().path, ["device", "--presenter", "terminal,phone"])
         #expect(unknown.status != 0 && unknown.stderr.contains("unknown presenter 'phone'"), "\(unknown.stderr)")
     }

@@ -68,7 +68,7 @@ extension DeviceAPI {
         var actions: [ScreenAction]
         /// In the minimal context (lock screen, banner): up to two.
         var minimalActions: [ScreenAction]
-        /// The app's alert style when it arrived (banner, alert or none).
+        /// The app's alert style (banner, alert or none).
         var alertStyle: AlertStyle
     }
 
@@ -103,6 +103,7 @@ extension DeviceAPI {
         }
         router.post("/apps/{app}/open") { _, context in
             let app = try context.parameters.require("app")
+            _ = try await Self.record(app, service)
             try await Self.mapped { try await service.open(app) }
             return Self.json(await Self.screen(service))
         }

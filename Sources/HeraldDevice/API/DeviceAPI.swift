@@ -140,6 +140,7 @@ public struct DeviceAPI: Sendable {
     /// The router.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: SameOriginMiddleware())
         let service = self.service
         router.get("/healthz") { _, _ in Self.json(["status": "ok"]) }
         router.get("/status") { _, _ in
