@@ -292,6 +292,19 @@ try:
          page="Don't tell anyone" in driver.page_source)
     click("#alert button.close")
 
+    step = "alert reply"
+    subprocess.run(["curl", "-sS", "-X", "PATCH", "-d", '{"alertStyle":"alert"}',
+                    f"{DEVICE.rstrip('/')}/apps/{DEMO}/settings"], check=True, capture_output=True)
+    push(DEMO_TOKEN, DEMO, {"aps": {"alert": {"title": "Dinner?", "body": "Reply with a time"}, "category": "CHAT"}})
+    form = '#alert form.reply[data-action="reply"]'
+    visible(form)
+    placeholder = driver.find_element(By.CSS_SELECTOR, form + " input").get_attribute("placeholder")
+    send = driver.find_element(By.CSS_SELECTOR, form + " button").text
+    driver.find_element(By.CSS_SELECTOR, form + " input").send_keys("At eight")
+    click(form + " button")
+    wait.until(lambda d: not any(n["title"] == "Dinner?" for n in screen()["notifications"]))
+    emit(step="alert reply", placeholder=placeholder, send=send)
+
     step = "same page"
     emit(step="same page", mark=driver.execute_script("return window.heraldMark || null"))
 except Exception as error:  # the step and the page's state say what went wrong

@@ -87,6 +87,7 @@ import Testing
         // Accept launched Invites in the background and it answered; the reply reached the demo app.
         let accepted = up.reader.lines(containing: [
             "Invites: declined Breakfast", "Invites: accepted Dinner", "(action reply, text On my way)",
+            "(action reply, text At eight)",
         ])
         #expect(accepted.contains { $0.contains("[dev.herald.invites] launched in the background") }, "\(accepted)")
         #expect(accepted.contains { $0.hasPrefix("didReceive") && $0.contains("text On my way") }, "\(accepted)")
@@ -99,6 +100,9 @@ import Testing
         let previews = try #require(steps["previews"])
         #expect(previews["title"] is NSNull && previews["body"] as? String == "Notification", "\(previews)")
         #expect(previews["page"] as? Bool == false)
+        // An alert's text-input action: a field with the action's button title; the text reaches the app.
+        let alertReply = try #require(steps["alert reply"])
+        #expect(alertReply["send"] as? String == "Send" && alertReply["placeholder"] as? String == "Reply")
         #expect(steps["same page"]?["mark"] as? String == "still the same page")
         for name in ["prompt", "lock", "home", "banner", "settings", "alert", "center"] {
             let png = try Data(contentsOf: shots.appendingPathComponent("web-device-\(name).png"))
