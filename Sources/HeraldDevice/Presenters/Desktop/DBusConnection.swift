@@ -92,9 +92,10 @@ final class DBusConnection: @unchecked Sendable {
         return read(reply)
     }
 
-    /// Waits up to `timeout` ms for traffic, then returns the signals that arrived.
-    func signals(waiting timeout: Int32) -> [Signal] {
-        guard library.readWrite(connection, timeout) != 0 else { return [] }
+    /// Waits up to `timeout` ms for traffic, then returns the signals that arrived; `nil` once the
+    /// connection is gone (the bus stopped).
+    func signals(waiting timeout: Int32) -> [Signal]? {
+        guard library.readWrite(connection, timeout) != 0 else { return nil }
         var signals: [Signal] = []
         while let message = library.popMessage(connection) {
             defer { library.messageUnref(message) }

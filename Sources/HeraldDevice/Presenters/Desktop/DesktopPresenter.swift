@@ -130,9 +130,11 @@ public final class DesktopPresenter: Presenter {
                     logger.error("the notification server refused", metadata: ["error": "\(error)"])
                 }
             }
-            for signal in bus.signals(waiting: 100) where signal.interface == Self.service {
-                handle(signal, responder: responder)
+            guard let signals = bus.signals(waiting: 100) else {
+                logger.error("the session bus went away: no more desktop notifications")
+                return
             }
+            for signal in signals where signal.interface == Self.service { handle(signal, responder: responder) }
         }
     }
 
