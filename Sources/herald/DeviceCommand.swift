@@ -76,6 +76,11 @@ struct DeviceRun: AsyncParsableCommand {
                 + "desktop (the notification server on the D-Bus session bus; actions come back as responses).",
             valueName: "terminal,web,desktop"))
     var presenter = "terminal,web"
+
+    /// `--presenter`'s names.
+    var presenters: Set<String> {
+        Set(presenter.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+    }
     @Flag(name: .long, help: "Do not print the ready banner (presentations are still printed).")
     var noBanner = false
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -94,8 +99,7 @@ struct DeviceRun: AsyncParsableCommand {
             _ = try parseDate(startTime, field: "--start-time")
         }
         try validateLogLevel(logLevel)
-        let presenters = presenter.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        for name in presenters where !["terminal", "web", "desktop"].contains(name) {
+        for name in presenters.sorted() where !["terminal", "web", "desktop"].contains(name) {
             throw ValidationError("--presenter: unknown presenter '\(name)' (terminal, web, desktop)")
         }
         if deny, permission != .allow, permission != .deny {
@@ -119,12 +123,12 @@ struct DeviceRun: AsyncParsableCommand {
             manualClock
             ? ManualClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())
             : SystemClock()
-        let chosen = Set(presenter.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-        var presenters: [any Presenter] = chosen.contains("terminal") ? [TerminalPresenter()] : []
+        let chosen = presenters
+        var shown: [any Presenter] = chosen.contains("terminal") ? [TerminalPresenter()] : []
         let desktop = chosen.contains("desktop") ? DesktopPresenter(logger: logger) : nil
-        if let desktop { presenters.append(desktop) }
+        if let desktop { shown.append(desktop) }
         let service = try await DeviceService(
-            configuration: configuration, clock: clock, presenters: presenters, logger: logger)
+            configuration: configuration, clock: clock, presenters: shown, logger: logger)
         // A click or an action on the desktop is the user's response, as `herald respond` gives it.
         try desktop?.start { [logger] app, identifier, action in
             do {

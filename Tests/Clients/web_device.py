@@ -79,6 +79,16 @@ def screen():
     return driver.execute_script("return fetch('/screen').then(r => r.json())")
 
 
+def app_now(app):
+    """The app as the screen has it now: state, badge, settings."""
+    return next(a for a in screen()["apps"] if a["bundleID"] == app)
+
+
+def setting(app, key):
+    """One of the app's settings as the device has it now."""
+    return app_now(app)["settings"][key]
+
+
 def shot(name):
     driver.save_screenshot(os.path.join(SHOTS, f"web-device-{name}.png"))
 
@@ -175,11 +185,11 @@ try:
     step = "open an app"
     click(f'#app-grid .app[data-app="{DEMO}"]')
     wait.until(lambda d: d.execute_script("return document.body.dataset.screen") == "app"
-               and next(a for a in screen()["apps"] if a["bundleID"] == DEMO)["state"] == "foreground")
+               and app_now(DEMO)["state"] == "foreground")
     front = text("#front-name")
     click("#go-home")
     wait.until(lambda d: d.execute_script("return document.body.dataset.screen") == "home")
-    emit(step="open", front=front, after=next(a for a in screen()["apps"] if a["bundleID"] == DEMO)["state"])
+    emit(step="open", front=front, after=app_now(DEMO)["state"])
 
     step = "sound files"
     bundle = tempfile.mkdtemp(prefix="herald-chime-")
@@ -216,11 +226,9 @@ try:
     click(f'#settings-apps .settings-row[data-app="{INVITES_APP}"]')
     visible("#settings-app")
     driver.find_element(By.XPATH, "//form[@id='settings-app']//label[input[@value='alert']]").click()
-    wait.until(lambda d: next(a for a in screen()["apps"] if a["bundleID"] == INVITES_APP)["settings"]["alertStyle"]
-               == "alert")
+    wait.until(lambda d: setting(INVITES_APP, "alertStyle") == "alert")
     driver.find_element(By.CSS_SELECTOR, "#settings-app input[name='soundSetting']").click()
-    wait.until(lambda d: next(a for a in screen()["apps"] if a["bundleID"] == INVITES_APP)["settings"]["soundSetting"]
-               == "disabled")
+    wait.until(lambda d: setting(INVITES_APP, "soundSetting") == "disabled")
     settings = json.loads(subprocess.run(
         ["curl", "-sS", f"{DEVICE.rstrip('/')}/apps/{INVITES_APP}/settings"], check=True, capture_output=True,
         text=True).stdout)["settings"]
@@ -282,8 +290,7 @@ try:
     click("#open-settings")
     click(f'#settings-apps .settings-row[data-app="{INVITES_APP}"]')
     driver.find_element(By.XPATH, "//form[@id='settings-app']//label[input[@value='never']]").click()
-    wait.until(lambda d: next(a for a in screen()["apps"] if a["bundleID"] == INVITES_APP)["settings"]
-               ["showPreviewsSetting"] == "never")
+    wait.until(lambda d: setting(INVITES_APP, "showPreviewsSetting") == "never")
     click("#close-settings")
     push(token, INVITES_APP, {"aps": {"alert": {"title": "Surprise party", "body": "Don't tell anyone"},
                                       "category": "INVITE_CATEGORY"}, "event": "Party"})

@@ -249,13 +249,10 @@ public struct DeviceEngine: Sendable {
         _ app: String, _ options: AuthorizationOptions, answer: Bool? = nil
     ) throws(NotificationError) -> [DeviceAction] {
         guard var record = apps[app] else { throw unknownApp(app) }
-        let status = record.settings.authorizationStatus
-        let asks = status == .notDetermined || (status == .provisional && !options.contains(.provisional))
-        if asks {
-            // Provisional authorization is granted quietly; everything else asks the user once.
-            let granted =
-                options.contains(.provisional) && status == .notDetermined
-                ? true : answer ?? policy.decide(app: app, options: options)
+        // Provisional authorization is granted quietly; everything else asks the user once.
+        let quiet = options.contains(.provisional) && record.settings.authorizationStatus == .notDetermined
+        if quiet || asksUser(app, for: options) {
+            let granted = quiet ? true : answer ?? policy.decide(app: app, options: options)
             record.settings = .after(decision: granted, options: options)
             record.requestedOptions = options
             apps[app] = record

@@ -91,7 +91,7 @@ function act(n, action, text) {
 function actionButtons(n, actions) {
   const box = element("div", "card-actions");
   for (const action of actions) {
-    if (action.textInputButtonTitle !== null && action.textInputButtonTitle !== undefined) {
+    if (isTextInput(action)) {
       box.append(button(action.title, "action", () => showReply(box, n, action)));
     } else {
       const node = button(action.title, action.destructive ? "action destructive" : "action", () => act(n, action));
@@ -102,21 +102,33 @@ function actionButtons(n, actions) {
   return box;
 }
 
-function showReply(box, n, action) {
+function isTextInput(action) {
+  return action.textInputButtonTitle !== null && action.textInputButtonTitle !== undefined;
+}
+
+// A text-input action's field and send button (the category's placeholder and button title);
+// `send` gets the typed text.
+function replyForm(action, send) {
   const form = element("form", "reply");
+  form.dataset.action = action.identifier;
   const input = element("input");
-  input.placeholder = action.textInputPlaceholder || "";
+  input.placeholder = action.textInputPlaceholder || action.title;
   input.name = "reply";
-  const send = element("button", null, action.textInputButtonTitle || "Send");
-  send.type = "submit";
-  form.append(input, send);
+  const submit = element("button", null, action.textInputButtonTitle || "Send");
+  submit.type = "submit";
+  form.append(input, submit);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    act(n, action, input.value);
+    send(input.value);
   });
   form.addEventListener("click", (event) => event.stopPropagation());
+  return form;
+}
+
+function showReply(box, n, action) {
+  const form = replyForm(action, (text) => act(n, action, text));
   box.replaceChildren(form);
-  input.focus();
+  form.querySelector("input").focus();
 }
 
 // A notification as a card. `actions`: the context's actions, shown when the card is expanded.
@@ -397,20 +409,8 @@ function showNextAlert() {
       button("Open", "bold open", close(() => act(n, null))));
   } else {
     for (const action of n.actions) {
-      if (action.textInputButtonTitle !== null && action.textInputButtonTitle !== undefined) {
-        const form = element("form", "reply");
-        form.dataset.action = action.identifier;
-        const input = element("input");
-        input.placeholder = action.textInputPlaceholder || action.title;
-        input.name = "reply";
-        const send = element("button", null, action.textInputButtonTitle || action.title);
-        send.type = "submit";
-        form.append(input, send);
-        form.addEventListener("submit", (event) => {
-          event.preventDefault();
-          close(() => act(n, action, input.value))();
-        });
-        buttons.append(form);
+      if (isTextInput(action)) {
+        buttons.append(replyForm(action, (text) => close(() => act(n, action, text))()));
       } else {
         const node = button(action.title, action.destructive ? "destructive" : "", close(() => act(n, action)));
         node.dataset.action = action.identifier;
