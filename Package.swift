@@ -33,7 +33,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.25.0"),
     ],
     targets: [
-        .target(name: "HeraldCore"),
+        .target(
+            name: "HeraldCore",
+            // swift-crypto signs provider tokens (the provider client and the gateway's console).
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
         // What every Herald process that listens shares: the first-bytes and idle deadlines, protocol
         // detection, the guarded Hummingbird HTTP/1.1 server, the state-directory lock, the boot
         // sequence (one ServiceGroup).
@@ -103,7 +107,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            // The push console's page: plain HTML, CSS and JavaScript, served as they are.
+            resources: [.copy("Admin/Console")]
         ),
         .target(
             name: "HeraldProvider",

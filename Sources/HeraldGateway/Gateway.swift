@@ -48,6 +48,8 @@ public final class Gateway: Sendable {
         public var adminIdleTimeout: TimeAmount? = .seconds(60)
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()
+        /// How long the delivery log keeps a push's steps (30 days); the hourly purge deletes older ones.
+        public var logRetention: TimeInterval = 30 * 86400
         /// SQLite durability.
         public var durability: SQLiteGatewayStore.Durability = .full
         /// Event-loop threads for provider connections (both provider listeners, the legacy
@@ -190,12 +192,22 @@ public final class Gateway: Sendable {
                         log: log, clock: clock)
                 })
         }
-        let admin = AdminAPI(
-            directory: directory, router: router, faults: faults, ca: ca, token: adminToken, clock: clock)
-        let adminReady = ServiceRunner.Readiness()
         // Off loopback the admin API is served over TLS (the gateway's certificate, ALPN http/1.1
         // only, as for the device link), never in the clear.
         let adminTLS = configuration.listensOnLoopbackOnly ? nil : linkTLS
+        let console = Console(
+            session: ConsoleSession(adminToken: adminToken),
+            sender: ConsoleSender(
+                targets: .init(
+                    host: Self.connectHost(address), tlsPort: provider.localAddress?.port ?? configuration.port,
+                    developmentPort: development?.localAddress?.port),
+                ca: ca, group: group),
+            directory: directory, router: router, clock: clock, secure: adminTLS != nil,
+            caCertificatePath: state.caCertificatePath, logRetention: configuration.logRetention)
+        let admin = AdminAPI(
+            directory: directory, router: router, faults: faults, ca: ca, token: adminToken, clock: clock,
+            console: console)
+        let adminReady = ServiceRunner.Readiness()
         let app = Application(
             router: admin.router(),
             server: .guardedHTTP1(
@@ -207,6 +219,7 @@ public final class Gateway: Sendable {
             eventLoopGroupProvider: .shared(group), logger: logger)
 
         let offline = router.offline
+        let retention = configuration.logRetention
         // Stopped in reverse order on SIGINT/SIGTERM: the admin API, then GOAWAY to providers and
         // the streams in flight finished, the legacy listeners, the device links; then what is still
         // lingering in the delivery log goes to disk.
@@ -221,6 +234,17 @@ public final class Gateway: Sendable {
                     try await offline.purgeExpired(now: clock.now())
                 } catch {
                     logger.error("purging expired pushes failed", metadata: ["error": "\(error)"])
+                }
+            },
+            // The delivery log keeps each push for `logRetention`: checked hourly.
+            PeriodicService(every: .seconds(3600)) {
+                do {
+                    let now = clock.now()
+                    let deleted = try await offline.committer.store.purgeDeliveryLog(
+                        now: now, before: now.addingTimeInterval(-retention))
+                    if deleted > 0 { logger.info("purged the delivery log", metadata: ["rows": "\(deleted)"]) }
+                } catch {
+                    logger.error("purging the delivery log failed", metadata: ["error": "\(error)"])
                 }
             },
             link,
@@ -267,6 +291,14 @@ public final class Gateway: Sendable {
         if address == "0.0.0.0" { return "127.0.0.1" }
         if address == "::" { return "[::1]" }
         return address.contains(":") && !address.hasPrefix("[") ? "[\(address)]" : address
+    }
+
+    /// The address a client in this process connects to for a listener bound to `address`: loopback
+    /// for a wildcard.
+    static func connectHost(_ address: String) -> String {
+        if address == "0.0.0.0" { return "127.0.0.1" }
+        if address == "::" { return "::1" }
+        return address
     }
 
     static func listening<T>(_ listener: String, _ host: String, _ port: Int, _ start: () async throws -> T)

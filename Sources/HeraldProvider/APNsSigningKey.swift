@@ -33,12 +33,7 @@ public struct APNsSigningKey: Sendable {
     /// A provider authentication token: ES256 JWT, `{"alg":"ES256","kid":…}` and
     /// `{"iss":…,"iat":…}`, signature in the raw r‖s form.
     public func token(issuedAt: Date) throws -> String {
-        let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
-        let header = Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Data(#"{"iss":"\#(teamID)","iat":\#(iat)}"#.utf8))
-        let input = header + "." + claims
-        let signature = try privateKey.signature(for: Data(input.utf8))
-        return input + "." + Base64URL.encode(signature.rawRepresentation)
+        try ProviderTokenSigner.token(keyID: keyID, teamID: teamID, privateKey: privateKey, issuedAt: issuedAt)
     }
 }
 

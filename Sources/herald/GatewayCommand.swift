@@ -102,10 +102,15 @@ struct GatewayCommand: AsyncParsableCommand {
         name: .long,
         help: "Event-loop threads for device links, apart from --threads (default: half the cores, at least 1).")
     var linkThreads = Gateway.Configuration().linkThreads
+    @Option(
+        name: .long,
+        help: "Days the delivery log keeps each push (the console's history); older ones are purged hourly.")
+    var logRetentionDays: Double = 30
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
     func validate() throws {
+        guard logRetentionDays > 0 else { throw ValidationError("--log-retention-days must be more than 0") }
         guard ackTimeout > 0 else { throw ValidationError("--ack-timeout must be more than 0 seconds") }
         guard batchWindow >= 0 else { throw ValidationError("--batch-window must not be negative") }
         guard backgroundBudget >= 0 else { throw ValidationError("--background-budget must not be negative") }
@@ -140,6 +145,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.adminIdleTimeout = Self.seconds(adminIdleTimeout)
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability
+        configuration.logRetention = logRetentionDays * 86400
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads
         configuration.linkPort = linkPort

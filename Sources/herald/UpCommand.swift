@@ -254,6 +254,7 @@ struct UpCommand: AsyncParsableCommand {
             "deviceAPI": deviceAPI, "appLink": socket, "linkURL": try info("linkDevelopmentURL"),
             "binaryAddress": try info("binaryAddress"), "feedbackAddress": try info("feedbackAddress"),
             "binaryCertificate": binaryCertificate.path, "binaryPrivateKey": binaryKey.path,
+            "consoleURL": try info("adminURL") + "/console",
         ]
         if let id = status["deviceID"] as? String { up["deviceID"] = id }
         try JSONSerialization.data(withJSONObject: up, options: [.prettyPrinted, .sortedKeys])
@@ -264,6 +265,8 @@ struct UpCommand: AsyncParsableCommand {
             """
             herald is up
               the device (open it):     \(deviceAPI)/
+              the push console:         \(up["consoleURL"]!)
+                sign in with this link: \(up["consoleURL"]!)#token=\(up["adminToken"]!)
               provider API (TLS, h2):   \(up["providerURL"]!)   CA \(up["caCertificate"]!)
               development (h2c/HTTP1):  \(development)
               binary / feedback (TLS):  \(up["binaryAddress"]!) / \(up["feedbackAddress"]!)   certificate \(binaryCertificate.path)

@@ -80,6 +80,16 @@ final class GatedStore: GatewayStore {
         try await inner.takeFeedback(bundleID: bundleID, environment: environment)
     }
     func storedCount() async throws -> Int { try await inner.storedCount() }
+    func storedCountsByDevice() async throws -> [String: Int] { try await inner.storedCountsByDevice() }
+    func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+        try await inner.feedback(bundleID: bundleID, environment: environment)
+    }
+    func recentDeliveryEvents(rows: Int) async throws -> [DeliveryEvent] {
+        try await inner.recentDeliveryEvents(rows: rows)
+    }
+    func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {
+        try await inner.purgeDeliveryLog(now: now, before: cutoff)
+    }
 }
 
 /// A push that found no link just before its device connected is stored; its commit may land

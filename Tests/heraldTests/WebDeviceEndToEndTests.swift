@@ -21,11 +21,7 @@ import Testing
             up.curlCommand.range(of: "bearer [A-Za-z0-9_.-]+", options: .regularExpression).map {
                 String(up.curlCommand[$0].dropFirst("bearer ".count))
             })
-        // HERALD_SCREENSHOTS=docs/images keeps them for the documentation.
-        let shots =
-            ProcessInfo.processInfo.environment["HERALD_SCREENSHOTS"].map { URL(fileURLWithPath: $0) }
-            ?? state.appendingPathComponent("shots")
-        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let shots = try screenshotDirectory(else: state)
         let result = try run(
             "/usr/bin/python3",
             [
@@ -167,4 +163,14 @@ import Testing
         let unknown = try run(try heraldExecutable().path, ["device", "--presenter", "terminal,phone"])
         #expect(unknown.status != 0 && unknown.stderr.contains("unknown presenter 'phone'"), "\(unknown.stderr)")
     }
+}
+
+/// Where a test keeps its screenshots: `HERALD_SCREENSHOTS` (`docs/images` keeps them for the
+/// documentation), else `shots` in the test's own directory.
+func screenshotDirectory(else state: URL) throws -> URL {
+    let shots =
+        ProcessInfo.processInfo.environment["HERALD_SCREENSHOTS"].map { URL(fileURLWithPath: $0) }
+        ?? state.appendingPathComponent("shots")
+    try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+    return shots
 }

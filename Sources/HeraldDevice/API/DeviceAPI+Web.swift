@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldRuntime
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
@@ -242,37 +243,11 @@ extension DeviceAPI {
     }
 }
 
-/// The web device's files, from the package's resources (`Web/`): served as they are, no build step.
+/// The web device's files, and what its apps' sounds are served as.
 enum WebFiles {
-    static let types = ["html": "text/html; charset=utf-8", "css": "text/css", "js": "text/javascript"]
+    static let files = WebResources(bundle: "Herald_HeraldDevice", folder: "Web")
     /// What the app's sound files are served as.
     static let soundTypes = ["wav": "audio/wav", "aif": "audio/aiff", "aiff": "audio/aiff", "caf": "audio/x-caf"]
 
-    /// Where the files are: SwiftPM's resource bundle beside the executable (or the test bundle).
-    static let directory: URL? = {
-        var candidates = [Bundle.main.bundleURL, Bundle.main.executableURL?.deletingLastPathComponent()]
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        for base in candidates.compactMap({ $0 }) {
-            let web = base.appendingPathComponent("Herald_HeraldDevice.resources/Web")
-            if FileManager.default.fileExists(atPath: web.appendingPathComponent("index.html").path) { return web }
-        }
-        return nil
-    }()
-
-    static func response(_ name: String) throws -> Response {
-        guard let type = types[(name as NSString).pathExtension], !name.contains("/"), !name.hasPrefix(".") else {
-            throw HTTPError(.notFound, message: "no such file: \(name)")
-        }
-        guard let directory else {
-            throw HTTPError(
-                .notFound,
-                message: "the web device's files (Herald_HeraldDevice.resources) are not beside the herald executable")
-        }
-        guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else {
-            throw HTTPError(.notFound, message: "no such file: \(name)")
-        }
-        return Response(
-            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
-    }
+    static func response(_ name: String) throws -> Response { try files.response(name) }
 }

@@ -14,20 +14,31 @@ public struct AdminAPI: Sendable {
     let pushRouter: PushRouter
     let faults: FaultInjector
     let ca: GatewayCA
-    let token: String
+    let session: ConsoleSession
     let clock: any WallClock
+    /// The push console, when the gateway serves one (it needs the provider API's addresses).
+    let console: Console?
 
-    /// Creates the admin API.
+    /// Creates the admin API (without the console: ``Gateway`` adds it).
     public init(
         directory: GatewayDirectory, router: PushRouter, faults: FaultInjector, ca: GatewayCA, token: String,
         clock: any WallClock = SystemClock()
+    ) {
+        self.init(
+            directory: directory, router: router, faults: faults, ca: ca, token: token, clock: clock, console: nil)
+    }
+
+    init(
+        directory: GatewayDirectory, router: PushRouter, faults: FaultInjector, ca: GatewayCA, token: String,
+        clock: any WallClock, console: Console?
     ) {
         self.directory = directory
         self.pushRouter = router
         self.faults = faults
         self.ca = ca
-        self.token = token
+        self.session = ConsoleSession(adminToken: token)
         self.clock = clock
+        self.console = console
     }
 
     struct TeamBody: Codable { var id: String?; var name: String?; var suspended: Bool? }
@@ -67,6 +78,10 @@ public struct AdminAPI: Sendable {
         var resetAt: Date?
         var deletedAt: Date?
         var online: Bool
+        /// When its link last connected or closed (since the gateway started); `nil` if not since.
+        var lastSeen: Date?
+        /// Pushes waiting for it in the offline store.
+        var stored: Int
         var apps: [RegistrationView]
     }
     struct RegistrationBody: Codable { var bundleID: String; var environment: APNsEnvironment? }
@@ -97,32 +112,36 @@ public struct AdminAPI: Sendable {
         var payload: String
     }
 
-    func device(_ id: String) throws -> DeviceView {
+    func device(_ id: String, stored: [String: Int]? = nil) async throws -> DeviceView {
         guard let d = directory.registry.device(id) else {
             throw HTTPError(.notFound, message: "device \(id) not found")
         }
+        let counts: [String: Int]
+        if let stored { counts = stored } else { counts = try await directory.store.storedCountsByDevice() }
         return DeviceView(
             id: d.id, generation: d.generation, createdAt: d.createdAt, resetAt: d.resetAt, deletedAt: d.deletedAt,
-            online: pushRouter.links.isOnline(id),
+            online: pushRouter.links.isOnline(id), lastSeen: pushRouter.links.lastSeen(id), stored: counts[id] ?? 0,
             apps: directory.registry.registrations(device: id).map(RegistrationView.init))
     }
 
     /// The router. Every route, `/healthz` and `/metrics` included, wants
-    /// `authorization: Bearer <admin token>`: the admin API may be reached from the network
-    /// (`--listen`), and its metrics say who pushes to whom and how much.
+    /// `authorization: Bearer <admin token>` or the console's session (``AdminAuthentication``):
+    /// the admin API may be reached from the network (`--listen`), and its metrics say who pushes to
+    /// whom and how much. Only the console's page, its files and its sign-in are open.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
-        router.add(middleware: BearerTokenMiddleware(token: token))
-        router.get("/healthz") { _, _ in #"{"status":"ok"}"# }
+        console?.addPublicRoutes(to: router)
+        let api = router.group().add(middleware: AdminAuthentication(session: session, clock: clock))
+        console?.addRoutes(to: api)
+        api.get("/healthz") { _, _ in #"{"status":"ok"}"# }
         let push = self.pushRouter
-        router.get("/metrics") { _, _ -> Response in
+        api.get("/metrics") { _, _ -> Response in
             let stored = (try? await push.offline.committer.store.storedCount()) ?? 0
             let bytes = push.metrics.emit(devicesOnline: push.links.onlineCount, storedPushes: stored)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         }
-        let api = router.group()
         let directory = self.directory
         let faults = self.faults
         let ca = self.ca
@@ -226,13 +245,18 @@ public struct AdminAPI: Sendable {
         }
 
         // Devices
-        api.get("/devices") { _, _ in try directory.registry.devices.map { try self.device($0.id) } }
+        api.get("/devices") { _, _ -> [DeviceView] in
+            let stored = try await directory.store.storedCountsByDevice()
+            var views: [DeviceView] = []
+            for device in directory.registry.devices { views.append(try await self.device(device.id, stored: stored)) }
+            return views
+        }
         api.post("/devices") { request, context -> EditedResponse<DeviceView> in
             let body = (try? await request.decode(as: DeviceBody.self, context: context)) ?? DeviceBody()
             let device = try await Self.mapped { try await directory.registerDevice(id: body.id, now: clock.now()) }
-            return EditedResponse(status: .created, response: try self.device(device.id))
+            return EditedResponse(status: .created, response: try await self.device(device.id))
         }
-        api.get("/devices/{id}") { _, context in try self.device(try context.parameters.require("id")) }
+        api.get("/devices/{id}") { _, context in try await self.device(try context.parameters.require("id")) }
         api.delete("/devices/{id}") { _, context -> HTTPResponse.Status in
             let id = try context.parameters.require("id")
             try await Self.mapped { try await directory.deleteDevice(id, now: clock.now()) }
@@ -243,7 +267,7 @@ public struct AdminAPI: Sendable {
             let id = try context.parameters.require("id")
             let record = try await Self.mapped { try await directory.resetDevice(id, now: clock.now()) }
             push.links.deviceWasReset(id, generation: record.generation)
-            return try self.device(id)
+            return try await self.device(id)
         }
         api.post("/devices/{id}/apps") { request, context -> EditedResponse<RegistrationView> in
             let id = try context.parameters.require("id")
@@ -275,17 +299,41 @@ public struct AdminAPI: Sendable {
             }
         }
 
-        // Delivery log
-        api.get("/deliveries/{id}") { _, context -> [DeliveryEvent] in
+        // Delivery log: the history of recent pushes, and one push's steps
+        api.get("/deliveries") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            func text(_ name: String) -> String? { query.get(name).flatMap { $0.isEmpty ? nil : $0 } }
+            var filter = PushHistoryFilter(app: text("app"), device: text("device"), reason: text("reason"))
+            if let status = text("status") {
+                guard let kind = DeliveryEvent.Kind(rawValue: status) else {
+                    throw HTTPError(
+                        .badRequest,
+                        message:
+                            "status: one of accepted, stored, delivered, acknowledged, replaced, discarded, refused")
+                }
+                filter.status = kind
+            }
+            let limit = text("limit").map { Int($0) ?? -1 } ?? 100
+            guard (1...1000).contains(limit) else { throw HTTPError(.badRequest, message: "limit: 1 to 1000") }
+            let events = try await directory.store.recentDeliveryEvents(rows: DeliveryHistory.rowsRead)
+            return try PreciseJSON.response(DeliveryHistory.entries(events, filter: filter, limit: limit))
+        }
+        api.get("/deliveries/{id}") { _, context -> Response in
             let id = try context.parameters.require("id")
             let events = try await directory.store.deliveryLog(id: id)
             guard !events.isEmpty else {
                 throw HTTPError(.notFound, message: "no push with apns-id or apns-unique-id \(id)")
             }
-            return events
+            return try PreciseJSON.response(events)
         }
 
-        // Feedback (read and emptied, like the legacy feedback service)
+        // Feedback: read (the console), or read and emptied (like the legacy feedback service)
+        api.get("/feedback/{bundleID}") { request, context -> [FeedbackView] in
+            let id = try context.parameters.require("bundleID")
+            let env =
+                request.uri.queryParameters.get("environment").flatMap(APNsEnvironment.init(rawValue:)) ?? .development
+            return try await directory.store.feedback(bundleID: id, environment: env).map(FeedbackView.init)
+        }
         api.post("/feedback/{bundleID}/take") { request, context -> [FeedbackView] in
             let id = try context.parameters.require("bundleID")
             let env =

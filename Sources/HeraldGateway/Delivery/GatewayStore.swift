@@ -80,6 +80,17 @@ public protocol GatewayStore: Sendable {
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// How many pushes are stored.
     func storedCount() async throws -> Int
+    /// How many pushes are stored for each device that has any.
+    func storedCountsByDevice() async throws -> [String: Int]
+    /// A topic's feedback list in one environment, oldest first, without emptying it.
+    func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
+    /// The events of the newest `rows` rows of the delivery log (a row is a run of one push's steps
+    /// written together), oldest first: what the console's history is built from.
+    func recentDeliveryEvents(rows: Int) async throws -> [DeliveryEvent]
+    /// Notes where the delivery log stands at `now` and deletes every row that was written before
+    /// `cutoff`, to the precision of those notes (the purge runs hourly, so a row goes within an
+    /// hour after it is due). Returns how many rows went.
+    func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int
 }
 
 extension GatewayStore {

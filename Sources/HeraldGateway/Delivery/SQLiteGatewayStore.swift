@@ -93,6 +93,15 @@ public final class SQLiteGatewayStore: GatewayStore {
                 t.column("record", .blob).notNull()
             }
         }
+        // Where the delivery log stood at each hourly purge (its newest `seq` then): the purge deletes
+        // the rows up to the newest mark older than the retention period, and the rows themselves
+        // need no time column (the hot path writes them as they are).
+        migrator.registerMigration("gateway-v2-log-marks") { db in
+            try db.create(table: "eventMark") { t in
+                t.primaryKey("at", .double)
+                t.column("seq", .integer).notNull()
+            }
+        }
         return migrator
     }
 
@@ -406,21 +415,12 @@ public final class SQLiteGatewayStore: GatewayStore {
 
     public func deliveryLog(id: String) async throws -> [DeliveryEvent] {
         let rows = try await writer.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT apnsID, uniqueID, record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq",
-                arguments: [id, id]
-            ).map {
-                (apnsID: $0["apnsID"] as String, uniqueID: $0["uniqueID"] as String?, record: $0["record"] as Data)
-            }
+            try Self.logRows(
+                Row.fetchAll(
+                    db, sql: "SELECT apnsID, uniqueID, record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq",
+                    arguments: [id, id]))
         }
-        var runs = try rows.map { row -> [DeliveryEvent] in
-            // Runs are arrays without the identifiers; older records are one event with them.
-            let stored =
-                row.record.first == UInt8(ascii: "[")
-                ? try decoder.decode([StoredDeliveryEvent].self, from: row.record)
-                : [try decoder.decode(StoredDeliveryEvent.self, from: row.record)]
-            return stored.map { $0.event(apnsID: row.apnsID, uniqueID: row.uniqueID) }
-        }
+        var runs = try rows.map(decodeRun)
         // A group commit writes delivered pushes after its other log lines, so the rows of one id
         // (a provider may reuse an apns-id) are not always in time order: order the runs by when
         // each began (the sort is stable), keeping each run's own order.
@@ -428,15 +428,69 @@ public final class SQLiteGatewayStore: GatewayStore {
         return runs.flatMap { $0 }
     }
 
+    public func recentDeliveryEvents(rows count: Int) async throws -> [DeliveryEvent] {
+        let rows = try await writer.read { db in
+            try Self.logRows(
+                Row.fetchAll(
+                    db, sql: "SELECT apnsID, uniqueID, record FROM event ORDER BY seq DESC LIMIT ?",
+                    arguments: [max(0, count)]))
+        }
+        return try rows.reversed().flatMap(decodeRun)
+    }
+
+    public func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {
+        try await writer.write { db in
+            let newest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM event") ?? 0
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO eventMark (at, seq) VALUES (?, ?)",
+                arguments: [now.timeIntervalSince1970, newest])
+            guard
+                let due = try Row.fetchOne(
+                    db, sql: "SELECT at, seq FROM eventMark WHERE at <= ? ORDER BY at DESC LIMIT 1",
+                    arguments: [cutoff.timeIntervalSince1970])
+            else { return 0 }
+            try db.execute(sql: "DELETE FROM event WHERE seq <= ?", arguments: [due["seq"] as Int64])
+            let deleted = db.changesCount
+            try db.execute(sql: "DELETE FROM eventMark WHERE at < ?", arguments: [due["at"] as Double])
+            return deleted
+        }
+    }
+
+    private static func logRows(_ rows: [Row]) -> [(apnsID: String, uniqueID: String?, record: Data)] {
+        rows.map { (apnsID: $0["apnsID"] as String, uniqueID: $0["uniqueID"] as String?, record: $0["record"] as Data) }
+    }
+
+    /// The events of one delivery-log row: runs are arrays without the identifiers; older records are
+    /// one event with them.
+    private func decodeRun(_ row: (apnsID: String, uniqueID: String?, record: Data)) throws -> [DeliveryEvent] {
+        let stored =
+            row.record.first == UInt8(ascii: "[")
+            ? try decoder.decode([StoredDeliveryEvent].self, from: row.record)
+            : [try decoder.decode(StoredDeliveryEvent.self, from: row.record)]
+        return stored.map { $0.event(apnsID: row.apnsID, uniqueID: row.uniqueID) }
+    }
+
     public func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+        try await feedback(bundleID: bundleID, environment: environment, emptying: true)
+    }
+
+    public func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+        try await feedback(bundleID: bundleID, environment: environment, emptying: false)
+    }
+
+    private func feedback(bundleID: String, environment: APNsEnvironment, emptying: Bool) async throws
+        -> [FeedbackEntry]
+    {
         let rows = try await writer.write { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: "SELECT token, removedAt FROM feedback WHERE bundleID = ? AND environment = ? ORDER BY removedAt",
                 arguments: [bundleID, environment.rawValue])
-            try db.execute(
-                sql: "DELETE FROM feedback WHERE bundleID = ? AND environment = ?",
-                arguments: [bundleID, environment.rawValue])
+            if emptying {
+                try db.execute(
+                    sql: "DELETE FROM feedback WHERE bundleID = ? AND environment = ?",
+                    arguments: [bundleID, environment.rawValue])
+            }
             return rows.map { (token: $0["token"] as String, removedAt: $0["removedAt"] as Double) }
         }
         return rows.compactMap { row in
@@ -444,6 +498,16 @@ public final class SQLiteGatewayStore: GatewayStore {
             return FeedbackEntry(
                 bundleID: bundleID, token: token, environment: environment,
                 removedAt: Date(timeIntervalSince1970: row.removedAt))
+        }
+    }
+
+    public func storedCountsByDevice() async throws -> [String: Int] {
+        try await writer.read { db in
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT deviceID, COUNT(*) AS n FROM stored GROUP BY deviceID") {
+                counts[row["deviceID"]] = row["n"]
+            }
+            return counts
         }
     }
 

@@ -204,6 +204,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 loop: context.eventLoop,
                 handler: NIOLoopBound<any DeviceConnection>(self, eventLoop: context.eventLoop),
                 key: ObjectIdentifier(self))
+            service.links.saw(device.id, at: service.clock.now())
             if let replaced = service.links.attach(device.id, handle) {
                 replaced.loop.execute {
                     replaced.handler.value.refuse(code: .replaced, message: "the device connected again")
@@ -534,7 +535,10 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         livenessTimer?.cancel()
         livenessTimer = nil
         deadlines.removeAll()
-        if let device { service.links.detach(device, key: ObjectIdentifier(self)) }
+        if let device {
+            service.links.detach(device, key: ObjectIdentifier(self))
+            service.links.saw(device, at: service.clock.now())
+        }
         var unfinished: [Entry] = qos.drain().compactMap { queued.removeValue(forKey: $0) }
         unfinished += queued.values
         unfinished += awaiting.values

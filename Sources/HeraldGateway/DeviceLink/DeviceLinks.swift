@@ -13,6 +13,7 @@ public final class DeviceLinks: Sendable {
     }
 
     private let links = Mutex<[String: Handle]>([:])
+    private let seen = Mutex<[String: Date]>([:])
 
     /// No device connected.
     public init() {}
@@ -22,6 +23,12 @@ public final class DeviceLinks: Sendable {
 
     /// Whether a device is connected.
     public func isOnline(_ deviceID: String) -> Bool { links.withLock { $0[deviceID] != nil } }
+
+    /// When a device's link last connected or closed, since the gateway started.
+    public func lastSeen(_ deviceID: String) -> Date? { seen.withLock { $0[deviceID] } }
+
+    /// Notes that a device's link connected or closed at `at`.
+    func saw(_ deviceID: String, at: Date) { seen.withLock { $0[deviceID] = at } }
 
     /// The event loop a connected device's link runs on.
     func loop(of deviceID: String) -> (any EventLoop)? { links.withLock { $0[deviceID]?.loop } }

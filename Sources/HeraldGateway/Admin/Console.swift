@@ -1,0 +1,327 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldRuntime
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+/// The push console (docs/console.md): the page at the admin listener's `/console`, its sign-in, and
+/// what it needs beside the admin API (which it calls with its session): its settings, the payload
+/// check, the send, and the live counters.
+struct Console: Sendable {
+    let session: ConsoleSession
+    let sender: ConsoleSender
+    let directory: GatewayDirectory
+    let router: PushRouter
+    let clock: any WallClock
+    /// Whether the console is served over TLS (the cookie is then `Secure`).
+    let secure: Bool
+    /// The CA certificate's path, for the commands the console shows.
+    let caCertificatePath: String
+    /// How long the delivery log keeps a push.
+    let logRetention: TimeInterval
+
+    static let files = WebResources(bundle: "Herald_HeraldGateway", folder: "Console")
+
+    /// The page, its files and the sign-in: no session needed.
+    func addPublicRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/console") { _, _ in try Self.files.response("index.html") }
+        router.get("/console/files/{file}") { _, context in
+            try Self.files.response(try context.parameters.require("file"))
+        }
+        let session = self.session
+        let clock = self.clock
+        let secure = self.secure
+        router.post("/console/session") { request, context -> Response in
+            // A sign-in another site's page posts would sign the user in to the attacker's choice.
+            try AdminAuthentication.requireSameOrigin(request)
+            struct SignIn: Decodable { var token: String }
+            let body = try await request.decode(as: SignIn.self, context: context)
+            guard session.isAdminToken(body.token.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw HTTPError(.unauthorized, message: "token: not this gateway's admin token")
+            }
+            let cookie = session.cookie(now: clock.now())
+            var response = try PreciseJSON.response(SessionView(session: session, cookie: cookie, now: clock.now()))
+            response.headers[.setCookie] = session.setCookie(cookie, secure: secure)
+            return response
+        }
+    }
+
+    struct SessionView: Codable {
+        var csrf: String
+        var expires: Date
+        init(session: ConsoleSession, cookie: String, now: Date) {
+            csrf = session.csrfToken(for: cookie)
+            expires = session.expiry(of: cookie, now: now) ?? now
+        }
+    }
+
+    /// What the page asks for once signed in (behind ``AdminAuthentication``).
+    func addRoutes(to api: RouterGroup<BasicRequestContext>) {
+        let session = self.session
+        let clock = self.clock
+        let secure = self.secure
+        api.get("/console/session") { request, _ -> Response in
+            // Signed in with a bearer token (curl): there is no cookie and no CSRF token to give.
+            guard let cookie = ConsoleSession.cookie(in: request.headers[.cookie]) else {
+                throw HTTPError(.notFound, message: "no console session: sign in at /console")
+            }
+            return try PreciseJSON.response(SessionView(session: session, cookie: cookie, now: clock.now()))
+        }
+        api.delete("/console/session") { _, _ -> Response in
+            var response = Response(status: .noContent)
+            response.headers[.setCookie] = ConsoleSession.clearCookie(secure: secure)
+            return response
+        }
+        api.get("/console/settings") { _, _ -> Response in try PreciseJSON.response(self.settings) }
+        api.post("/console/send") { request, context -> Response in
+            let form = try await request.decode(as: SendForm.self, context: context)
+            return try PreciseJSON.response(try await self.send(form))
+        }
+        let push = self.router
+        api.get("/console/events") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: ResponseBody { writer in try await Self.stream(push, to: &writer) })
+        }
+    }
+
+    // MARK: Settings
+
+    struct PushTypeView: Codable {
+        var name: String
+        var topicSuffix: String?
+        var maximumPayloadSize: Int
+    }
+
+    struct ReasonView: Codable {
+        var name: String
+        var status: Int
+    }
+
+    struct Settings: Codable {
+        var pushTypes: [PushTypeView]
+        /// Every APNs reason, for the fault rules.
+        var reasons: [ReasonView]
+        var providerURL: String
+        var developmentURL: String?
+        var caCertificate: String
+        var logRetentionDays: Double
+        var historyRows: Int
+    }
+
+    var settings: Settings {
+        Settings(
+            pushTypes: PushType.allCases.map {
+                PushTypeView(name: $0.rawValue, topicSuffix: $0.topicSuffix, maximumPayloadSize: $0.maximumPayloadSize)
+            },
+            reasons: APNsReason.allCases.map { ReasonView(name: $0.rawValue, status: $0.status) },
+            providerURL: "https://localhost:\(sender.targets.tlsPort)",
+            developmentURL: sender.targets.developmentPort.map { "http://127.0.0.1:\($0)" },
+            caCertificate: caCertificatePath, logRetentionDays: logRetention / 86400,
+            historyRows: DeliveryHistory.rowsRead)
+    }
+
+    // MARK: Send
+
+    /// The Send form.
+    struct SendForm: Codable {
+        /// `token` (a provider token signed with `privateKey`) or `certificate` (one the gateway issues
+        /// for `app`).
+        var authentication: String
+        var keyID: String?
+        /// The `.p8` key (PEM), used to sign and forgotten.
+        var privateKey: String?
+        var environment: APNsEnvironment
+        /// The app (bundle id); the topic is it plus the push type's suffix unless `topic` says otherwise.
+        var app: String
+        var topic: String?
+        var token: String
+        var pushType: String?
+        var priority: Int?
+        var expiration: Int64?
+        var collapseID: String?
+        var payload: String
+        /// Only check the form and give the commands; send nothing.
+        var dryRun: Bool?
+    }
+
+    /// What the page shows after Send.
+    struct SendResult: Codable {
+        /// The payload or form failed its checks: nothing was sent.
+        var invalid: Invalid?
+        var answer: ConsoleSender.Answer?
+        var curl: String
+        var herald: String
+    }
+
+    /// A check that failed, naming the key (`aps.badge`) or the form's field (`token`).
+    struct Invalid: Codable {
+        var key: String
+        var rule: String
+        var reason: String?
+    }
+
+    func send(_ form: SendForm) async throws -> SendResult {
+        let pushType = form.pushType.flatMap { $0.isEmpty ? nil : $0 }
+        let topic =
+            form.topic.flatMap { $0.isEmpty ? nil : $0 }
+            ?? form.app + (pushType.flatMap(PushType.init(rawValue:))?.topicSuffix ?? "")
+        var headers: [(String, String)] = [("apns-topic", topic)]
+        if let pushType { headers.append(("apns-push-type", pushType)) }
+        if let priority = form.priority { headers.append(("apns-priority", String(priority))) }
+        if let expiration = form.expiration { headers.append(("apns-expiration", String(expiration))) }
+        if let collapse = form.collapseID, !collapse.isEmpty { headers.append(("apns-collapse-id", collapse)) }
+        let body = Data(form.payload.utf8)
+        let path = "/3/device/\(form.token)"
+        func result(_ invalid: Invalid?, _ answer: ConsoleSender.Answer?, jwt: String?) -> SendResult {
+            SendResult(
+                invalid: invalid, answer: answer,
+                curl: curl(path: path, headers: headers, payload: form.payload, form: form, jwt: jwt),
+                herald: herald(form, topic: topic))
+        }
+        if let invalid = Self.check(form) { return result(invalid, nil, jwt: nil) }
+
+        let authentication: ConsoleSender.Authentication
+        var jwt: String?
+        if form.authentication == "certificate" {
+            guard directory.registry.app(form.app) != nil else {
+                return result(Invalid(key: "app", rule: "\(form.app) is not an app of this gateway"), nil, jwt: nil)
+            }
+            let key = P256.Signing.PrivateKey()
+            let certificate = try sender.ca.issueAppCertificate(
+                bundleID: form.app, environments: [form.environment], key: key, validity: 3600, now: clock.now())
+            authentication = .certificate(
+                chainPEM: try certificate.serializeAsPEM().pemString, keyPEM: key.pemRepresentation)
+        } else {
+            guard let keyID = form.keyID, let key = directory.registry.key(keyID) else {
+                return result(Invalid(key: "keyID", rule: "choose a key of this gateway"), nil, jwt: nil)
+            }
+            let privateKey: P256.Signing.PrivateKey
+            do {
+                privateKey = try P256.Signing.PrivateKey(pemRepresentation: form.privateKey ?? "")
+            } catch {
+                return result(
+                    Invalid(key: "privateKey", rule: "paste or choose the key's .p8 file (PEM, P-256)"), nil, jwt: nil)
+            }
+            guard privateKey.publicKey.x963Representation == key.publicKey else {
+                return result(
+                    Invalid(key: "privateKey", rule: "is not the private half of key \(keyID)"), nil, jwt: nil)
+            }
+            jwt = try ProviderTokenSigner.token(
+                keyID: keyID, teamID: key.teamID, privateKey: privateKey, issuedAt: clock.now())
+            authentication = .token(jwt!)
+        }
+        if form.dryRun == true { return result(nil, nil, jwt: jwt) }
+        let answer = try await sender.send(
+            path: path, headers: headers, body: body, environment: form.environment, authentication: authentication)
+        return result(nil, answer, jwt: jwt)
+    }
+
+    /// The checks a push passes before the console sends it: a token, and a payload that parses and
+    /// keeps the rules of its push type, each failure naming its key.
+    static func check(_ form: SendForm) -> Invalid? {
+        guard DeviceToken(hex: form.token) != nil else {
+            return Invalid(key: "token", rule: "a device token is hex (64 characters for Herald's tokens)")
+        }
+        if let priority = form.priority, PushPriority(rawValue: priority) == nil {
+            return Invalid(key: "apns-priority", rule: "must be 10, 5 or 1", reason: APNsReason.badPriority.rawValue)
+        }
+        if let type = form.pushType, !type.isEmpty, PushType(rawValue: type) == nil {
+            return Invalid(
+                key: "apns-push-type", rule: "\(type) is not a push type", reason: APNsReason.invalidPushType.rawValue)
+        }
+        do {
+            let payload = try Payload(data: Data(form.payload.utf8))
+            try payload.validate(
+                pushType: form.pushType.flatMap(PushType.init(rawValue:)),
+                priority: form.priority.flatMap(PushPriority.init(rawValue:)))
+        } catch {
+            return Invalid(key: error.key, rule: error.rule, reason: error.reason?.rawValue)
+        }
+        return nil
+    }
+
+    /// The same push as a `curl` command.
+    func curl(path: String, headers: [(String, String)], payload: String, form: SendForm, jwt: String?) -> String {
+        let authority = form.environment == .production ? "api.push.apple.com" : "api.sandbox.push.apple.com"
+        var lines: [String]
+        if form.authentication == "certificate" {
+            lines = [
+                "curl -i --http2 --cacert \(Self.quoted(caCertificatePath)) --cert app-certificate.pem --key app-key.pem \\",
+                "  --connect-to \(authority):443:\(sender.targets.host):\(sender.targets.tlsPort) https://\(authority)\(path) \\",
+            ]
+        } else if let development = sender.targets.developmentPort {
+            lines = [
+                "curl -i --http2-prior-knowledge http://127.0.0.1:\(development)\(path) \\",
+                "  -H 'host: \(authority)' -H \(Self.quoted("authorization: bearer \(jwt ?? "<provider token>")")) \\",
+            ]
+        } else {
+            lines = [
+                "curl -i --http2 --cacert \(Self.quoted(caCertificatePath)) https://localhost:\(sender.targets.tlsPort)\(path) \\",
+                "  -H 'host: \(authority)' -H \(Self.quoted("authorization: bearer \(jwt ?? "<provider token>")")) \\",
+            ]
+        }
+        lines.append("  " + headers.map { "-H \(Self.quoted("\($0.0): \($0.1)"))" }.joined(separator: " ") + " \\")
+        lines.append("  --data-binary \(Self.quoted(payload))")
+        return lines.joined(separator: "\n")
+    }
+
+    /// The same push as a `herald push` command (the payload from a file).
+    func herald(_ form: SendForm, topic: String) -> String {
+        var arguments = [
+            "herald push payload.json", "--url https://localhost:\(sender.targets.tlsPort)",
+            "--ca \(Self.quoted(caCertificatePath))",
+        ]
+        if form.authentication == "certificate" {
+            arguments.append("--cert app-certificate.pem --cert-key app-key.pem")
+        } else {
+            let keyID = form.keyID ?? "<key id>"
+            let team = form.keyID.flatMap { directory.registry.key($0)?.teamID } ?? "<team id>"
+            arguments.append("--p8 AuthKey_\(keyID).p8 --key-id \(keyID) --team \(team)")
+        }
+        arguments.append("--topic \(Self.quoted(topic)) --token \(form.token)")
+        if let type = form.pushType, !type.isEmpty { arguments.append("--push-type \(type)") }
+        if let priority = form.priority { arguments.append("--priority \(priority)") }
+        if let expiration = form.expiration { arguments.append("--expiration \(expiration)") }
+        if let collapse = form.collapseID, !collapse.isEmpty {
+            arguments.append("--collapse-id \(Self.quoted(collapse))")
+        }
+        return "cat > payload.json <<'EOF'\n\(form.payload)\nEOF\n" + arguments.joined(separator: " \\\n  ")
+    }
+
+    /// A word for a POSIX shell, in single quotes.
+    static func quoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+    }
+
+    // MARK: Live counters
+
+    /// How often the live counters go out.
+    static let tick = Duration.seconds(1)
+
+    /// Writes the metrics (Prometheus text, the very counters `/metrics` shows) as a Server-Sent Event
+    /// every ``tick`` until the page goes or the gateway shuts down.
+    static func stream(_ push: PushRouter, to writer: inout some ResponseBodyWriter) async throws {
+        let (ticks, sink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let ticker = Task {
+            repeat { sink.yield() } while (try? await Task.sleep(for: tick)) != nil
+            sink.finish()
+        }
+        defer { ticker.cancel() }
+        try await writer.write(ByteBuffer(string: ": herald console\n\n"))
+        for await _ in ticks.cancelOnGracefulShutdown() {
+            let stored = (try? await push.offline.committer.store.storedCount()) ?? 0
+            let text = push.metrics.emit(devicesOnline: push.links.onlineCount, storedPushes: stored)
+            var event = ByteBuffer(string: "event: metrics\n")
+            for line in String(decoding: text, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+                event.writeString("data: \(line)\n")
+            }
+            event.writeString("\n")
+            try await writer.write(event)
+        }
+        try await writer.finish(nil)
+    }
+}

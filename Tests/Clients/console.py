@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Drives the push console of a running `herald up` in headless Chromium, the way a person uses it.
+
+    console.py CONSOLE_URL SIGN_IN_LINK ADMIN_TOKEN P8_FILE DEVICE_API SHOTS
+
+CONSOLE_URL and SIGN_IN_LINK are what `herald up` printed; P8_FILE is the demo key's .p8 (chosen in
+the page's file picker, as a person would); DEVICE_API is the device's API, read to see what the device
+was shown. Prints one JSON object per step: a wrong token refused; the sign-in link; a push sent from
+the form (its answer, and the device showing it); its delivery log and history; a bad payload named by
+its key; a fault rule added in the page and the next push's answer; the live counters; the devices;
+cross-site posts refused. Saves console-*.png in SHOTS and exits 1 naming the step that failed. Needs
+Debian's chromium, chromium-driver and python3-selenium.
+"""
+import http.server
+import json
+import os
+import sys
+import threading
+import traceback
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as shown
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+CONSOLE, LINK, TOKEN, P8, DEVICE_API, SHOTS = sys.argv[1:7]
+ADMIN = CONSOLE.rsplit("/console", 1)[0]
+DEMO = "dev.herald.demo"
+
+
+def emit(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def text(selector):
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector)
+
+
+def visible(selector):
+    return wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
+
+
+def click(selector):
+    wait.until(shown.element_to_be_clickable((By.CSS_SELECTOR, selector))).click()
+
+
+def typed(selector, value):
+    field = visible(selector)
+    field.clear()
+    field.send_keys(value)
+
+
+def rows(table):
+    """A table's rows as lists of cell texts, read at once (the page re-renders its tables)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0] + ' tbody tr')]"
+        ".map(r => [...r.cells].map(c => c.textContent))", table)
+
+
+def row(table, containing):
+    return next((r for r in rows(table) if any(containing in cell for cell in r)), None)
+
+
+def shot(name):
+    driver.save_screenshot(os.path.join(SHOTS, f"console-{name}.png"))
+
+
+def admin(path):
+    """The admin API with the bearer token, as curl or a script uses it."""
+    request = urllib.request.Request(ADMIN + path, headers={"authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def shown_on_device():
+    with urllib.request.urlopen(DEVICE_API + "/screen", timeout=10) as response:
+        return [n["title"] for n in json.load(response)["notifications"]]
+
+
+def tab(view):
+    click(f'#tabs button[data-view="{view}"]')
+    visible(f"#view-{view}")
+
+
+def send_and_wait():
+    """Clicks Send and waits for the answer; returns the status line."""
+    before = text("#answer-fields") or ""
+    click("#send")
+    wait.until(lambda d: visible("#send-result") and text("#answer-fields") != before)
+    return text("#answer-status")
+
+
+class Attacker(http.server.BaseHTTPRequestHandler):
+    """Another site's page: a form that posts a fault rule to the gateway into an iframe."""
+
+    def do_GET(self):
+        body = f"""<!doctype html><iframe name="sink" id="sink"></iframe>
+<form method="POST" action="{ADMIN}/faults" target="sink" enctype="text/plain">
+<input type="hidden" name='{{"reason":"BadDeviceToken","pad":"' value='"}}'></form>
+<script>document.forms[0].submit()</script>""".encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *arguments):
+        pass
+
+
+def forged(host):
+    """Opens the attacker's page on `host`; returns what the gateway answered its post."""
+    driver.get(f"http://{host}:{attacker.server_port}/")
+    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+    frame = wait.until(shown.presence_of_element_located((By.ID, "sink")))
+    driver.switch_to.frame(frame)
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").text.strip() != "")
+    answer = driver.find_element(By.TAG_NAME, "body").text
+    driver.switch_to.default_content()
+    return answer
+
+
+options = Options()
+for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1280,1000", "--hide-scrollbars"]:
+    options.add_argument(argument)
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+wait = WebDriverWait(driver, 20)
+attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+threading.Thread(target=attacker.serve_forever, daemon=True).start()
+step = "wrong token"
+try:
+    # A wrong token is refused, and nothing but the sign-in shows.
+    driver.get(CONSOLE)
+    typed("#signin-token", "not-the-token")
+    click("#signin-button")
+    wait.until(lambda d: text("#signin-error"))
+    emit(step="wrong", error=text("#signin-error"), appHidden=driver.find_element(By.ID, "app").get_attribute("hidden") is not None)
+    shot("signin")
+
+    step = "sign-in link"
+    driver.get(LINK)
+    visible("#view-send")
+    wait.until(lambda d: Select(d.find_element(By.ID, "key")).options)
+    cookie = driver.get_cookie("herald_console") or {}
+    emit(step="signin", url=driver.current_url, scriptSeesCookie=driver.execute_script("return document.cookie"),
+         httpOnly=cookie.get("httpOnly"), sameSite=cookie.get("sameSite"))
+
+    step = "send"
+    # The key's .p8, chosen in the file picker; the demo app and its device are chosen already.
+    driver.find_element(By.ID, "p8-file").send_keys(os.path.abspath(P8))
+    wait.until(lambda d: "BEGIN PRIVATE KEY" in d.find_element(By.ID, "private-key").get_attribute("value"))
+    title = f"From the console {os.getpid()}"
+    typed("#payload", json.dumps({"aps": {"alert": {"title": title, "body": "sent from the form"}, "sound": "default"}}))
+    status = send_and_wait()
+    answer = {node.get_attribute("id")[len("answer-"):]: node.text
+              for node in driver.find_elements(By.CSS_SELECTOR, "#answer-fields dd")}
+    wait.until(lambda d: title in shown_on_device())
+    emit(step="send", status=status, answer=answer, app=Select(driver.find_element(By.ID, "app-select")).first_selected_option.text,
+         curl=text("#curl"), herald=text("#herald"), title=title, device=shown_on_device())
+    shot("send")
+
+    step = "delivery log"
+    click("#answer-log")
+    visible("#view-log")
+
+    def acknowledged(d):
+        kinds = [li.get_attribute("class") for li in d.find_elements(By.CSS_SELECTOR, "#timeline li")]
+        if "acknowledged" in kinds:
+            return kinds
+        click("#lookup-form button")  # its last lines land within 100 ms of the answer: look again
+        return False
+    kinds = wait.until(acknowledged)
+    times = [node.text for node in driver.find_elements(By.CSS_SELECTOR, "#timeline time")]
+    click("#history-filter button")
+    history = wait.until(lambda d: row("#history", answer["apns-id"]))
+    emit(step="log", lookup=driver.find_element(By.ID, "lookup").get_attribute("value"), kinds=kinds, times=times,
+         history=history)
+    shot("log")
+
+    step = "bad payload"
+    tab("send")
+    typed("#payload", '{"aps":{"badge":"seven"}}')
+    click("#send")
+    wait.until(lambda d: "aps.badge" in (text("#payload-error") or ""))
+    badge = text("#payload-error")
+    typed("#payload", '{"aps":{"alert":"unfinished"')
+    wait.until(lambda d: (text("#payload-error") or "").startswith("payload:"))
+    emit(step="bad", badge=badge, syntax=text("#payload-error"), answerHidden=not driver.find_element(By.ID, "send-result").is_displayed())
+
+    step = "fault"
+    tab("faults")
+    typed("#fault-topic", DEMO)
+    Select(driver.find_element(By.ID, "fault-reason")).select_by_value("Unregistered")
+    typed("#fault-remaining", "1")
+    click("#fault-add")
+    rule_cells = wait.until(lambda d: row("#faults", "Unregistered"))
+    shot("faults")
+    tab("send")
+    typed("#payload", json.dumps({"aps": {"alert": "answered by the fault rule"}}))
+    faulted = send_and_wait()
+    after = send_and_wait()
+    emit(step="fault", rule=rule_cells, faulted=faulted, after=after)
+
+    step = "live"
+    tab("live")
+
+    def counted(d):
+        answers = {r[0]: r[1] for r in rows("#totals") if len(r) == 2}
+        # This run's answers: two 200s (the first push and the one after the rule) and the rule's 410.
+        return answers if int(answers.get("200", 0)) >= 2 and "410 Unregistered" in answers else False
+    totals = wait.until(counted)
+    legends = driver.execute_script("return [...document.querySelectorAll('#legend-gauges li')].map(l => l.textContent)")
+    emit(step="live", totals=totals, gauges=legends, status=text("#live-status"))
+    shot("live")
+
+    step = "devices"
+    tab("devices")
+    device = wait.until(lambda d: row("#devices", "online"))
+    emit(step="devices", device=device, keys=rows("#keys"), apps=rows("#apps"))
+    shot("devices")
+
+    step = "cross-site"
+    rules = len(admin("/faults"))
+    cross_site = forged("localhost")       # another site: the browser sends no cookie
+    same_site = forged("127.0.0.1")        # another origin on the same site: the cookie, but no CSRF token
+    emit(step="forged", crossSite=cross_site, sameSite=same_site, rulesBefore=rules, rulesAfter=len(admin("/faults")))
+except Exception:
+    emit(step="failed", at=step, error=traceback.format_exc())
+    shot("failed")
+    sys.exit(1)
+finally:
+    driver.quit()
+    attacker.shutdown()

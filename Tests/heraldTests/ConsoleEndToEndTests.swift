@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+/// The push console as a person uses it: `herald up` prints its address and a sign-in link, headless
+/// Chromium drives the page (Tests/Clients/console.py, Selenium), and what the page sends goes through
+/// the real provider API to the real device.
+@Suite(.serialized) struct ConsoleEndToEndTests {
+    @Test func signInSendTraceFaultWatchAndRefuseForgedPosts() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-console-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let up = try UpEndToEndTests.Up(state: state)
+        defer { _ = up.stop() }
+        // `herald up` prints the console and a link that signs in.
+        let console = try #require(up.info["consoleURL"])
+        #expect(console == (up.info["adminURL"] ?? "") + "/console")
+        #expect(up.banner.contains { $0.hasSuffix("the push console:         \(console)") }, "\(up.banner)")
+        let link = try #require(
+            up.banner.first { $0.contains("sign in with this link:") }.map { String($0.split(separator: " ").last!) })
+        #expect(link == "\(console)#token=\(up.info["adminToken"] ?? "")")
+
+        let shots = try screenshotDirectory(else: state)
+        let result = try run(
+            "/usr/bin/python3",
+            [
+                Self.script, console, link, up.info["adminToken"] ?? "", up.info["p8"] ?? "",
+                up.info["deviceAPI"] ?? "",
+                shots.path,
+            ])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let steps = WebDeviceEndToEndTests.steps(result.stdout)
+
+        // A wrong token: the page says so and shows nothing else.
+        let wrong = try #require(steps["wrong"])
+        #expect(wrong["error"] as? String == "That is not this gateway's admin token.")
+        #expect(wrong["appHidden"] as? Bool == true)
+        // The link signs in; the token leaves the address bar, and the cookie is out of scripts' reach.
+        let signIn = try #require(steps["signin"])
+        #expect(signIn["url"] as? String == console)
+        #expect(signIn["scriptSeesCookie"] as? String == "")
+        #expect(signIn["httpOnly"] as? Bool == true && signIn["sameSite"] as? String == "Strict")
+
+        // The form's push: 200 with its ids and latency, and the device shows it.
+        let send = try #require(steps["send"])
+        #expect(send["status"] as? String == "200", "\(send)")
+        let answer = try #require(send["answer"] as? [String: String])
+        let apnsID = try #require(answer["apns-id"])
+        #expect(answer["apns-unique-id"] != nil && answer["latency"]?.hasSuffix(" ms") == true, "\(answer)")
+        #expect(answer["sent to"] == up.info["developmentURL"])
+        let title = try #require(send["title"] as? String)
+        #expect((send["device"] as? [String])?.contains(title) == true)
+        // The commands it shows send the same push: curl as it is; `herald push` from the directory that
+        // holds the key, as `herald up` writes it.
+        let curlCommand = try #require(send["curl"] as? String)
+        let curlRun = try run("/bin/sh", ["-c", curlCommand + " -sS --max-time 20"])
+        #expect(curlRun.stdout.hasPrefix("HTTP/2 200"), "\(curlRun)")
+        let heraldCommand = try #require(send["herald"] as? String)
+        let heraldRun = try run(
+            "/bin/sh",
+            [
+                "-c",
+                "cd '\(state.path)' && "
+                    + heraldCommand.replacingOccurrences(
+                        of: "herald push", with: "'\(try heraldExecutable().path)' push"),
+            ])
+        #expect(heraldRun.status == 0 && heraldRun.stdout.hasPrefix("200 apns-id "), "\(heraldRun)")
+
+        // Its delivery log, by the id the answer gave: accepted, delivered, acknowledged, to the millisecond;
+        // and it heads the history, acknowledged, with its app and device.
+        let log = try #require(steps["log"])
+        #expect(log["lookup"] as? String == answer["apns-unique-id"])
+        #expect(log["kinds"] as? [String] == ["accepted", "delivered", "acknowledged"])
+        #expect(
+            (log["times"] as? [String])?.allSatisfy { $0.range(of: #"\.\d{3}$"#, options: .regularExpression) != nil }
+                == true)
+        let history = try #require(log["history"] as? [String])
+        #expect(history.count == 6 && history[1] == apnsID && history[2] == "dev.herald.demo", "\(history)")
+        #expect(history[3] == up.info["deviceID"] && history[4] == "acknowledged", "\(history)")
+
+        // A bad payload is named by its key before anything is sent; broken JSON as the user types.
+        let bad = try #require(steps["bad"])
+        #expect(bad["badge"] as? String == #"aps.badge: must be a non-negative integer, not "seven""#)
+        #expect((bad["syntax"] as? String)?.hasPrefix("payload: ") == true)
+        #expect(bad["answerHidden"] as? Bool == true)
+
+        // A fault rule added in the page answers the next push with its reason; then it is used up.
+        let fault = try #require(steps["fault"])
+        #expect((fault["rule"] as? [String])?.contains("Unregistered") == true)
+        #expect(fault["faulted"] as? String == "410 Unregistered" && fault["after"] as? String == "200", "\(fault)")
+
+        // The live counters are those of /metrics: this run's answers, the device online.
+        let live = try #require(steps["live"])
+        let totals = try #require(live["totals"] as? [String: String])
+        #expect(totals["410 Unregistered"] == "1", "\(totals)")
+        #expect(Int(totals["200"] ?? "") ?? 0 >= 2, "\(totals)")
+        #expect((live["gauges"] as? [String])?.contains("devices online: 1") == true, "\(live)")
+
+        // Devices and apps: the device online with its token; the key without its private half.
+        let devices = try #require(steps["devices"])
+        let device = try #require(devices["device"] as? [String])
+        #expect(device.first == up.info["deviceID"] && device.contains("online"), "\(device)")
+        #expect(device.last?.contains(up.info["deviceToken"] ?? "-") == true)
+        let keys = try #require(devices["keys"] as? [[String]])
+        #expect(keys.first?.first == up.info["keyID"] && !"\(keys)".contains("PRIVATE"), "\(keys)")
+
+        // Another site's form cannot add a fault rule: cross-site it carries no cookie (401); from
+        // another origin of the same site it carries the cookie but not the CSRF token, and its origin
+        // is not the console's (403).
+        let forged = try #require(steps["forged"])
+        #expect((forged["crossSite"] as? String)?.contains("authorization: Bearer") == true, "\(forged)")
+        #expect((forged["sameSite"] as? String)?.contains("may not change this gateway") == true, "\(forged)")
+        #expect(forged["rulesBefore"] as? Int == forged["rulesAfter"] as? Int)
+
+        for name in ["signin", "send", "log", "faults", "live", "devices"] {
+            let png = try Data(contentsOf: shots.appendingPathComponent("console-\(name).png"))
+            #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name) is a PNG")
+        }
+    }
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Clients/console.py").path
+}
