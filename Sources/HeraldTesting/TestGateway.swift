@@ -125,6 +125,14 @@ public final class TestGateway: Sendable {
         ).token.hex
     }
 
+    /// Tokens for `app` on `count` devices that never connect (`bulk-0`, `bulk-1`, …, or with another
+    /// `prefix`), registered at once: what a test of a bulk send needs.
+    public func tokens(for app: String, devices count: Int, prefix: String = "bulk") async throws -> [String] {
+        try await gateway.directory.registerDevices(
+            (0..<count).map { "\(prefix)-\($0)" }, app: app, environment: .development, now: clock.now()
+        ).map(\.token.hex)
+    }
+
     /// A device in this process, linked to the gateway, with `apps` installed (by default every
     /// app of the gateway) and registered for remote notifications.
     public func device(_ name: String = "device", apps: [String]? = nil) async throws -> TestDevice {

@@ -12,12 +12,16 @@ struct PushCommand: AsyncParsableCommand {
         abstract: "Send a push through a Herald gateway (or Apple) with HeraldProvider.",
         discussion: """
             Without --url the push goes to the gateway of `herald up` (read from .herald/up.json: its TLS \
-            URL, CA, key and demo app), to the demo device unless --token or --tokens says otherwise.
+            URL, CA, key and demo app), to the demo device unless --token, --tokens-file or --device says \
+            otherwise. Many tokens go over one HTTP/2 connection, --concurrency streams at a time (at most \
+            --rate a second), with a progress bar on a terminal (lines otherwise) and a summary by status \
+            and reason that lists the tokens to drop (410, with their timestamps).
             Examples:
               herald push --alert "Hello"
               herald push --title Lunch --alert "Pizza is here" --badge 3 --sound default
               herald push payload.apns                          # "Simulator Target Bundle" gives the topic
-              herald push --tokens tokens.txt --alert "Sale" --concurrency 200
+              herald push --tokens-file tokens.txt --alert "Sale" --concurrency 200 --rate 5000
+              herald push --device all --alert "Everyone"       # every device with the app, from the admin API
               herald push --apple sandbox --p8 AuthKey_ABC.p8 --key-id ABC1234567 --team DEF1234567 \\
                   --topic com.example.app --token <64 hex> --alert Hi
             """)
@@ -27,8 +31,22 @@ struct PushCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "The device token (64 hex characters).")
     var token: String?
-    @Option(name: .long, help: "A file of device tokens, one per line: send to each.")
+    @Option(
+        name: [.customLong("tokens-file"), .customLong("tokens")],
+        help: "A file of device tokens, one per line (# starts a comment): send to each.")
     var tokens: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A device id: its token for the topic's app, from the gateway's admin API (up.json's, or --admin); "
+                + "`all`: every device's.", valueName: "id|all"))
+    var device: String?
+    @Option(name: .long, help: "With --device: the admin API's URL (default: up.json's adminURL).")
+    var admin: String?
+    @Option(name: .long, help: "With --device: a file holding the admin token (default: up.json's adminToken).")
+    var adminTokenFile: String?
+    @Option(name: .long, help: "With --device: the tokens' environment (development or production).")
+    var environment: String = "development"
     @Option(name: .long, help: "apns-topic: the app's bundle id.")
     var topic: String?
 
@@ -94,15 +112,26 @@ struct PushCommand: AsyncParsableCommand {
     var serverName: String?
     @Option(name: .long, help: "The `herald up` state file to take defaults from.")
     var up = ".herald/up.json"
-    @Option(name: .long, help: "With --tokens: requests in flight at once.")
+    @Option(name: .long, help: "With many tokens: requests in flight at once (streams on the one connection).")
     var concurrency = 100
+    @Option(name: .long, help: "With many tokens: at most this many pushes a second (0 = as fast as answered).")
+    var rate: Double = 0
     @Option(name: .long, help: "Seconds one push may take, retries included.")
     var timeout: Double = 30
     @Flag(name: .long, help: "Print the result as JSON.")
     var json = false
 
     func validate() throws {
-        if token != nil && tokens != nil { throw ValidationError("give --token or --tokens, not both") }
+        if [token != nil, tokens != nil, device != nil].filter({ $0 }).count > 1 {
+            throw ValidationError("give one of --token, --tokens-file and --device")
+        }
+        if rate < 0 { throw ValidationError("--rate must not be negative") }
+        if environment != "development" && environment != "production" {
+            throw ValidationError("--environment must be development or production")
+        }
+        if (admin != nil || adminTokenFile != nil) && device == nil {
+            throw ValidationError("--admin and --admin-token-file go with --device")
+        }
         if let apple, apple != "sandbox" && apple != "production" {
             throw ValidationError("--apple must be sandbox or production")
         }
@@ -172,7 +201,7 @@ struct PushCommand: AsyncParsableCommand {
         let caPEM = try (ca ?? (apple == nil ? fromUp("caCertificate") : nil)).map {
             try String(contentsOfFile: $0, encoding: .utf8)
         }
-        let targets = try targetTokens(defaults)
+        let targets = try await targetTokens(defaults, topic: topic)
         let client = try APNsClient(
             configuration: .init(
                 server: server, authentication: authentication, trustedCAPEM: caPEM,
@@ -181,7 +210,7 @@ struct PushCommand: AsyncParsableCommand {
             payload: body, topic: topic, pushType: pushType, priority: priority.flatMap(PushPriority.init(rawValue:)),
             expiration: expiration, collapseID: collapseId, apnsID: apnsId)
         do {
-            if targets.count == 1 {
+            if targets.count == 1 && device != "all" {
                 try await sendOne(client, notification, to: targets[0])
             } else {
                 try await sendMany(client, notification, to: targets)
@@ -221,46 +250,65 @@ struct PushCommand: AsyncParsableCommand {
 
     func sendMany(_ client: APNsClient, _ notification: APNsNotification, to targets: [String]) async throws {
         let tally = Tally()
-        let progress = ProgressBar(total: targets.count, enabled: isatty(2) != 0 && !json)
+        let progress = ProgressBar(total: targets.count, terminal: isatty(2) != 0, quiet: json)
+        let pacer = rate > 0 ? Pacer(perSecond: rate) : nil
         await withTaskGroup(of: Void.self) { group in
             var next = 0
-            func addOne() {
+            func addOne() async {
                 let target = targets[next]
                 next += 1
                 var copy = notification
                 copy.apnsID = nil  // each push its own id
+                if let pacer { await pacer.wait() }
                 group.addTask {
-                    let outcome: String
+                    let outcome: Tally.Outcome
                     do {
                         _ = try await client.send(copy, to: target)
-                        outcome = "200"
+                        outcome = .init(answer: "200")
                     } catch let error as APNsError {
-                        outcome = "\(error.status) \(error.reason)"
+                        outcome = .init(
+                            answer: "\(error.status) \(error.reason)",
+                            drop: error.status == 410
+                                ? .init(token: target, reason: "\(error.reason)", at: error.timestamp) : nil)
                     } catch {
-                        outcome = "no answer: \(error)"
+                        outcome = .init(answer: "no answer: \(error)")
                     }
-                    let done = tally.state.withLock { t -> Int in
-                        t.done += 1
-                        t.reasons[outcome, default: 0] += 1
-                        return t.done
-                    }
-                    progress.update(done)
+                    progress.update(tally.add(outcome))
                 }
             }
-            while next < min(concurrency, targets.count) { addOne() }
+            while next < min(concurrency, targets.count) { await addOne() }
             while await group.next() != nil {
-                if next < targets.count { addOne() }
+                if next < targets.count { await addOne() }
             }
         }
         progress.finish()
-        let reasons = tally.state.withLock { $0.reasons }
+        let (answers, drops) = tally.state.withLock { ($0.answers, $0.drops) }
+        let seconds = progress.elapsed
+        let perSecond = Double(targets.count) / max(seconds, 1e-6)
         if json {
-            try printJSONObject(["sent": targets.count, "results": reasons])
+            try printJSONObject([
+                "sent": targets.count, "seconds": (seconds * 1000).rounded() / 1000, "perSecond": perSecond.rounded(),
+                "results": answers,
+                "drop": drops.map { drop -> [String: Any] in
+                    var object: [String: Any] = ["token": drop.token, "reason": drop.reason]
+                    if let at = drop.at { object["timestamp"] = Int64((at.timeIntervalSince1970 * 1000).rounded()) }
+                    return object
+                },
+            ])
         } else {
-            print("sent \(targets.count)")
-            for (outcome, n) in reasons.sorted(by: { $0.value > $1.value }) { print("  \(n)  \(outcome)") }
+            print(String(format: "sent %d in %.1f s (%.0f/s)", targets.count, seconds, perSecond))
+            for (answer, n) in answers.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
+                print("  \(n)  \(answer)")
+            }
+            if !drops.isEmpty {
+                print("tokens to drop (410: the app is gone from the device), \(drops.count):")
+                let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+                for drop in drops {
+                    print("  \(drop.token)  \(drop.reason)" + (drop.at.map { " since \(format.format($0))" } ?? ""))
+                }
+            }
         }
-        if reasons.keys.contains(where: { $0 != "200" }) { throw ExitCode(1) }
+        if answers.keys.contains(where: { $0 != "200" }) { throw ExitCode(1) }
     }
 
     /// `--binary`: one notification per token over the legacy binary interface; failures come
@@ -269,7 +317,7 @@ struct PushCommand: AsyncParsableCommand {
         let endpoint = try legacyEndpoint(
             address: binaryAddress, addressKey: "binaryAddress", cert: cert, certKey: certKey, ca: ca,
             serverName: serverName, defaults: defaults)
-        let targets = try targetTokens(defaults)
+        let targets = try await targetTokens(defaults)
         let client = APNsBinaryClient(endpoint: endpoint)
         var notifications: [LegacyBinary.Notification] = []
         for target in targets {
@@ -321,18 +369,58 @@ struct PushCommand: AsyncParsableCommand {
         if !failures.isEmpty { throw ExitCode(1) }
     }
 
-    /// `--tokens`' lines, `--token`, or the demo device's token from `herald up`.
-    func targetTokens(_ defaults: [String: Any]) throws -> [String] {
+    /// `--tokens-file`'s lines, `--token`, `--device`'s token(s) from the admin API, or the demo
+    /// device's token from `herald up`.
+    func targetTokens(_ defaults: [String: Any], topic: String? = nil) async throws -> [String] {
         if let tokens {
             let list = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
-            if list.isEmpty { throw ValidationError("--tokens: \(tokens) has no tokens") }
+            if list.isEmpty { throw ValidationError("--tokens-file: \(tokens) has no tokens") }
             return list
         }
+        if let device { return try await deviceTokens(device, topic: topic ?? "", defaults: defaults) }
         guard let one = token ?? defaults["deviceToken"] as? String else {
             throw ValidationError("--token is required")
         }
         return [one]
+    }
+
+    /// The tokens `--device` names: the topic's app (the topic less its push type's suffix) on that
+    /// device, or on every device (`all`), valid and in `--environment`, as the admin API lists them.
+    func deviceTokens(_ device: String, topic: String, defaults: [String: Any]) async throws -> [String] {
+        guard let base = admin ?? defaults["adminURL"] as? String else {
+            throw ValidationError("--device needs the admin API: --admin URL (no \(up) from `herald up` found)")
+        }
+        var bearer = defaults["adminToken"] as? String
+        if let adminTokenFile {
+            guard let text = try? String(contentsOfFile: adminTokenFile, encoding: .utf8) else {
+                throw ValidationError("--admin-token-file: cannot read \(adminTokenFile)")
+            }
+            bearer = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let suffix = pushType?.topicSuffix ?? ""
+        let app = !suffix.isEmpty && topic.hasSuffix(suffix) ? String(topic.dropLast(suffix.count)) : topic
+        let client = HTTPJSONClient(base: base, bearer: bearer)
+        let devices: [[String: Any]]
+        do {
+            devices =
+                device == "all"
+                ? try await client.json("GET", "/devices") as? [[String: Any]] ?? []
+                : [try await client.json("GET", "/devices/\(device)") as? [String: Any] ?? [:]]
+        } catch {
+            throw ValidationError("--device: the admin API at \(base): \(error)")
+        }
+        let tokens = devices.flatMap { record in
+            (record["apps"] as? [[String: Any]] ?? []).filter {
+                $0["bundleID"] as? String == app && $0["environment"] as? String == environment
+                    && $0["invalidatedAt"] == nil
+            }.compactMap { $0["token"] as? String }
+        }
+        if tokens.isEmpty {
+            let which = device == "all" ? "no device has" : "device \(device) does not have"
+            throw ValidationError("--device \(device): \(which) \(app) registered in \(environment)")
+        }
+        return tokens
     }
 
     /// The payload's bytes, and the topic an `.apns` file names.
@@ -378,37 +466,115 @@ struct PushCommand: AsyncParsableCommand {
     }
 }
 
-/// Results of `herald push --tokens` so far.
+/// Results of a send to many tokens so far.
 final class Tally: Sendable {
-    let state = Mutex<(done: Int, reasons: [String: Int])>((0, [:]))
+    /// One push's answer: `200`, `410 Unregistered`, `no answer: …`; a token to drop for a 410.
+    struct Outcome: Sendable {
+        var answer: String
+        var drop: Drop? = nil
+    }
+
+    /// A token the provider should stop sending to, and since when (the 410's timestamp).
+    struct Drop: Sendable {
+        var token: String
+        var reason: String
+        var at: Date?
+    }
+
+    let state = Mutex<(done: Int, answers: [String: Int], drops: [Drop])>((0, [:], []))
+
+    /// Counts an outcome; returns how many are done.
+    func add(_ outcome: Outcome) -> Int {
+        state.withLock { t in
+            t.done += 1
+            t.answers[outcome.answer, default: 0] += 1
+            if let drop = outcome.drop { t.drops.append(drop) }
+            return t.done
+        }
+    }
 }
 
-/// A one-line progress bar on standard error.
+/// Paces sends to at most a number a second, on the monotonic clock.
+actor Pacer {
+    let interval: Duration
+    let clock = ContinuousClock()
+    var next: ContinuousClock.Instant
+
+    init(perSecond: Double) {
+        interval = .nanoseconds(Int64(1e9 / perSecond))
+        next = clock.now
+    }
+
+    /// Returns when the next send is due.
+    func wait() async {
+        let due = max(next, clock.now)
+        next = due + interval
+        try? await clock.sleep(until: due)
+    }
+}
+
+/// Progress on standard error: on a terminal, a bar redrawn in place (at most ten times a second)
+/// with the count, percentage, rate and time left; otherwise a plain line at every tenth.
 final class ProgressBar: Sendable {
     let total: Int
-    let enabled: Bool
-    let last = Mutex(-1)
+    let terminal: Bool
+    let quiet: Bool
+    let clock = ContinuousClock()
+    let start: ContinuousClock.Instant
+    /// The last redraw, and the last tenth reported.
+    let last = Mutex<(drawn: ContinuousClock.Instant?, tenth: Int)>((nil, 0))
 
-    init(total: Int, enabled: Bool) {
+    init(total: Int, terminal: Bool, quiet: Bool) {
         self.total = total
-        self.enabled = enabled
+        self.terminal = terminal
+        self.quiet = quiet
+        start = clock.now
     }
 
+    /// Seconds since the start.
+    var elapsed: Double { Double((clock.now - start) / .microseconds(1)) / 1e6 }
+
+    /// `done` of `total` are answered.
     func update(_ done: Int) {
-        guard enabled else { return }
-        let percent = done * 100 / max(total, 1)
-        let changed = last.withLock { last -> Bool in
-            guard percent != last else { return false }
-            last = percent
+        guard !quiet else { return }
+        let now = clock.now
+        let due = last.withLock { last -> Bool in
+            if terminal {
+                if let drawn = last.drawn, now - drawn < .milliseconds(100), done < total { return false }
+                last.drawn = now
+                return true
+            }
+            let tenth = done * 10 / max(total, 1)
+            guard tenth > last.tenth else { return false }
+            last.tenth = tenth
             return true
         }
-        guard changed else { return }
-        let filled = percent * 30 / 100
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)".utf8))
+        guard due else { return }
+        let seconds = Double((now - start) / .microseconds(1)) / 1e6
+        let rate = Double(done) / max(seconds, 1e-6)
+        let left = rate > 0 ? Double(total - done) / rate : 0
+        let percent = done * 100 / max(total, 1)
+        let status = "\(done)/\(total)  \(percent)%  \(Int(rate.rounded()))/s  ETA \(Self.duration(left))"
+        if terminal {
+            let filled = percent * 30 / 100
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
+            // Carriage return, the bar, and erase to the end of the line.
+            FileHandle.standardError.write(Data("\r[\(bar)] \(status)\u{1B}[K".utf8))
+        } else {
+            FileHandle.standardError.write(Data("sent \(status)\n".utf8))
+        }
     }
 
+    /// Ends the bar's line.
     func finish() {
-        if enabled { FileHandle.standardError.write(Data("\n".utf8)) }
+        if terminal && !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    /// `42s`, `3m05s`, `1h02m`.
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded(.up))
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m" + String(repeating: "0", count: s % 60 < 10 ? 1 : 0) + "\(s % 60)s" }
+        return "\(s / 3600)h" + String(repeating: "0", count: (s % 3600) / 60 < 10 ? 1 : 0) + "\((s % 3600) / 60)m"
     }
 }

@@ -62,6 +62,7 @@ final class GatedStore: GatewayStore {
     func save(_ app: HeraldGateway.TeamApp) async throws { try await inner.save(app) }
     func deleteApp(_ bundleID: String) async throws { try await inner.deleteApp(bundleID) }
     func save(_ device: DeviceRecord) async throws { try await inner.save(device) }
+    func save(devices: [DeviceRecord]) async throws { try await inner.save(devices: devices) }
     func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws {
         try await inner.save(registrations, feedback: feedback, device: device)
     }

@@ -58,6 +58,8 @@ public protocol GatewayStore: Sendable {
     func deleteApp(_ bundleID: String) async throws
     /// Inserts or replaces a device.
     func save(_ device: DeviceRecord) async throws
+    /// Inserts or replaces many devices in one transaction (a load test's thousands at once).
+    func save(devices: [DeviceRecord]) async throws
     /// Inserts or replaces registrations, feedback entries (for removed apps) and, when given, the
     /// device record, in one transaction (a reset's new generation and its invalidated tokens
     /// land together or not at all).
@@ -94,6 +96,11 @@ public protocol GatewayStore: Sendable {
 }
 
 extension GatewayStore {
+    /// One device after another; a store that can should do it in one transaction.
+    public func save(devices: [DeviceRecord]) async throws {
+        for device in devices { try await save(device) }
+    }
+
     /// Writes a batch in one durable transaction.
     public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
         try await commit(batch, policy: policy, durable: true)

@@ -155,6 +155,17 @@ public final class SQLiteGatewayStore: GatewayStore {
         try await upsert("device", key: "id", id: device.id, record: encoder.encode(device))
     }
 
+    public func save(devices: [DeviceRecord]) async throws {
+        let rows = try devices.map { ($0.id, try encoder.encode($0)) }
+        try await writer.write { db in
+            let statement = try db.cachedStatement(
+                sql:
+                    "INSERT INTO device (id, record) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record"
+            )
+            for (id, record) in rows { try statement.execute(arguments: [id, record]) }
+        }
+    }
+
     public func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws {
         let rows = try registrations.map { r in (r, try encoder.encode(r)) }
         let deviceRow = try device.map { ($0.id, try encoder.encode($0)) }

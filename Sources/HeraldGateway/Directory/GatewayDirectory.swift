@@ -168,6 +168,34 @@ public struct GatewayDirectory: Sendable {
             }
     }
 
+    /// Registers new devices without keys and `bundleID` on each, in two transactions: how a load
+    /// test or a bulk-send test gets thousands of tokens at once (one at a time, each would be a
+    /// transaction of its own). Every id must be new. Returns the registrations, in the ids' order.
+    public func registerDevices(_ ids: [String], app bundleID: String, environment: APNsEnvironment, now: Date)
+        async throws -> [Registration]
+    {
+        guard APNsTopic.isValid(bundleID) else { throw Failure.invalid("bundle id must not contain spaces") }
+        for id in ids {
+            guard Self.isDeviceID(id) else { throw Failure.invalid("device id must be 1-64 letters, digits or '-'") }
+            guard registry.device(id) == nil else {
+                throw Failure(status: 409, description: "device \(id) exists")
+            }
+        }
+        let devices = ids.map { DeviceRecord(id: $0, publicKey: Data(), createdAt: now) }
+        let registrations = devices.map { device in
+            Registration(
+                token: issuer.token(
+                    device: device.id, bundleID: bundleID, environment: environment, generation: device.generation),
+                deviceID: device.id, bundleID: bundleID, environment: environment, generation: device.generation,
+                registeredAt: now)
+        }
+        try await store.save(devices: devices)
+        try await store.save(registrations, feedback: [], device: nil)
+        for device in devices { registry.put(device) }
+        for registration in registrations { registry.put(registration) }
+        return registrations
+    }
+
     /// Registers an app on a device in an environment and returns its token. Registering again
     /// returns the same token; an app registered again after its removal gets its token back and
     /// leaves the feedback list.
