@@ -15,6 +15,7 @@ import http.server
 import json
 import os
 import sys
+import tempfile
 import threading
 import traceback
 import urllib.error
@@ -222,8 +223,14 @@ try:
     step = "devices"
     tab("devices")
     device = wait.until(lambda d: row("#devices", "online"))
-    emit(step="devices", device=device, keys=rows("#keys"), apps=rows("#apps"))
     shot("devices")
+    # The app's certificate, downloaded as a person does: one PEM file, certificate and key.
+    downloads = tempfile.mkdtemp(prefix="herald-console-downloads-")
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    click("#apps tbody button")
+    certificate = os.path.join(downloads, f"{DEMO}.pem")
+    wait.until(lambda d: os.path.exists(certificate) and os.path.getsize(certificate) > 0)
+    emit(step="devices", device=device, keys=rows("#keys"), apps=rows("#apps"), certificate=certificate)
 
     step = "cross-site"
     rules = len(admin("/faults"))

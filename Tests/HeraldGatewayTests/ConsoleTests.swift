@@ -25,6 +25,26 @@ struct Exchange {
         }
     }
 
+    /// A shell command's standard output, run off Swift concurrency's threads like ``curl(_:_:headers:body:)``.
+    static func shell(_ command: String) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Result {
+                        let process = Process()
+                        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                        process.arguments = ["-c", command]
+                        let out = Pipe()
+                        process.standardOutput = out
+                        try process.run()
+                        let data = out.fileHandleForReading.readDataToEndOfFile()
+                        process.waitUntilExit()
+                        return String(decoding: data, as: UTF8.self)
+                    })
+            }
+        }
+    }
+
     static func blockingCurl(_ method: String, _ url: String, headers: [String], body: String?) throws -> Exchange {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -169,9 +189,25 @@ struct Exchange {
         #expect(certificateAnswer["status"] as? Int == 200, "\(byCertificate)")
         #expect((certificateAnswer["url"] as? String)?.hasPrefix("https://") == true)
         #expect(await device.nextPresentation()?.body == "by certificate")
+        // Its curl command, run where the certificate Devices & apps downloads lies, sends the same push.
+        let issued = try await Exchange.curl(
+            "POST", admin + "/apps/\(app)/certificates", headers: [bearer], body: #"{"environments":["development"]}"#)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("console-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // As the page writes it: the certificate, then its key.
+        let blocks = ["certificate", "privateKey"].map {
+            (issued.json[$0] as? String ?? "").trimmingCharacters(in: .whitespacesAndNewlines) + "\n"
+        }
+        try blocks.joined()
+            .write(to: folder.appendingPathComponent("\(app).pem"), atomically: true, encoding: .utf8)
+        let command = try #require(byCertificate["curl"] as? String)
+        let shown = try await Exchange.shell("cd '\(folder.path)' && " + command + " -sS --max-time 20")
+        #expect(shown.hasPrefix("HTTP/2 200"), "\(command)\n\(shown)")
+        #expect(await device.nextPresentation()?.body == "by certificate")
         // The provider API answered them: its counters say so.
         let metrics = try await Exchange.curl("GET", admin + "/metrics", headers: [bearer]).body
-        #expect(metrics.contains(#"herald_provider_requests_total{status="200",reason=""} 2"#), "\(metrics)")
+        #expect(metrics.contains(#"herald_provider_requests_total{status="200",reason=""} 3"#), "\(metrics)")
 
         // The provider API's own answers come back as they are: a development token in production.
         let production = try await send(["environment": "production"])
@@ -190,6 +226,7 @@ struct Exchange {
             (["privateKey": P256.Signing.PrivateKey().pemRepresentation], "privateKey"),
             (["keyID": "NOSUCHKEY1"], "keyID"),
             (["authentication": "certificate", "app": "com.example.unknown"], "app"),
+            (["authentication": "password"], "authentication"),
         ]
         for (fields, key) in checks {
             let result = try await send(fields)
@@ -197,11 +234,31 @@ struct Exchange {
             #expect(result["answer"] == nil)
         }
         let after = try await Exchange.curl("GET", admin + "/metrics", headers: [bearer]).body
-        #expect(after.contains(#"herald_provider_requests_total{status="200",reason=""} 2"#))
+        #expect(after.contains(#"herald_provider_requests_total{status="200",reason=""} 3"#))
+        // The history has the three sends, newest first, both acknowledged by the device.
+        let history = try await Exchange.curl(
+            "GET", admin + "/deliveries?app=\(app)&status=acknowledged", headers: [bearer])
+        let entries = try JSONSerialization.jsonObject(with: Data(history.body.utf8)) as? [[String: Any]] ?? []
+        #expect(entries.count == 3 && entries.allSatisfy { $0["topic"] as? String == app }, "\(history)")
+        for (query, field) in [("status=sent", "status: one of"), ("limit=0", "limit: 1 to 1000")] {
+            let refused = try await Exchange.curl("GET", admin + "/deliveries?\(query)", headers: [bearer])
+            #expect(refused.status == 400 && refused.body.contains(field), "\(query): \(refused)")
+        }
         // A dry run gives the commands and sends nothing.
         let dry = try await send(["dryRun": true])
         #expect(
             dry["answer"] == nil && dry["invalid"] == nil && (dry["herald"] as? String)?.contains("--key-id") == true)
+
+        // The app removed from the device: its token is on the feedback list, which reading leaves as it is.
+        let token = try #require(DeviceToken(hex: deviceToken))
+        let registration = try #require(gateway.gateway.directory.registry.registration(token, in: .development))
+        _ = try await gateway.gateway.directory.unregisterApp(
+            device: registration.deviceID, bundleID: app, environment: .development, now: gateway.clock.now())
+        for _ in 0..<2 {
+            let feedback = try await Exchange.curl(
+                "GET", admin + "/feedback/\(app)?environment=development", headers: [bearer])
+            #expect(feedback.status == 200 && feedback.body.contains(deviceToken), "\(feedback)")
+        }
 
         await device.stop()
         await gateway.stop()

@@ -99,6 +99,18 @@ import Testing
         let device = try #require(devices["device"] as? [String])
         #expect(device.first == up.info["deviceID"] && device.contains("online"), "\(device)")
         #expect(device.last?.contains(up.info["deviceToken"] ?? "-") == true)
+        // The certificate the page downloaded authenticates a push over TLS, as the Send view's curl has it.
+        let certificate = try #require(devices["certificate"] as? String)
+        defer { try? FileManager.default.removeItem(at: URL(fileURLWithPath: certificate).deletingLastPathComponent()) }
+        let provider = try #require(up.info["providerURL"])
+        let byCertificate = try run(
+            "/usr/bin/env",
+            [
+                "curl", "-sS", "-i", "--max-time", "20", "--http2", "--cacert", up.info["caCertificate"] ?? "",
+                "--cert", certificate, "\(provider)/3/device/\(up.info["deviceToken"] ?? "")",
+                "-H", "apns-topic: dev.herald.demo", "-d", #"{"aps":{"alert":"by the downloaded certificate"}}"#,
+            ])
+        #expect(byCertificate.stdout.hasPrefix("HTTP/2 200"), "\(byCertificate)")
         let keys = try #require(devices["keys"] as? [[String]])
         #expect(keys.first?.first == up.info["keyID"] && !"\(keys)".contains("PRIVATE"), "\(keys)")
 

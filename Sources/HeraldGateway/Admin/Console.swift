@@ -183,6 +183,9 @@ struct Console: Sendable {
                 herald: herald(form, topic: topic))
         }
         if let invalid = Self.check(form) { return result(invalid, nil, jwt: nil) }
+        guard ["token", "certificate"].contains(form.authentication) else {
+            return result(Invalid(key: "authentication", rule: "token or certificate"), nil, jwt: nil)
+        }
 
         let authentication: ConsoleSender.Authentication
         var jwt: String?
@@ -215,9 +218,16 @@ struct Console: Sendable {
             authentication = .token(jwt!)
         }
         if form.dryRun == true { return result(nil, nil, jwt: jwt) }
-        let answer = try await sender.send(
-            path: path, headers: headers, body: body, environment: form.environment, authentication: authentication)
-        return result(nil, answer, jwt: jwt)
+        do {
+            let answer = try await sender.send(
+                path: path, headers: headers, body: body, environment: form.environment,
+                authentication: authentication)
+            return result(nil, answer, jwt: jwt)
+        } catch {
+            // No answer at all (the listener gone, a TLS failure): say which and why.
+            throw HTTPError(
+                .badGateway, message: "no answer from the gateway's provider API: \(error)")
+        }
     }
 
     /// The checks a push passes before the console sends it: a token, and a payload that parses and
@@ -247,21 +257,20 @@ struct Console: Sendable {
     /// The same push as a `curl` command.
     func curl(path: String, headers: [(String, String)], payload: String, form: SendForm, jwt: String?) -> String {
         let authority = form.environment == .production ? "api.push.apple.com" : "api.sandbox.push.apple.com"
+        let bearer = "-H " + Self.quoted("authorization: bearer \(jwt ?? "<provider token>")")
         var lines: [String]
-        if form.authentication == "certificate" {
-            lines = [
-                "curl -i --http2 --cacert \(Self.quoted(caCertificatePath)) --cert app-certificate.pem --key app-key.pem \\",
-                "  --connect-to \(authority):443:\(sender.targets.host):\(sender.targets.tlsPort) https://\(authority)\(path) \\",
-            ]
-        } else if let development = sender.targets.developmentPort {
+        if form.authentication == "token", let development = sender.targets.developmentPort {
             lines = [
                 "curl -i --http2-prior-knowledge http://127.0.0.1:\(development)\(path) \\",
-                "  -H 'host: \(authority)' -H \(Self.quoted("authorization: bearer \(jwt ?? "<provider token>")")) \\",
+                "  -H 'host: \(authority)' \(bearer) \\",
             ]
         } else {
+            // TLS: the gateway's certificate names localhost; `host` gives the environment.
+            let certificate = Self.quoted(Self.certificateFile(app: form.app))
             lines = [
                 "curl -i --http2 --cacert \(Self.quoted(caCertificatePath)) https://localhost:\(sender.targets.tlsPort)\(path) \\",
-                "  -H 'host: \(authority)' -H \(Self.quoted("authorization: bearer \(jwt ?? "<provider token>")")) \\",
+                "  -H 'host: \(authority)' "
+                    + (form.authentication == "certificate" ? "--cert \(certificate)" : bearer) + " \\",
             ]
         }
         lines.append("  " + headers.map { "-H \(Self.quoted("\($0.0): \($0.1)"))" }.joined(separator: " ") + " \\")
@@ -276,7 +285,8 @@ struct Console: Sendable {
             "--ca \(Self.quoted(caCertificatePath))",
         ]
         if form.authentication == "certificate" {
-            arguments.append("--cert app-certificate.pem --cert-key app-key.pem")
+            let certificate = Self.quoted(Self.certificateFile(app: form.app))
+            arguments.append("--cert \(certificate) --cert-key \(certificate)")
         } else {
             let keyID = form.keyID ?? "<key id>"
             let team = form.keyID.flatMap { directory.registry.key($0)?.teamID } ?? "<team id>"
@@ -291,6 +301,10 @@ struct Console: Sendable {
         }
         return "cat > payload.json <<'EOF'\n\(form.payload)\nEOF\n" + arguments.joined(separator: " \\\n  ")
     }
+
+    /// The file *Devices & apps* downloads an app's certificate and key to (one PEM), as the commands
+    /// name it.
+    static func certificateFile(app: String) -> String { "\(app).pem" }
 
     /// A word for a POSIX shell, in single quotes.
     static func quoted(_ text: String) -> String {

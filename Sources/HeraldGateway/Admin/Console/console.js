@@ -299,7 +299,9 @@ async function loadDevices() {
 
 async function downloadCertificate(bundleID) {
   const issued = await api("POST", `/apps/${encodeURIComponent(bundleID)}/certificates`, { environments: ["development"] });
-  const blob = new Blob([issued.certificate, issued.privateKey], { type: "application/x-pem-file" });
+  // One PEM file, the certificate then its key, each block on lines of its own.
+  const pem = `${issued.certificate.trimEnd()}\n${issued.privateKey.trimEnd()}\n`;
+  const blob = new Blob([pem], { type: "application/x-pem-file" });
   const link = el("a", { href: URL.createObjectURL(blob), download: `${bundleID}.pem` });
   document.body.append(link);
   link.click();
