@@ -30,10 +30,7 @@ BINARY_RATE=$(json "$WORK/binary.json" perSecond)
 FAILED=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["failures"]))' "$WORK/binary.json")
 CONNECTIONS=$(json "$WORK/binary.json" connections)
 
-H2=$(h2load -n "$COUNT" -c 1 -m 100 -d "$WORK/payload.json" -H "authorization: bearer $JWT" \
-    -H "apns-topic: com.example.bench" "$PROVIDER/3/device/$TOKEN" 2>&1)
-H2_RATE=$(echo "$H2" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
-H2_CODES=$(echo "$H2" | grep '^status codes:')
+bench_h2load_one_connection "$COUNT"
 
 echo "binary interface: $BINARY_RATE notifications/s ($COUNT on $CONNECTIONS connection(s), $FAILED refused)"
 echo "HTTP/2 API:       $H2_RATE req/s (one connection, 100 streams; $H2_CODES)"

@@ -21,33 +21,14 @@ import traceback
 import urllib.error
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from browser import Browser, emit
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as shown
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 CONSOLE, LINK, TOKEN, P8, DEVICE_API, SHOTS = sys.argv[1:7]
 ADMIN = CONSOLE.rsplit("/console", 1)[0]
 DEMO = "dev.herald.demo"
-
-
-def emit(**fields):
-    print(json.dumps(fields), flush=True)
-
-
-def text(selector):
-    return driver.execute_script(
-        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector)
-
-
-def visible(selector):
-    return wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
-
-
-def click(selector):
-    wait.until(shown.element_to_be_clickable((By.CSS_SELECTOR, selector))).click()
 
 
 def typed(selector, value):
@@ -126,12 +107,9 @@ def forged(host):
     return answer
 
 
-options = Options()
-for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1000", "--hide-scrollbars"]:
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-wait = WebDriverWait(driver, 20)
+browser = Browser(window="1280,1000", extra=())
+driver, wait = browser.driver, browser.wait
+text, visible, click = browser.text, browser.visible, browser.click
 attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
 threading.Thread(target=attacker.serve_forever, daemon=True).start()
 step = "wrong token"

@@ -24,20 +24,13 @@ import shutil
 import tempfile
 import traceback
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from browser import Browser, emit
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as shown
-from selenium.webdriver.support.ui import WebDriverWait
 
 DEVICE, DEVELOPMENT, BEARER, DEMO_TOKEN, HERALD, STATE, INVITES, SHOTS = sys.argv[1:9]
 DEMO, TEA, INVITES_APP = "dev.herald.demo", "dev.herald.tea", "dev.herald.invites"
 APP_LINK = {**os.environ, "HERALD_APP_LINK": os.path.join(STATE, "app.sock")}
-
-
-def emit(**fields):
-    print(json.dumps(fields), flush=True)
 
 
 def herald(*arguments):
@@ -55,20 +48,6 @@ def push(token, topic, payload):
     if status != "HTTP/2 200":
         raise RuntimeError(f"push to {topic}: {result.stdout} {result.stderr}")
     return status
-
-
-def text(selector):
-    """The element's text as written (CSS may show it upper-cased)."""
-    return driver.execute_script(
-        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector)
-
-
-def visible(selector):
-    return wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
-
-
-def click(selector):
-    wait.until(shown.element_to_be_clickable((By.CSS_SELECTOR, selector))).click()
 
 
 def sounds(app):
@@ -124,13 +103,10 @@ def answer_prompt(app, button, command):
     return seen, out, err, process.returncode
 
 
-options = Options()
-for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=430,900", "--hide-scrollbars", "--autoplay-policy=no-user-gesture-required"]:
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+browser = Browser(window="430,900", extra=["--autoplay-policy=no-user-gesture-required"])
+driver, wait = browser.driver, browser.wait
+text, visible, click = browser.text, browser.visible, browser.click
 cleanup = []
-wait = WebDriverWait(driver, 20)
 step = "open"
 try:
     driver.get(DEVICE)

@@ -1,4 +1,5 @@
-# Shared by the gateway benchmarks (scripts/bench-provider-api.sh, scripts/bench-binary.sh); source it.
+# Shared by the gateway benchmarks (scripts/bench-provider-api.sh, scripts/bench-binary.sh,
+# scripts/bench-bulk-push.sh); source it.
 #
 #   bench_setup TOOL:PACKAGE... -- GATEWAY-ARGUMENTS...
 #
@@ -72,4 +73,14 @@ text = json.dumps(body, separators=(",", ":"))
 assert len(text) == 200, len(text)
 open(sys.argv[1], "w").write(text)
 PY
+}
+
+# h2load with COUNT of the payload to the device's token on one connection with 100 streams, the
+# reference the one-connection benchmarks compare with. Sets H2_RATE (requests a second) and H2_CODES.
+bench_h2load_one_connection() {
+    local output
+    output=$(h2load -n "$1" -c 1 -m 100 -d "$WORK/payload.json" -H "authorization: bearer $JWT" \
+        -H "apns-topic: com.example.bench" "$PROVIDER/3/device/$TOKEN" 2>&1)
+    H2_RATE=$(echo "$output" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
+    H2_CODES=$(echo "$output" | grep '^status codes:')
 }

@@ -1,0 +1,47 @@
+"""What the browser tests (web_device.py, console.py) share: headless Chromium through Selenium, a
+step's JSON line, and reading and using the page as a person does.
+
+    from browser import emit, Browser
+    browser = Browser(window="1280,1000")
+    text, visible, click = browser.text, browser.visible, browser.click
+
+Needs Debian's chromium, chromium-driver and python3-selenium.
+"""
+import json
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as shown
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+def emit(**fields):
+    """One step's findings, as a JSON line on standard output (the Swift test reads them)."""
+    print(json.dumps(fields), flush=True)
+
+
+class Browser:
+    """Headless Chromium of the given window size, and a 20-second wait for what the page shows."""
+
+    def __init__(self, window, extra=()):
+        options = Options()
+        for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         f"--window-size={window}", "--hide-scrollbars", *extra]:
+            options.add_argument(argument)
+        self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        self.wait = WebDriverWait(self.driver, 20)
+
+    def text(self, selector):
+        """The element's text as written (CSS may show it upper-cased), or None."""
+        return self.driver.execute_script(
+            "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector)
+
+    def visible(self, selector):
+        """Waits until the element is shown; returns it."""
+        return self.wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
+
+    def click(self, selector):
+        """Waits until the element can be clicked, and clicks it."""
+        self.wait.until(shown.element_to_be_clickable((By.CSS_SELECTOR, selector))).click()
