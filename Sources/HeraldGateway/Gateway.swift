@@ -288,9 +288,8 @@ public final class Gateway: Sendable {
     /// bound only when asked for) is given as loopback, which is what a local client reaches; an IPv6
     /// address gets brackets.
     static func urlHost(_ address: String) -> String {
-        if address == "0.0.0.0" { return "127.0.0.1" }
-        if address == "::" { return "[::1]" }
-        return address.contains(":") && !address.hasPrefix("[") ? "[\(address)]" : address
+        let host = connectHost(address)
+        return host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
     }
 
     /// The address a client in this process connects to for a listener bound to `address`: loopback

@@ -574,7 +574,7 @@ final class ProgressBar: Sendable {
     static func duration(_ seconds: Double) -> String {
         let s = Int(seconds.rounded(.up))
         if s < 60 { return "\(s)s" }
-        if s < 3600 { return "\(s / 60)m" + String(repeating: "0", count: s % 60 < 10 ? 1 : 0) + "\(s % 60)s" }
-        return "\(s / 3600)h" + String(repeating: "0", count: (s % 3600) / 60 < 10 ? 1 : 0) + "\((s % 3600) / 60)m"
+        if s < 3600 { return String(format: "%dm%02ds", s / 60, s % 60) }
+        return String(format: "%dh%02dm", s / 3600, (s % 3600) / 60)
     }
 }

@@ -18,30 +18,28 @@ struct Exchange {
     static func curl(_ method: String, _ url: String, headers: [String] = [], body: String? = nil) async throws
         -> Exchange
     {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try blockingCurl(method, url, headers: headers, body: body) })
-            }
-        }
+        try await offThread { try blockingCurl(method, url, headers: headers, body: body) }
     }
 
     /// A shell command's standard output, run off Swift concurrency's threads like ``curl(_:_:headers:body:)``.
     static func shell(_ command: String) async throws -> String {
+        try await offThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    /// Runs `body` on a Dispatch thread and waits for it without holding one of Swift concurrency's.
+    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(
-                    with: Result {
-                        let process = Process()
-                        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-                        process.arguments = ["-c", command]
-                        let out = Pipe()
-                        process.standardOutput = out
-                        try process.run()
-                        let data = out.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        return String(decoding: data, as: UTF8.self)
-                    })
-            }
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
         }
     }
 
@@ -289,35 +287,29 @@ struct Exchange {
 
     /// The first Server-Sent Event of a stream, read with curl as it arrives (then curl is stopped).
     static func firstEvent(_ url: String, headers: [String]) async throws -> [String] {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(
-                    with: Result {
-                        let process = Process()
-                        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                        process.arguments =
-                            ["curl", "-sS", "-N", "--max-time", "20", url] + headers.flatMap { ["-H", $0] }
-                        let out = Pipe()
-                        process.standardOutput = out
-                        try process.run()
-                        defer {
-                            kill(process.processIdentifier, SIGKILL)
-                            process.waitUntilExit()
-                        }
-                        var text = ""
-                        var buffer = [UInt8](repeating: 0, count: 4096)
-                        while true {
-                            // read(2) itself: it returns what the pipe has (FileHandle's reads may wait for more).
-                            let count = read(out.fileHandleForReading.fileDescriptor, &buffer, buffer.count)
-                            if count <= 0 { break }
-                            text += String(decoding: buffer[..<count], as: UTF8.self)
-                            // The opening comment, then one event up to its blank line.
-                            let events = text.components(separatedBy: "\n\n").filter { !$0.hasPrefix(":") }
-                            if events.count >= 2 { return events[0].components(separatedBy: "\n") }
-                        }
-                        return text.components(separatedBy: "\n")
-                    })
+        try await Exchange.offThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["curl", "-sS", "-N", "--max-time", "20", url] + headers.flatMap { ["-H", $0] }
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            defer {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
             }
+            var text = ""
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                // read(2) itself: it returns what the pipe has (FileHandle's reads may wait for more).
+                let count = read(out.fileHandleForReading.fileDescriptor, &buffer, buffer.count)
+                if count <= 0 { break }
+                text += String(decoding: buffer[..<count], as: UTF8.self)
+                // The opening comment, then one event up to its blank line.
+                let events = text.components(separatedBy: "\n\n").filter { !$0.hasPrefix(":") }
+                if events.count >= 2 { return events[0].components(separatedBy: "\n") }
+            }
+            return text.components(separatedBy: "\n")
         }
     }
 }

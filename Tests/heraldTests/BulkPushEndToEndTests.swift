@@ -122,6 +122,46 @@ import Testing
         await f.stop()
     }
 
+    @Test func deviceAllSendsToEveryDeviceThatStillHasTheAppAndDeviceIDToOne() async throws {
+        let gateway = try await TestGateway.start(apps: [Self.app])
+        let tokens = try await gateway.tokens(for: Self.app, devices: 5)
+        _ = try await gateway.gateway.directory.unregisterApp(
+            device: "bulk-0", bundleID: Self.app, environment: .development, now: gateway.clock.now())
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-device-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let p8 = directory.appendingPathComponent("key.p8")
+        try gateway.p8.write(to: p8, atomically: true, encoding: .utf8)
+        let adminToken = directory.appendingPathComponent("admin-token")
+        try gateway.gateway.adminToken.write(to: adminToken, atomically: true, encoding: .utf8)
+        func push(_ device: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await runOffThread(
+                try heraldExecutable().path,
+                [
+                    "push", "--url", gateway.providerURL, "--ca", gateway.info["caCertificate"] ?? "", "--p8", p8.path,
+                    "--key-id", TestGateway.keyID, "--team", TestGateway.teamID, "--topic", Self.app, "--alert", "Hi",
+                    "--device", device, "--admin", gateway.info["adminURL"] ?? "", "--admin-token-file",
+                    adminToken.path, "--up", directory.appendingPathComponent("none").path, "--json",
+                ])
+        }
+        // Every device whose registration is valid: the four that kept the app.
+        let all = try await push("all")
+        #expect(all.status == 0, "\(all)")
+        let summary = try JSONSerialization.jsonObject(with: Data(all.stdout.utf8)) as? [String: Any]
+        #expect(summary?["sent"] as? Int == 4 && summary?["results"] as? [String: Int] == ["200": 4], "\(all)")
+        // One device: its token.
+        let one = try await push("bulk-3")
+        let answer = try JSONSerialization.jsonObject(with: Data(one.stdout.utf8)) as? [String: Any]
+        #expect(one.status == 0 && answer?["status"] as? Int == 200, "\(one)")
+        // A device that removed the app has no token to send to.
+        let none = try await push("bulk-0")
+        #expect(none.status != 0 && none.stderr.contains("device bulk-0 does not have \(Self.app)"), "\(none)")
+        // Each of the four offline devices keeps its newest push (APNs keeps one per app).
+        #expect(try await gateway.gateway.directory.store.storedCount() == 4)
+        #expect(tokens.count == 5)
+        await gateway.stop()
+    }
+
     @Test func aBulkSendRefusesWhatItCannotDo() async throws {
         for (arguments, message) in [
             (["--token", "ab", "--tokens-file", "x"], "give one of --token, --tokens-file and --device"),

@@ -136,8 +136,7 @@ public struct AdminAPI: Sendable {
         api.get("/healthz") { _, _ in #"{"status":"ok"}"# }
         let push = self.pushRouter
         api.get("/metrics") { _, _ -> Response in
-            let stored = (try? await push.offline.committer.store.storedCount()) ?? 0
-            let bytes = push.metrics.emit(devicesOnline: push.links.onlineCount, storedPushes: stored)
+            let bytes = await push.metricsText()
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))

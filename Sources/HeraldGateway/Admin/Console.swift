@@ -327,8 +327,7 @@ struct Console: Sendable {
         defer { ticker.cancel() }
         try await writer.write(ByteBuffer(string: ": herald console\n\n"))
         for await _ in ticks.cancelOnGracefulShutdown() {
-            let stored = (try? await push.offline.committer.store.storedCount()) ?? 0
-            let text = push.metrics.emit(devicesOnline: push.links.onlineCount, storedPushes: stored)
+            let text = await push.metricsText()
             var event = ByteBuffer(string: "event: metrics\n")
             for line in String(decoding: text, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
                 event.writeString("data: \(line)\n")

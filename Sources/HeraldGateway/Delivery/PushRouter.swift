@@ -63,6 +63,13 @@ public final class PushRouter: Sendable {
             links.offerStored([stored], to: stored.deviceID)
         }
     }
+
+    /// The metrics in Prometheus's text format, with the gauges read now (devices online, pushes
+    /// stored): what `/metrics` serves and the console's live stream sends.
+    public func metricsText() async -> [UInt8] {
+        let stored = (try? await offline.committer.store.storedCount()) ?? 0
+        return metrics.emit(devicesOnline: links.onlineCount, storedPushes: stored)
+    }
 }
 
 extension AcceptedPush {

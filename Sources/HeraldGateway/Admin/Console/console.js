@@ -268,7 +268,8 @@ async function loadHistory() {
     if ($(id).value.trim()) query.set(name, $(id).value.trim());
   }
   const entries = await api("GET", `/deliveries?${query}`);
-  $("history-note").textContent = `The newest ${entries.length} matching pushes; the log keeps ${settings.logRetentionDays} days.`;
+  $("history-note").textContent = `The newest ${entries.length} matching pushes among the log's last ` +
+    `${settings.historyRows.toLocaleString()} rows; the log keeps ${settings.logRetentionDays} days.`;
   fill($("history").tBodies[0], entries.map((e) => el("tr", {},
     el("td", {}, when(e.firstAt)),
     el("td", {}, el("a", { onclick: () => lookup(e.uniqueID || e.apnsID) }, e.apnsID)),
