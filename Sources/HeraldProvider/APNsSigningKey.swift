@@ -68,10 +68,12 @@ public final class APNsTokenCache: Sendable {
     /// signatures differ every time, and APNs refuses a second token on a connection within 20
     /// minutes with `TooManyProviderTokenUpdates`).
     public func token() throws -> String {
-        let now = self.now()
         let key = self.key
         let refreshAge = self.refreshAge
         return try current.withLock { current throws -> String in
+            // Read under the lock: a time read before it could be older than the token another
+            // caller signed meanwhile, look like a clock gone back, and sign a second token.
+            let now = self.now()
             if let (token, issuedAt) = current, now.timeIntervalSince(issuedAt) < refreshAge, now >= issuedAt {
                 return token
             }

@@ -243,6 +243,22 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
         #expect(tokens.count == 1 && tokens.first?.isEmpty == false)
     }
 
+    /// The same on real threads, a hundred times: a caller that read the time before another signed,
+    /// and took the lock after, used to see a token from its future and sign a second one (a bulk
+    /// send got one 429 `TooManyProviderTokenUpdates` in 10,000).
+    @Test func callersRacingOnThreadsShareOneToken() throws {
+        let key = APNsSigningKey(keyID: "KEY1234567", teamID: "TEAM123456", privateKey: .init())
+        for _ in 0..<100 {
+            let cache = APNsTokenCache(key: key)
+            let tokens = Mutex(Set<String>())
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                let token = (try? cache.token()) ?? ""
+                tokens.withLock { _ = $0.insert(token) }
+            }
+            try #require(tokens.withLock { $0.count } == 1)
+        }
+    }
+
     @Test func applePresets() {
         #expect(APNsServer.production.url == "https://api.push.apple.com:443")
         #expect(APNsServer.sandbox.url == "https://api.sandbox.push.apple.com:443")

@@ -4,7 +4,7 @@ import Testing
 
 /// `herald push` to many tokens, the real executable against a gateway on real sockets: the summary
 /// by answer, the tokens to drop, the progress a person sees on a terminal and the lines a log gets.
-@Suite(.serialized) struct BulkPushEndToEndTests {
+@Suite(.serialized, .ownThread) struct BulkPushEndToEndTests {
     static let app = "com.example.bulk"
     /// The gateway's (manual) clock: now, to the second, so that the real clock `herald push` signs
     /// its provider token with is within the token's hour.

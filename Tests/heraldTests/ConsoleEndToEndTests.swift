@@ -4,7 +4,7 @@ import Testing
 /// The push console as a person uses it: `herald up` prints its address and a sign-in link, headless
 /// Chromium drives the page (Tests/Clients/console.py, Selenium), and what the page sends goes through
 /// the real provider API to the real device.
-@Suite(.serialized) struct ConsoleEndToEndTests {
+@Suite(.serialized, .ownThread) struct ConsoleEndToEndTests {
     @Test func signInSendTraceFaultWatchAndRefuseForgedPosts() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-console-\(UUID())")
         defer { try? FileManager.default.removeItem(at: state) }

@@ -6,7 +6,7 @@ import Testing
 /// server (Xvfb), started by Tests/Clients/desktop_session.sh. The user's clicks are dunst's own
 /// commands (`dunstctl context` with a stand-in for dmenu, `dunstctl close`, `dunstctl action`);
 /// the exact D-Bus arguments are checked against a recording stand-in server.
-@Suite(.serialized) struct DesktopPresenterEndToEndTests {
+@Suite(.serialized, .ownThread) struct DesktopPresenterEndToEndTests {
     static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Clients")
 

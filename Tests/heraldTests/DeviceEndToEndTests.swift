@@ -3,7 +3,7 @@ import Testing
 
 /// `herald device` against a real `herald gateway`: the link survives a gateway restart and a device
 /// restart; the device clock's API refuses what it cannot do.
-@Suite(.serialized) struct DeviceEndToEndTests {
+@Suite(.serialized, .ownThread) struct DeviceEndToEndTests {
     @Test func theDeviceReconnectsAfterAGatewayRestartAndGetsWhatWasStoredWhileItWasDown() throws {
         // The gateway comes back on the same link port: one outside the ephemeral range, which no
         // outgoing connection can take while the gateway is down.

@@ -49,7 +49,7 @@ final class LineReader {
     }
 }
 
-@Suite(.serialized) struct DeviceLinkEndToEndTests {
+@Suite(.serialized, .ownThread) struct DeviceLinkEndToEndTests {
     @Test func aDeviceOverTLSGetsACurlPushByteForByteAndTheMetricsCountIt() async throws {
         let p = try Provisioned()
         let ca = try String(contentsOfFile: p.gateway.ca, encoding: .utf8)

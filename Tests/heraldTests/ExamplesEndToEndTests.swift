@@ -3,7 +3,7 @@ import Testing
 
 /// Each example of Examples/ against a real daemon: the example processes connect over the app link,
 /// the daemon launches them for responses, and `herald` commands act as the user and move time.
-@Suite(.serialized) struct ExamplesEndToEndTests {
+@Suite(.serialized, .ownThread) struct ExamplesEndToEndTests {
     @Test func remindMeKeepsOneReminderFollowsTravelAndShowsTheTextWhenTappedOrInTheForeground() throws {
         let device = try DeviceProcess(start: "2026-11-23T08:00:00+01:00")
         let app = "dev.herald.remindme"

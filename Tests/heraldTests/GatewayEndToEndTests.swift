@@ -176,7 +176,7 @@ struct Provisioned {
     }
 }
 
-@Suite(.serialized) struct GatewayEndToEndTests {
+@Suite(.serialized, .ownThread) struct GatewayEndToEndTests {
     @Test func everyReasonOverRealSockets() throws {
         let p = try Provisioned()
         // Honest requests.
@@ -358,7 +358,7 @@ struct Provisioned {
     }
 }
 
-@Suite(.serialized) struct GatewayStartupTests {
+@Suite(.serialized, .ownThread) struct GatewayStartupTests {
     @Test func busyPortsAreNamed() throws {
         let first = try GatewayProcess()
         let tlsPort = URL(string: first.tls)!.port!

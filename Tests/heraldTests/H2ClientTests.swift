@@ -103,7 +103,7 @@ final class H2Client: Sendable {
     func close() async { try? await channel.close() }
 }
 
-@Suite(.serialized) struct H2ClientTests {
+@Suite(.serialized, .ownThread) struct H2ClientTests {
     /// Many requests in flight on one connection, over TLS (ALPN h2) and h2c: each gets its own
     /// answer, and failures never close the connection.
     @Test(arguments: [true, false])

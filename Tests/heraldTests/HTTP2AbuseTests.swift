@@ -16,7 +16,7 @@ func residentMemory(pid: Int32) -> (now: Int, peak: Int) {
 
 /// HTTP/2 abuse the way attackers do it, from a raw-frame client (Tests/Clients/h2_abuse.py), each
 /// against a real `herald gateway` while a well-behaved client keeps pushing on its own connection.
-@Suite(.serialized) struct HTTP2AbuseTests {
+@Suite(.serialized, .ownThread) struct HTTP2AbuseTests {
     /// One push from a well-behaved client on a connection of its own: its status and seconds.
     static func controlPush(_ p: Provisioned, _ body: URL) throws -> (status: Int, seconds: Double) {
         let r = try run(

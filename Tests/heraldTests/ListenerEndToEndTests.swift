@@ -98,7 +98,7 @@ extension URL {
 
 /// Every listener tells what a client speaks from its first bytes, and no client can keep a
 /// connection waiting forever; provider tokens in every form real clients send.
-@Suite(.serialized) struct ListenerEndToEndTests {
+@Suite(.serialized, .ownThread) struct ListenerEndToEndTests {
     @Test func everyRealClientGetsItsAnswer() throws {
         let p = try Provisioned()
         let tls = p.gateway.tls

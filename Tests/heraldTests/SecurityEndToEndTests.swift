@@ -3,7 +3,7 @@ import Testing
 
 /// Device tokens cannot be forged or carried across environments, and a certificate pushes to the
 /// topics it lists only; over real connections with curl.
-@Suite(.serialized) struct SecurityEndToEndTests {
+@Suite(.serialized, .ownThread) struct SecurityEndToEndTests {
     @Test func deviceTokensCannotBeForgedOrReplayedAcrossEnvironments() throws {
         let p = try Provisioned()
         #expect(try p.push().status == 200)

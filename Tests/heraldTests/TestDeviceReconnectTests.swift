@@ -3,7 +3,7 @@ import Testing
 
 /// `herald test-device --reconnect`: the same device connects again after a gateway restart, gets
 /// what was stored meanwhile, and drops a push it has already seen on an earlier connection.
-@Suite(.serialized) struct TestDeviceReconnectTests {
+@Suite(.serialized, .ownThread) struct TestDeviceReconnectTests {
     @Test func aTestDeviceComesBackAfterARestartAndDropsWhatItAlreadyHad() throws {
         let linkPort = try portOutsideTheEphemeralRange()
         let p = try Provisioned(arguments: ["--link-port", "\(linkPort)", "--ack-timeout", "0.2"])

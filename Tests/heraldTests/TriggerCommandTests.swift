@@ -6,7 +6,7 @@ func runHerald(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
     try run(try heraldExecutable().path, arguments)
 }
 
-@Suite struct TriggerCommandTests {
+@Suite(.ownThread) struct TriggerCommandTests {
     @Test func nextFireDatesAcrossSpringForward() throws {
         let r = try runHerald([
             "trigger", "next", "--calendar", "hour=2,minute=30", "--time-zone", "America/New_York",

@@ -3,7 +3,7 @@ import Testing
 
 /// `herald up` as a newcomer runs it: the real executable, its gateway and device children, curl,
 /// and the `herald` commands the README's tour uses.
-@Suite(.serialized) struct UpEndToEndTests {
+@Suite(.serialized, .ownThread) struct UpEndToEndTests {
     /// A running `herald up` on free ports.
     final class Up {
         let state: URL

@@ -3,7 +3,7 @@ import Testing
 
 /// The web device as a person sees it: `herald device` serves the page, headless Chromium shows it
 /// (Tests/Clients/web_device.py, Selenium), and what an app does appears on it live.
-@Suite(.serialized) struct WebDeviceEndToEndTests {
+@Suite(.serialized, .ownThread) struct WebDeviceEndToEndTests {
     /// `herald up` as the README's tour starts it: the printed page, driven by a person in Chromium
     /// (the steps are in the script), with pushes from curl and the Invites example installed.
     @Test func theTourOnThePagePromptLockScreenBannerSettingsAlertReplyAndNotificationCenter() throws {

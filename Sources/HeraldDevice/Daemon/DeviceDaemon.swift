@@ -74,7 +74,10 @@ public struct DeviceDaemon: Sendable {
                 onReady(info)
             }
         } catch {
+            // The state directory is released on a failed run too: a daemon started again in this
+            // process (a test's restart) must not find it still locked by this one.
             await appLink.close()
+            await service.close()
             throw error
         }
         try? FileManager.default.removeItem(at: runtime)
