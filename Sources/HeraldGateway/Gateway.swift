@@ -50,8 +50,13 @@ public final class Gateway: Sendable {
         public var offline = OfflinePolicy()
         /// How long the delivery log keeps a push's steps (30 days); the hourly purge deletes older ones.
         public var logRetention: TimeInterval = 30 * 86400
-        /// SQLite durability.
+        /// SQLite durability (the embedded store only).
         public var durability: SQLiteGatewayStore.Durability = .full
+        /// Where the shared state lives: `nil` for the embedded SQLite database in the state
+        /// directory, or a PostgreSQL URL (`postgres://user@host:port/database`) that every node of
+        /// a cluster shares (docs/cluster.md). The state directory keeps the CA, the token secret and
+        /// the admin token either way.
+        public var database: String?
         /// Event-loop threads for provider connections (both provider listeners, the legacy
         /// interface and the admin API): one per core by default.
         public var providerThreads: Int = System.coreCount
@@ -95,12 +100,19 @@ public final class Gateway: Sendable {
     /// Where every date comes from (a push's arrival and expiry, the delivery log, certificates).
     public let clock: any WallClock
     let stopper = ServiceRunner.Stopper()
+    /// Closes the store's connections once the gateway has stopped (PostgreSQL's pool).
+    let closeStore: @Sendable () -> Void
+    /// With PostgreSQL: keeps the directory as the other nodes change it.
+    let follower: DirectoryFollower?
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
         router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
-        lock: StateDirectoryLock, clock: any WallClock
+        lock: StateDirectoryLock, clock: any WallClock, closeStore: @escaping @Sendable () -> Void,
+        follower: DirectoryFollower?
     ) {
+        self.closeStore = closeStore
+        self.follower = follower
         self.lock = lock
         self.clock = clock
         self.configuration = configuration
@@ -126,8 +138,26 @@ public final class Gateway: Sendable {
         let lock = try StateDirectoryLock(
             directory: URL(fileURLWithPath: configuration.stateDirectory, isDirectory: true), role: "herald gateway")
         let state = try GatewayStateDirectory(path: configuration.stateDirectory)
+        let store: any GatewayStore
+        var close: @Sendable () -> Void = {}
+        var postgres: PostgresGatewayStore?
+        if let url = configuration.database {
+            let fresh = !FileManager.default.fileExists(atPath: state.caCertificatePath)
+            let shared = try await PostgresGatewayStore.open(url: url, logger: logger)
+            close = { shared.close() }
+            do {
+                try await joinCluster(state: state, fresh: fresh, store: shared, url: url)
+            } catch {
+                close()
+                throw error
+            }
+            logger.info("store: PostgreSQL", metadata: ["database": "\(PostgresURL.redacted(url))"])
+            store = shared
+            postgres = shared
+        } else {
+            store = try SQLiteGatewayStore(path: state.databasePath, durability: configuration.durability)
+        }
         let ca = try state.certificateAuthority()
-        let store = try SQLiteGatewayStore(path: state.databasePath, durability: configuration.durability)
         let directory = try await GatewayDirectory.open(
             store: store, issuer: TokenIssuer(secret: try state.tokenSecret()))
         let faults = FaultInjector()
@@ -138,12 +168,38 @@ public final class Gateway: Sendable {
             metrics: GatewayMetrics(), logger: logger)
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
-            ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock, clock: clock)
+            ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock, clock: clock, closeStore: close,
+            follower: postgres.map { DirectoryFollower(registry: directory.registry, store: $0, logger: logger) })
+    }
+
+    /// The state directory takes the cluster's shared secrets from the database (the first node's
+    /// become the cluster's). A directory created by this start adopts them; one that already had
+    /// different ones belongs to another push service and is refused.
+    private static func joinCluster(
+        state: GatewayStateDirectory, fresh: Bool, store: PostgresGatewayStore, url: String
+    ) async throws {
+        let local = try state.sharedSecrets()
+        let shared = try GatewayStateDirectory.SharedSecrets(
+            fields: try await store.clusterSecrets(proposing: local.fields))
+        guard shared != local else { return }
+        guard fresh else {
+            throw ClusterMismatch(
+                description: "the state directory \(state.url.path) has a CA and secrets of its own, not the "
+                    + "cluster's in \(PostgresURL.redacted(url)): give this node a new --state directory")
+        }
+        try state.adopt(shared)
+    }
+
+    /// A state directory that belongs to another push service than the database's cluster.
+    public struct ClusterMismatch: Error, CustomStringConvertible {
+        /// What is wrong and what to do.
+        public var description: String
     }
 
     /// Runs every listener and the store's periodic work as one `ServiceGroup` until SIGINT/SIGTERM
     /// (then stops gracefully, in order) or the task's cancellation (then everything stops at once).
     public func run(onReady: @Sendable ([String: String]) -> Void = { _ in }) async throws {
+        defer { closeStore() }
         let identity = try state.serverIdentity(ca: ca, hosts: configuration.certificateHosts)
         let tls = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
@@ -249,6 +305,7 @@ public final class Gateway: Sendable {
             },
             link,
         ]
+        if let follower { services.insert(follower, at: 0) }
         services += legacy as [any Service]
         if let development { services.append(development) }
         services += [provider, app] as [any Service]

@@ -89,6 +89,63 @@ public struct GatewayStateDirectory: Sendable {
         return secret
     }
 
+    /// What the nodes of a cluster must hold alike (docs/cluster.md): the CA that issues every
+    /// node's server certificate and the apps' certificates, the secret device tokens are derived
+    /// from (a token minted on one node is checked on another), and the admin token.
+    public struct SharedSecrets: Sendable, Equatable {
+        /// `ca.pem`.
+        public var caCertificatePEM: String
+        /// `ca-key.pem`.
+        public var caKeyPEM: String
+        /// `token-secret`, in hex.
+        public var tokenSecret: String
+        /// `admin-token`.
+        public var adminToken: String
+
+        /// The secrets by name, as the database keeps them.
+        public var fields: [String: String] {
+            [
+                "ca-certificate": caCertificatePEM, "ca-key": caKeyPEM, "token-secret": tokenSecret,
+                "admin-token": adminToken,
+            ]
+        }
+
+        /// The secrets from their names; throws naming the first one missing.
+        public init(fields: [String: String]) throws {
+            func field(_ name: String) throws -> String {
+                guard let value = fields[name], !value.isEmpty else {
+                    throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "no shared \(name)"])
+                }
+                return value
+            }
+            caCertificatePEM = try field("ca-certificate")
+            caKeyPEM = try field("ca-key")
+            tokenSecret = try field("token-secret")
+            adminToken = try field("admin-token")
+        }
+    }
+
+    /// This directory's secrets to share, each created on first use.
+    public func sharedSecrets() throws -> SharedSecrets {
+        _ = try certificateAuthority()
+        return try SharedSecrets(fields: [
+            "ca-certificate": read(caCertificatePath) ?? "", "ca-key": read(caKeyPath) ?? "",
+            "token-secret": DeviceToken(bytes: try tokenSecret()).hex, "admin-token": try adminToken(),
+        ])
+    }
+
+    /// Replaces this directory's secrets with the cluster's, and drops its server certificate so
+    /// that the cluster's CA issues a new one.
+    public func adopt(_ shared: SharedSecrets) throws {
+        try write(shared.caKeyPEM, to: caKeyPath, secret: true)
+        try write(shared.caCertificatePEM, to: caCertificatePath, secret: false)
+        try write(shared.tokenSecret + "\n", to: secretPath, secret: true)
+        try write(shared.adminToken + "\n", to: adminTokenPath, secret: true)
+        for path in [serverCertificatePath, serverKeyPath] where FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.removeItem(atPath: path)
+        }
+    }
+
     /// Writes `gateway.json`.
     public func writeRuntime(_ info: [String: String]) throws {
         let data = try JSONSerialization.data(

@@ -17,8 +17,9 @@ struct GatewayCommand: AsyncParsableCommand {
             "Run the push service: the APNs-compatible provider API, the device link, the admin API and the store.",
         discussion: """
             On first start the state directory gets a development CA (ca.pem), a TLS certificate, an \
-            admin token (admin-token) and the SQLite database; later starts reuse them. Once listening, \
-            the gateway writes the addresses to gateway.json in the state directory.
+            admin token (admin-token) and, unless --database names PostgreSQL, the SQLite database; later \
+            starts reuse them. Once listening, the gateway writes the addresses to gateway.json in the \
+            state directory.
             """)
 
     @Option(name: .long, help: "State directory.")
@@ -51,6 +52,14 @@ struct GatewayCommand: AsyncParsableCommand {
     var offlineDepth = 1
     @Option(name: .long, help: "SQLite durability: full (survives power loss) or normal (survives a killed process).")
     var durability: SQLiteGatewayStore.Durability = .full
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Where the gateway's data lives: sqlite (gateway.sqlite in the state directory) or a "
+                + "postgres://user[:password]@host[:port]/database URL that the nodes of a cluster share "
+                + "(docs/cluster.md). Default: $HERALD_DATABASE when set, else sqlite.",
+            valueName: "sqlite|url"))
+    var database: String?
     @Option(
         name: .long,
         help: "Port of the device link (WebSocket at /device/v1: TLS, or cleartext from loopback; 0 = any free port).")
@@ -124,6 +133,17 @@ struct GatewayCommand: AsyncParsableCommand {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard linkThreads >= 1 else { throw ValidationError("--link-threads must be at least 1") }
         try validateLogLevel(logLevel)
+        _ = try databaseURL()
+    }
+
+    /// The PostgreSQL URL to use, or `nil` for SQLite: `--database`, else `$HERALD_DATABASE`.
+    func databaseURL() throws -> String? {
+        let value = database ?? ProcessInfo.processInfo.environment["HERALD_DATABASE"] ?? "sqlite"
+        if value == "sqlite" { return nil }
+        guard value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") else {
+            throw ValidationError("--database must be sqlite or a postgres:// URL, not \(PostgresURL.redacted(value))")
+        }
+        return value
     }
 
     func run() async throws {
@@ -145,6 +165,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.adminIdleTimeout = Self.seconds(adminIdleTimeout)
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability
+        configuration.database = try databaseURL()
         configuration.logRetention = logRetentionDays * 86400
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads

@@ -36,13 +36,6 @@ struct Exchange {
         }
     }
 
-    /// Runs `body` on a Dispatch thread and waits for it without holding one of Swift concurrency's.
-    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
-        }
-    }
-
     static func blockingCurl(_ method: String, _ url: String, headers: [String], body: String?) throws -> Exchange {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -287,7 +280,7 @@ struct Exchange {
 
     /// The first Server-Sent Event of a stream, read with curl as it arrives (then curl is stopped).
     static func firstEvent(_ url: String, headers: [String]) async throws -> [String] {
-        try await Exchange.offThread {
+        try await offThread {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["curl", "-sS", "-N", "--max-time", "20", url] + headers.flatMap { ["-H", $0] }

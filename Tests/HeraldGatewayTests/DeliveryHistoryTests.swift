@@ -69,8 +69,9 @@ import Testing
         #expect(DeliveredPush.target(ofAccepted: "something else") == nil)
     }
 
-    @Test func theLogKeepsWhatIsYoungerThanTheRetentionAndPurgesTheRestByHourlyMarks() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases)
+    func theLogKeepsWhatIsYoungerThanTheRetentionAndPurgesTheRestByHourlyMarks(kind: StoreKind) async throws {
+        let store = try await kind.store()
         let day: TimeInterval = 86400
         func commit(_ id: String, at seconds: TimeInterval) async throws {
             var batch = StoreBatch()
@@ -94,8 +95,9 @@ import Testing
         #expect(try await store.recentDeliveryEvents(rows: 0).isEmpty)
     }
 
-    @Test func feedbackIsReadWithoutEmptyingAndStoredPushesAreCountedPerDevice() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases)
+    func feedbackIsReadWithoutEmptyingAndStoredPushesAreCountedPerDevice(kind: StoreKind) async throws {
+        let store = try await kind.store()
         let token = DeviceToken(bytes: [0xAB, 0xCD])
         try await store.save(
             [],

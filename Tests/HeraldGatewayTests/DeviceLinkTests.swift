@@ -415,9 +415,11 @@ struct LinkHarness {
 /// Waits for something that happens on the other side of a real socket, or in a background store
 /// commit, which the test has nothing to await on: polls every few milliseconds and fails after a
 /// generous deadline. No test uses it to let time pass; QoS timing is tested in virtual time.
-func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+func waitUntil(
+    _ what: String, within limit: Duration = .seconds(10), _ condition: () async throws -> Bool
+) async throws {
     let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(10)
+    let deadline = clock.now + limit
     while try await !condition() {
         guard clock.now < deadline else { throw TestFailure("timed out waiting for \(what)") }
         try await Task.sleep(for: .milliseconds(5))  // polling across a socket or a background commit, not letting time pass

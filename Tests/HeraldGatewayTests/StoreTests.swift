@@ -20,8 +20,8 @@ import X509
             receivedAt: Date(timeIntervalSince1970: 0), payload: Data(#"{"aps":{}}"#.utf8), contentAvailable: false)
     }
 
-    @Test func apnsPolicyKeepsNewestPerDeviceAndTopic() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases) func apnsPolicyKeepsNewestPerDeviceAndTopic(kind: StoreKind) async throws {
+        let store = try await kind.store()
         let later = Date(timeIntervalSince1970: 1000)
         var batch = StoreBatch()
         batch.pushes = [
@@ -34,8 +34,8 @@ import X509
         #expect(pending[0].payload == Data(#"{"aps":{}}"#.utf8))
     }
 
-    @Test func deeperQueueAndCollapseID() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases) func deeperQueueAndCollapseID(kind: StoreKind) async throws {
+        let store = try await kind.store()
         let later = Date(timeIntervalSince1970: 1000)
         var batch = StoreBatch()
         batch.pushes = [
@@ -47,29 +47,30 @@ import X509
         #expect(try await store.pending(device: "d1", now: .distantPast).map(\.apnsID) == ["c", "d", "e"])
     }
 
-    @Test func coalescingInABatchMatchesOneByOne() async throws {
+    @Test(arguments: StoreKind.allCases) func coalescingInABatchMatchesOneByOne(kind: StoreKind) async throws {
         var rng = SeededRandom(seed: 7)
         let later = Date(timeIntervalSince1970: 1000)
+        // Two stores, each round on devices of its own.
+        let batched = try await kind.store()
+        let single = try await kind.store()
         for round in 0..<40 {
             let depth = Int(rng.next() % 3) + 1
             let pushes = (0..<Int(rng.next() % 12 + 1)).map { i in
                 push(
                     "p\(round)-\(i)", topic: ["t1", "t2"][Int(rng.next() % 2)],
                     collapse: rng.next() % 3 == 0 ? "c\(rng.next() % 2)" : nil, expires: later,
-                    device: ["d1", "d2"][Int(rng.next() % 2)])
+                    device: ["\(round)-d1", "\(round)-d2"][Int(rng.next() % 2)])
             }
-            let batched = try SQLiteGatewayStore(path: nil)
             var batch = StoreBatch()
             batch.pushes = pushes
             let replacedBatched = try await batched.commit(batch, policy: OfflinePolicy(depth: depth))
-            let single = try SQLiteGatewayStore(path: nil)
             var replacedSingly: [String] = []
             for p in pushes {
                 var one = StoreBatch()
                 one.pushes = [p]
                 replacedSingly += try await single.commit(one, policy: OfflinePolicy(depth: depth))
             }
-            for device in ["d1", "d2"] {
+            for device in ["\(round)-d1", "\(round)-d2"] {
                 let a = try await batched.pending(device: device, now: .distantPast).map(\.apnsID)
                 let b = try await single.pending(device: device, now: .distantPast).map(\.apnsID)
                 #expect(a == b, "round \(round)")
@@ -115,8 +116,8 @@ import X509
         #expect(log.first?.detail == "d")
     }
 
-    @Test func expiredPushesAreNotPendingAndArePurged() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases) func expiredPushesAreNotPendingAndArePurged(kind: StoreKind) async throws {
+        let store = try await kind.store()
         var batch = StoreBatch()
         batch.pushes = [
             push("old", expires: Date(timeIntervalSince1970: 10)),
@@ -128,8 +129,8 @@ import X509
         #expect(try await store.storedCount() == 1)
     }
 
-    @Test func deliveryLogByEitherID() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases) func deliveryLogByEitherID(kind: StoreKind) async throws {
+        let store = try await kind.store()
         var batch = StoreBatch()
         batch.events = [
             DeliveryEvent(apnsID: "id-1", uniqueID: "u-1", kind: .accepted, at: Date(timeIntervalSince1970: 1)),
@@ -146,7 +147,7 @@ import X509
 
     /// A delivered push is written as its three events would be, byte for byte (escapes and the
     /// binary interface identifier included), and reads back as them.
-    @Test func aDeliveredPushIsLoggedAsItsThreeEvents() async throws {
+    @Test(arguments: StoreKind.allCases) func aDeliveredPushIsLoggedAsItsThreeEvents(kind: StoreKind) async throws {
         let delivered = [
             DeliveredPush(
                 apnsID: "id-1", uniqueID: "u-1", deviceID: #"dev "1"\x"#, topic: "com.example.é",
@@ -168,7 +169,7 @@ import X509
         #expect(delivered[1].events[0].detail == "device d, topic t, binary interface identifier 4000000000")
         #expect(delivered[1].events.map(\.kind) == [.accepted, .delivered, .acknowledged])
 
-        let store = try SQLiteGatewayStore(path: nil)
+        let store = try await kind.store()
         var batch = StoreBatch()
         batch.delivered = delivered
         // Written after this batch's other lines, yet read back in time order.
@@ -182,8 +183,8 @@ import X509
 
     /// A group commit's log rows go in several rows per statement, with a shorter last statement:
     /// every run is there, in order, and found by either identifier.
-    @Test func manyRunsInOneCommitAreAllWrittenInOrder() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases) func manyRunsInOneCommitAreAllWrittenInOrder(kind: StoreKind) async throws {
+        let store = try await kind.store()
         let count = 2 * SQLiteGatewayStore.eventRowsPerInsert + 5
         var batch = StoreBatch()
         for i in 0..<count {
@@ -195,10 +196,9 @@ import X509
             ]
         }
         _ = try await store.commit(batch, policy: OfflinePolicy(), durable: false)
-        let order = try await store.writer.read { db in
-            try String.fetchAll(db, sql: "SELECT apnsID FROM event ORDER BY seq")
-        }
-        #expect(order == (0..<count).map { "id-\($0)" })
+        // In the order written: the newest rows, oldest first, are the whole batch in order.
+        let order = try await store.recentDeliveryEvents(rows: count + 1)
+        #expect(order.map(\.apnsID) == batch.events.map(\.apnsID))
         for i in [0, SQLiteGatewayStore.eventRowsPerInsert - 1, SQLiteGatewayStore.eventRowsPerInsert, count - 1] {
             #expect(try await store.deliveryLog(id: "id-\(i)") == Array(batch.events[3 * i..<3 * i + 3]))
             #expect(try await store.deliveryLog(id: "u-\(i)").map(\.kind) == [.accepted, .delivered, .acknowledged])
@@ -224,8 +224,8 @@ import X509
 
     /// Log lines nobody waits for linger until there are `logBatch` of them, a durable batch
     /// comes along, or `flushLog()`.
-    @Test func logLinesLingerUntilABatchIsFullOrFlushed() async throws {
-        let store = try SQLiteGatewayStore(path: nil)
+    @Test(arguments: StoreKind.allCases) func logLinesLingerUntilABatchIsFullOrFlushed(kind: StoreKind) async throws {
+        let store = try await kind.store()
         let committer = GroupCommitter(store: store, policy: OfflinePolicy(), logBatch: 4)
         func line(_ id: String) -> DeliveryEvent {
             DeliveryEvent(apnsID: id, uniqueID: nil, kind: .acknowledged, at: Date(timeIntervalSince1970: 1))
@@ -255,12 +255,12 @@ import X509
     /// What the policy pushes out is logged as replaced in the very transaction that replaces it:
     /// once the commit returns, the line is there (no flush, nothing lingering), naming the push
     /// that replaced it. Within one batch and across batches alike.
-    @Test func replacedPushesAreLoggedInTheSameTransaction() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID()).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+    @Test(arguments: StoreKind.allCases) func replacedPushesAreLoggedInTheSameTransaction(kind: StoreKind) async throws
+    {
+        let location = try await kind.location()
         let later = Date(timeIntervalSince1970: 1000)
         do {
-            let store = try SQLiteGatewayStore(path: path)
+            let store = try await location.open()
             let committer = GroupCommitter(store: store, policy: OfflinePolicy(), logBatch: 4096)
             for id in ["first", "second"] {
                 var batch = StoreBatch()
@@ -272,7 +272,7 @@ import X509
             _ = try await committer.commit(both)
         }
         // Opened again, as after a crash: every replacement has its line.
-        let reopened = try SQLiteGatewayStore(path: path)
+        let reopened = try await location.open()
         // In the last batch, "third" never reaches the table: "fourth" replaces it, and "second".
         for (id, by) in [("first", "second"), ("second", "fourth"), ("third", "fourth")] {
             let log = try await reopened.deliveryLog(id: id)
@@ -282,14 +282,13 @@ import X509
         #expect(try await reopened.pending(device: "d1", now: .distantPast).map(\.apnsID) == ["fourth"])
     }
 
-    @Test func directorySurvivesReopening() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID()).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+    @Test(arguments: StoreKind.allCases) func directorySurvivesReopening(kind: StoreKind) async throws {
+        let location = try await kind.location()
         let issuer = TokenIssuer(secret: Array(repeating: 1, count: 32))
         let key = P256.Signing.PrivateKey()
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         do {
-            let directory = try await GatewayDirectory.open(store: try SQLiteGatewayStore(path: path), issuer: issuer)
+            let directory = try await GatewayDirectory.open(store: try await location.open(), issuer: issuer)
             try await directory.putTeam(id: "TEAM123456")
             try await directory.putKey(id: "KEY1234567", teamID: "TEAM123456", publicKey: key.publicKey)
             try await directory.putApp(bundleID: "com.example.demo", teamID: "TEAM123456")
@@ -303,7 +302,7 @@ import X509
                 device: "d2", bundleID: "com.example.demo", environment: .development, now: now)
             try await directory.resetDevice("d2", now: now)
         }
-        let directory = try await GatewayDirectory.open(store: try SQLiteGatewayStore(path: path), issuer: issuer)
+        let directory = try await GatewayDirectory.open(store: try await location.open(), issuer: issuer)
         #expect(directory.registry.team("TEAM123456") != nil)
         #expect(directory.registry.verifier("KEY1234567")?.1.rawRepresentation == key.publicKey.rawRepresentation)
         let token = issuer.token(device: "d1", bundleID: "com.example.demo", environment: .development, generation: 1)

@@ -8,17 +8,8 @@ import HeraldCore
 /// survives a killed process.
 public final class SQLiteGatewayStore: GatewayStore {
     let writer: any DatabaseWriter
-    private let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = .sortedKeys
-        e.dateEncodingStrategy = .millisecondsSince1970
-        return e
-    }()
-    private let decoder: JSONDecoder = {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = .millisecondsSince1970
-        return d
-    }()
+    private let records = StoreRecords()
+    private var encoder: JSONEncoder { records.encoder }
 
     /// How hard SQLite works to make a commit durable.
     public enum Durability: String, Sendable, CaseIterable {
@@ -117,13 +108,8 @@ public final class SQLiteGatewayStore: GatewayStore {
                 try Data.fetchAll(db, sql: "SELECT record FROM registration")
             )
         }
-        var snapshot = DirectorySnapshot()
-        snapshot.teams = try teams.map { try decoder.decode(Team.self, from: $0) }
-        snapshot.keys = try keys.map { try decoder.decode(ProviderKey.self, from: $0) }
-        snapshot.apps = try apps.map { try decoder.decode(TeamApp.self, from: $0) }
-        snapshot.devices = try devices.map { try decoder.decode(DeviceRecord.self, from: $0) }
-        snapshot.registrations = try registrations.map { try decoder.decode(Registration.self, from: $0) }
-        return snapshot
+        return try records.snapshot(
+            teams: teams, keys: keys, apps: apps, devices: devices, registrations: registrations)
     }
 
     private func upsert(_ table: String, key: String, id: String, record: Data) async throws {
@@ -203,29 +189,8 @@ public final class SQLiteGatewayStore: GatewayStore {
         if batch.isEmpty { return [] }
         // Pushes the policy would push out within this very batch are never written.
         let (survivors, replacedInBatch) = policy.coalesce(batch.pushes)
-        let pushes = try survivors.map { p -> (StoredPush, Data) in
-            var meta = p
-            meta.payload = Data()
-            return (p, try encoder.encode(meta))
-        }
-        // One row per run of events of the same push (accepted, delivered, acknowledged go together):
-        // a third of the rows and index entries of one row per event, and the identifiers once.
-        var rows: [LogRow] = []
-        rows.reserveCapacity(batch.delivered.count + batch.events.count)
-        var i = batch.events.startIndex
-        while i < batch.events.endIndex {
-            let first = batch.events[i]
-            var j = i + 1
-            while j < batch.events.endIndex, batch.events[j].apnsID == first.apnsID,
-                batch.events[j].uniqueID == first.uniqueID
-            {
-                j += 1
-            }
-            rows.append(.run(batch.events[i..<j]))
-            i = j
-        }
-        for push in batch.delivered { rows.append(.delivered(push)) }
-        let events = rows
+        let pushes = try survivors.map { ($0, try records.metadata(of: $0)) }
+        let events = LogRow.rows(of: batch)
         let removals = batch.removals
         let write = { @Sendable (db: Database) throws -> [String] in
             // Cached statements: this runs for every group commit, and parsing the SQL each time
@@ -268,9 +233,7 @@ public final class SQLiteGatewayStore: GatewayStore {
             }
             // What the policy pushed out is logged in this same transaction: a crash can never keep
             // the replacement and lose the line that explains where the older push went.
-            let replacedEvents = replaced.map(\.event)
-            let rows =
-                replacedEvents.isEmpty ? events : events + replacedEvents.indices.map { .run(replacedEvents[$0...$0]) }
+            let rows = replaced.isEmpty ? events : events + LogRow.rows(of: replaced)
             // Many rows per statement: a group commit carries up to thousands of log rows, and each
             // statement run costs more than the row it inserts.
             var next = rows.startIndex
@@ -296,33 +259,6 @@ public final class SQLiteGatewayStore: GatewayStore {
                 return .commit
             }
             return replaced
-        }
-    }
-
-    /// A delivery-log row: a run of events of one push, or a push delivered and acknowledged at once.
-    enum LogRow: Sendable {
-        case run(ArraySlice<DeliveryEvent>)
-        case delivered(DeliveredPush)
-
-        var apnsID: String {
-            switch self {
-            case .run(let events): events.first!.apnsID
-            case .delivered(let push): push.apnsID
-            }
-        }
-
-        var uniqueID: String? {
-            switch self {
-            case .run(let events): events.first!.uniqueID
-            case .delivered(let push): push.uniqueID
-            }
-        }
-
-        func writeRecord(to w: inout JSONWriter) {
-            switch self {
-            case .run(let events): DeliveryEvent.writeRun(events, to: &w)
-            case .delivered(let push): push.writeRun(to: &w)
-            }
         }
     }
 
@@ -392,11 +328,7 @@ public final class SQLiteGatewayStore: GatewayStore {
     }
 
     private func decodeStored(_ rows: [(record: Data, payload: Data)]) throws -> [StoredPush] {
-        try rows.map { row in
-            var push = try decoder.decode(StoredPush.self, from: row.record)
-            push.payload = row.payload
-            return push
-        }
+        try rows.map { try records.storedPush(record: $0.record, payload: $0.payload) }
     }
 
     private static func storedColumns(_ rows: [Row]) -> [(record: Data, payload: Data)] {
@@ -431,12 +363,7 @@ public final class SQLiteGatewayStore: GatewayStore {
                     db, sql: "SELECT apnsID, uniqueID, record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq",
                     arguments: [id, id]))
         }
-        var runs = try rows.map(decodeRun)
-        // A group commit writes delivered pushes after its other log lines, so the rows of one id
-        // (a provider may reuse an apns-id) are not always in time order: order the runs by when
-        // each began (the sort is stable), keeping each run's own order.
-        runs.sort { ($0.first?.at ?? .distantPast) < ($1.first?.at ?? .distantPast) }
-        return runs.flatMap { $0 }
+        return try records.deliveryLog(rows: rows)
     }
 
     public func recentDeliveryEvents(rows count: Int) async throws -> [DeliveryEvent] {
@@ -446,7 +373,9 @@ public final class SQLiteGatewayStore: GatewayStore {
                     db, sql: "SELECT apnsID, uniqueID, record FROM event ORDER BY seq DESC LIMIT ?",
                     arguments: [max(0, count)]))
         }
-        return try rows.reversed().flatMap(decodeRun)
+        return try rows.reversed().flatMap {
+            try records.events(apnsID: $0.apnsID, uniqueID: $0.uniqueID, record: $0.record)
+        }
     }
 
     public func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {
@@ -469,16 +398,6 @@ public final class SQLiteGatewayStore: GatewayStore {
 
     private static func logRows(_ rows: [Row]) -> [(apnsID: String, uniqueID: String?, record: Data)] {
         rows.map { (apnsID: $0["apnsID"] as String, uniqueID: $0["uniqueID"] as String?, record: $0["record"] as Data) }
-    }
-
-    /// The events of one delivery-log row: runs are arrays without the identifiers; older records are
-    /// one event with them.
-    private func decodeRun(_ row: (apnsID: String, uniqueID: String?, record: Data)) throws -> [DeliveryEvent] {
-        let stored =
-            row.record.first == UInt8(ascii: "[")
-            ? try decoder.decode([StoredDeliveryEvent].self, from: row.record)
-            : [try decoder.decode(StoredDeliveryEvent.self, from: row.record)]
-        return stored.map { $0.event(apnsID: row.apnsID, uniqueID: row.uniqueID) }
     }
 
     public func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {

@@ -72,31 +72,62 @@ public final class Registry: Sendable {
 
     func put(_ team: Team) { state.withLock { $0.teams[team.id] = team } }
     func removeTeam(_ id: String) { state.withLock { _ = $0.teams.removeValue(forKey: id) } }
-    func put(_ key: ProviderKey) {
-        state.withLock { s in
-            s.keys[key.id] = key
-            s.verifiers[key.id] = key.signingKey
-        }
-    }
-    func removeKey(_ id: String) {
-        state.withLock { s in
-            s.keys[id] = nil
-            s.verifiers[id] = nil
-        }
-    }
+    func put(_ key: ProviderKey) { state.withLock { $0.put(key) } }
+    func removeKey(_ id: String) { state.withLock { $0.removeKey(id) } }
     func put(_ app: TeamApp) { state.withLock { $0.apps[app.bundleID] = app } }
     func removeApp(_ bundleID: String) { state.withLock { _ = $0.apps.removeValue(forKey: bundleID) } }
     func put(_ device: DeviceRecord) { state.withLock { $0.devices[device.id] = device } }
     func removeDevice(_ id: String) { state.withLock { _ = $0.devices.removeValue(forKey: id) } }
-    func put(_ registration: Registration) {
+    func put(_ registration: Registration) { state.withLock { $0.put(registration) } }
+
+    /// Takes what the store holds now for changed records (another node changed them): each one
+    /// asked for is replaced by what was found or removed when nothing was; ``DirectoryChange/everything``
+    /// replaces the whole registry. One lock: a reader sees the registry before or after.
+    func apply(_ reload: DirectoryReload) {
+        let found = reload.found
         state.withLock { s in
-            s.tokens[registration.environment, default: [:]][registration.token] = registration
-            let slot = Self.slot(registration.deviceID, registration.bundleID, registration.environment)
-            if registration.invalidatedAt == nil {
-                s.current[slot] = registration.token
-            } else if s.current[slot] == registration.token {
-                s.current[slot] = nil
+            if reload.changes.contains(.everything) {
+                s = State()
+                for team in found.teams { s.teams[team.id] = team }
+                for key in found.keys { s.put(key) }
+                for app in found.apps { s.apps[app.bundleID] = app }
+                for device in found.devices { s.devices[device.id] = device }
+                for registration in found.registrations { s.put(registration) }
+                return
             }
+            for change in reload.changes {
+                switch change {
+                case .team(let id): s.teams[id] = found.teams.first { $0.id == id }
+                case .key(let id):
+                    if let key = found.keys.first(where: { $0.id == id }) { s.put(key) } else { s.removeKey(id) }
+                case .app(let id): s.apps[id] = found.apps.first { $0.bundleID == id }
+                case .device(let id): s.devices[id] = found.devices.first { $0.id == id }
+                case .everything: break
+                }
+            }
+            for registration in found.registrations { s.put(registration) }
+        }
+    }
+}
+
+extension Registry.State {
+    mutating func put(_ key: ProviderKey) {
+        keys[key.id] = key
+        verifiers[key.id] = key.signingKey
+    }
+
+    mutating func removeKey(_ id: String) {
+        keys[id] = nil
+        verifiers[id] = nil
+    }
+
+    mutating func put(_ registration: Registration) {
+        tokens[registration.environment, default: [:]][registration.token] = registration
+        let slot = Registry.slot(registration.deviceID, registration.bundleID, registration.environment)
+        if registration.invalidatedAt == nil {
+            current[slot] = registration.token
+        } else if current[slot] == registration.token {
+            current[slot] = nil
         }
     }
 }

@@ -1,0 +1,121 @@
+import Foundation
+import HeraldCore
+
+/// How every ``GatewayStore`` lays out what it keeps: directory records and stored pushes as
+/// JSON (dates in milliseconds), delivery-log rows as runs of one push's events. The SQLite and
+/// PostgreSQL stores share it, so a record reads the same from either.
+struct StoreRecords: Sendable {
+    let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = .sortedKeys
+        e.dateEncodingStrategy = .millisecondsSince1970
+        return e
+    }()
+    let decoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .millisecondsSince1970
+        return d
+    }()
+
+    /// A stored push's record: everything but the payload, which has a column of its own.
+    func metadata(of push: StoredPush) throws -> Data {
+        var meta = push
+        meta.payload = Data()
+        return try encoder.encode(meta)
+    }
+
+    /// A stored push from its record and payload columns.
+    func storedPush(record: Data, payload: Data) throws -> StoredPush {
+        var push = try decoder.decode(StoredPush.self, from: record)
+        push.payload = payload
+        return push
+    }
+
+    /// The directory records of a snapshot's tables.
+    func snapshot(
+        teams: [Data], keys: [Data], apps: [Data], devices: [Data], registrations: [Data]
+    ) throws -> DirectorySnapshot {
+        var snapshot = DirectorySnapshot()
+        snapshot.teams = try teams.map { try decoder.decode(Team.self, from: $0) }
+        snapshot.keys = try keys.map { try decoder.decode(ProviderKey.self, from: $0) }
+        snapshot.apps = try apps.map { try decoder.decode(TeamApp.self, from: $0) }
+        snapshot.devices = try devices.map { try decoder.decode(DeviceRecord.self, from: $0) }
+        snapshot.registrations = try registrations.map { try decoder.decode(Registration.self, from: $0) }
+        return snapshot
+    }
+
+    /// The events of one delivery-log row: runs are arrays without the identifiers; older records
+    /// are one event with them.
+    func events(apnsID: String, uniqueID: String?, record: Data) throws -> [DeliveryEvent] {
+        let stored =
+            record.first == UInt8(ascii: "[")
+            ? try decoder.decode([StoredDeliveryEvent].self, from: record)
+            : [try decoder.decode(StoredDeliveryEvent.self, from: record)]
+        return stored.map { $0.event(apnsID: apnsID, uniqueID: uniqueID) }
+    }
+
+    /// One push's delivery log from its rows in the order they were written. A group commit writes
+    /// delivered pushes after its other log lines, so the rows of one id (a provider may reuse an
+    /// apns-id) are not always in time order: the runs are ordered by when each began (the sort is
+    /// stable), each keeping its own order.
+    func deliveryLog(rows: [(apnsID: String, uniqueID: String?, record: Data)]) throws -> [DeliveryEvent] {
+        var runs = try rows.map { try events(apnsID: $0.apnsID, uniqueID: $0.uniqueID, record: $0.record) }
+        runs.sort { ($0.first?.at ?? .distantPast) < ($1.first?.at ?? .distantPast) }
+        return runs.flatMap { $0 }
+    }
+}
+
+/// A delivery-log row: a run of events of one push, or a push delivered and acknowledged at once.
+enum LogRow: Sendable {
+    case run(ArraySlice<DeliveryEvent>)
+    case delivered(DeliveredPush)
+
+    var apnsID: String {
+        switch self {
+        case .run(let events): events.first!.apnsID
+        case .delivered(let push): push.apnsID
+        }
+    }
+
+    var uniqueID: String? {
+        switch self {
+        case .run(let events): events.first!.uniqueID
+        case .delivered(let push): push.uniqueID
+        }
+    }
+
+    func writeRecord(to w: inout JSONWriter) {
+        switch self {
+        case .run(let events): DeliveryEvent.writeRun(events, to: &w)
+        case .delivered(let push): push.writeRun(to: &w)
+        }
+    }
+
+    /// A batch's log rows: one per run of events of the same push (accepted, delivered,
+    /// acknowledged go together: a third of the rows and index entries of one row per event, and
+    /// the identifiers once), then one per delivered push.
+    static func rows(of batch: StoreBatch) -> [LogRow] {
+        var rows: [LogRow] = []
+        rows.reserveCapacity(batch.delivered.count + batch.events.count)
+        var i = batch.events.startIndex
+        while i < batch.events.endIndex {
+            let first = batch.events[i]
+            var j = i + 1
+            while j < batch.events.endIndex, batch.events[j].apnsID == first.apnsID,
+                batch.events[j].uniqueID == first.uniqueID
+            {
+                j += 1
+            }
+            rows.append(.run(batch.events[i..<j]))
+            i = j
+        }
+        for push in batch.delivered { rows.append(.delivered(push)) }
+        return rows
+    }
+
+    /// The rows that log what an offline policy pushed out: one per replacement.
+    static func rows(of replaced: [OfflinePolicy.Replacement]) -> [LogRow] {
+        let events = replaced.map(\.event)
+        return events.indices.map { .run(events[$0...$0]) }
+    }
+}

@@ -1,0 +1,131 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldTesting
+import ServiceLifecycle
+import Testing
+
+@testable import HeraldGateway
+
+/// Two nodes on one PostgreSQL database (here: two stores and directories in one process): what one
+/// changes, the other's ``DirectoryFollower`` reads back, and a follower that stopped hearing
+/// notifications reads everything again when it listens anew.
+@Suite struct ClusterDirectoryTests {
+    struct Node {
+        let directory: GatewayDirectory
+        let store: PostgresGatewayStore
+        let follower: DirectoryFollower
+    }
+
+    static let issuer = TokenIssuer(secret: Array(repeating: 7, count: 32))
+
+    static func node(_ url: String) async throws -> Node {
+        let store = try await PostgresGatewayStore.forTests(url: url)
+        let directory = try await GatewayDirectory.open(store: store, issuer: issuer)
+        return Node(
+            directory: directory, store: store,
+            follower: DirectoryFollower(
+                registry: directory.registry, store: store, logger: .init(label: "test"), retry: .milliseconds(200)))
+    }
+
+    /// Runs `body` while `nodes`' followers run (each has started listening first).
+    static func following(_ nodes: [Node], _ body: () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for node in nodes { group.addTask { try await node.follower.run() } }
+            for node in nodes {
+                try await waitUntil("the follower listens", within: .seconds(60)) {
+                    node.follower.progress.reloads >= 1
+                }
+            }
+            do {
+                try await body()
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            group.cancelAll()
+        }
+    }
+
+    @Test func whatOneNodeChangesTheOtherSees() async throws {
+        let url = try await TestPostgres.database()
+        let a = try await Self.node(url)
+        let b = try await Self.node(url)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let key = P256.Signing.PrivateKey()
+        try await Self.following([a, b]) {
+            try await a.directory.putTeam(id: "TEAM123456")
+            try await a.directory.putKey(id: "KEY1234567", teamID: "TEAM123456", publicKey: key.publicKey)
+            try await a.directory.putApp(bundleID: "com.example.demo", teamID: "TEAM123456")
+            _ = try await a.directory.registerDevice(id: "d1", now: now)
+            let registration = try await a.directory.registerApp(
+                device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+            let registry = b.directory.registry
+            try await waitUntil("B has A's registration", within: .seconds(60)) {
+                registry.registration(registration.token, in: .development)?.invalidatedAt == nil
+                    && registry.currentToken(device: "d1", bundleID: "com.example.demo", environment: .development)
+                        == registration.token
+            }
+            #expect(registry.team("TEAM123456") != nil)
+            #expect(registry.app("com.example.demo")?.teamID == "TEAM123456")
+            #expect(registry.verifier("KEY1234567")?.1.rawRepresentation == key.publicKey.rawRepresentation)
+
+            // A key revoked on B: A's provider API refuses its tokens.
+            try await b.directory.revokeKey("KEY1234567")
+            try await waitUntil("A sees the key revoked", within: .seconds(60)) {
+                a.directory.registry.key("KEY1234567")?.revoked == true
+            }
+
+            // The app removed from the device on A: its token is unregistered on B too (410).
+            try await a.directory.unregisterApp(
+                device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+            try await waitUntil("B sees the app removed", within: .seconds(60)) {
+                registry.registration(registration.token, in: .development)?.invalidation == .appRemoved
+            }
+            #expect(registry.currentToken(device: "d1", bundleID: "com.example.demo", environment: .development) == nil)
+
+            // Deleted records leave the other registry.
+            try await a.directory.removeKey("KEY1234567")
+            try await a.directory.removeApp("com.example.demo")
+            try await waitUntil("B drops the key and the app", within: .seconds(60)) {
+                registry.key("KEY1234567") == nil && registry.app("com.example.demo") == nil
+            }
+            #expect(registry.verifier("KEY1234567") == nil)
+
+            // Many devices registered in one go on A (the bulk path) all arrive.
+            let ids = (0..<500).map { "bulk\($0)" }
+            try await a.directory.putApp(bundleID: "com.example.bulk", teamID: "TEAM123456")
+            let tokens = try await a.directory.registerDevices(
+                ids, app: "com.example.bulk", environment: .production, now: now
+            ).map(\.token)
+            try await waitUntil("B has the 500 devices", within: .seconds(60)) {
+                tokens.allSatisfy { registry.registration($0, in: .production) != nil }
+                    && ids.allSatisfy { registry.device($0) != nil }
+            }
+        }
+    }
+
+    /// A follower whose listening connection is cut misses what changes meanwhile: it listens
+    /// again and reads the whole directory.
+    @Test func aFollowerThatStoppedHearingReadsEverythingAgain() async throws {
+        let url = try await TestPostgres.database()
+        let server = try await TestPostgres.server()
+        let database = String(url.split(separator: "/").last!)
+        let a = try await Self.node(url)
+        let b = try await Self.node(url)
+        try await Self.following([b]) {
+            #expect(b.follower.progress.listens == 1)
+            // Cut B's listening connection; a's change is committed before B listens again.
+            let terminated = try server.sql(
+                """
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE datname = '\(database)' AND query LIKE 'LISTEN%'
+                """, database: database)
+            #expect(terminated.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+            try await a.directory.putTeam(id: "TEAMMISSED")
+            try await waitUntil("B listens again and reads everything", within: .seconds(60)) {
+                b.follower.progress.listens >= 2 && b.directory.registry.team("TEAMMISSED") != nil
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import HeraldRuntime
+import HeraldTesting
+import Testing
+
+/// Real `herald gateway` processes on one PostgreSQL database (the test process's private server,
+/// which must start): they share the directory, the secrets and the offline store, and what one
+/// changes the other answers by.
+@Suite(.serialized, .ownThread) struct ClusterEndToEndTests {
+    @Test func twoGatewaysOnOneDatabaseAnswerAsOne() throws {
+        let url = try TestPostgres.blockingDatabase()
+        // A is the first node: its secrets become the cluster's. B starts on a new state directory
+        // and takes them.
+        let a = try Provisioned(arguments: ["--database", url])
+        let b = try GatewayProcess(arguments: ["--database", url])
+        #expect(b.adminToken == a.gateway.adminToken)
+        #expect(
+            try String(contentsOfFile: b.ca, encoding: .utf8) == String(contentsOfFile: a.gateway.ca, encoding: .utf8))
+        #expect(a.gateway.log.contains("store: PostgreSQL"))
+        #expect(!a.gateway.log.contains("secret"), "the URL has no password here, and none is ever logged")
+
+        // B knows the device A registered and the key A created: 200, stored for the offline device.
+        let viaB = try a.push(b.dev, body: #"{"aps":{"alert":"via B"}}"#)
+        #expect(viaB.status == 200, "\(viaB.body)")
+        // Then one through A: the offline store keeps one push per app per device (APNs' rule)
+        // whichever node accepted them, so A's replaces B's.
+        let viaA = try a.push(body: #"{"aps":{"alert":"via A"}}"#)
+        #expect(viaA.status == 200, "\(viaA.body)")
+        let stored = try a.gateway.adminCall("GET", "/devices/dev1/stored")
+        let list = (try? JSONSerialization.jsonObject(with: Data(stored.body.utf8))) as? [[String: Any]] ?? []
+        #expect(list.map { $0["payload"] as? String } == [#"{"aps":{"alert":"via A"}}"#])
+        // The delivery log is shared too: B's push, read through A, was accepted and then replaced.
+        let log = try a.gateway.adminCall("GET", "/deliveries/\(viaB.headers["apns-id"] ?? "")")
+        let kinds = ((try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? [])
+            .compactMap { $0["kind"] as? String }
+        #expect(kinds == ["accepted", "stored", "replaced"], "\(log.body)")
+        // B's TLS listener has a certificate from the cluster's CA: curl trusts it with A's ca.pem.
+        let tls = try a.push(b.tls, http: "--http2", extra: ["--cacert", a.gateway.ca])
+        #expect(tls.status == 200, "\(tls.body)")
+
+        // The app removed from the device on A: B answers 410 Unregistered within moments.
+        #expect(try a.gateway.adminCall("DELETE", "/devices/dev1/apps/\(Provisioned.topic)").status == 200)
+        try eventually("B answers 410") { try a.push(b.dev).status == 410 }
+        #expect(try a.push(b.dev).reason == "Unregistered")
+
+        // A killed outright: what it accepted is still there for B.
+        #expect(a.gateway.stop(signal: SIGKILL) == SIGKILL)
+        let afterKill = try b.adminCall("GET", "/devices/dev1/stored")
+        let kept = (try? JSONSerialization.jsonObject(with: Data(afterKill.body.utf8))) as? [[String: Any]] ?? []
+        #expect(kept.map { $0["apnsID"] as? String } == [tls.headers["apns-id"]])
+        #expect(b.stop() == 0)
+    }
+
+    @Test func aStateDirectoryOfAnotherServiceIsRefusedAndABadURLIsNamed() throws {
+        let url = try TestPostgres.blockingDatabase()
+        let first = try GatewayProcess(arguments: ["--database", url])
+        #expect(first.stop() == 0)
+        // A state directory that ran on its own (SQLite) has a CA of its own.
+        let alone = try GatewayProcess()
+        #expect(alone.stop() == 0)
+        let ports = ["--port", "0", "--dev-port", "0", "--admin-port", "0", "--link-port", "0", "--no-legacy"]
+        let refused = try run(
+            try heraldExecutable().path, ["gateway", "--state", alone.state.path, "--database", url] + ports)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("has a CA and secrets of its own, not the cluster's"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("give this node a new --state directory"), "\(refused.stderr)")
+
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())").path
+        let bad = try run(
+            try heraldExecutable().path, ["gateway", "--state", state, "--database", "mysql://u:pw@h/db"] + ports)
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--database must be sqlite or a postgres:// URL"), "\(bad.stderr)")
+        #expect(!bad.stderr.contains("pw"))
+        let port = try portOutsideTheEphemeralRange()
+        let unreachable = try run(
+            try heraldExecutable().path,
+            ["gateway", "--state", state, "--database", "postgres://herald:pw@127.0.0.1:\(port)/herald"] + ports)
+        #expect(unreachable.status != 0)
+        #expect(
+            unreachable.stderr.contains("could not open the database postgres://herald:***@127.0.0.1:\(port)/herald"),
+            "\(unreachable.stderr)")
+    }
+
+    /// PostgreSQL crashes (immediate stop) and comes back while providers send: every push the
+    /// gateway answered 200 is in the database afterwards, and every request was answered.
+    @Test func aDatabaseRestartUnderLoadLosesNothingAcknowledged() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-pg-load-\(UUID())")
+        let server = try PrivatePostgres.start(dataDirectory: directory.appendingPathComponent("data"))
+        defer { server.destroy() }
+        let url = try server.createDatabase("load")
+        let p = try Provisioned(arguments: ["--database", url, "--offline-depth", "100000"])
+        let payload = p.gateway.state.appendingPathComponent("payload.json")
+        try Data(#"{"aps":{"alert":"n"}}"#.utf8).write(to: payload)
+        // 2,000 pushes at about 400 a second over two connections: about five seconds of load.
+        let load = Process()
+        load.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        load.arguments = [
+            // -N: a connection that hears nothing for 30 s is closed, so a gateway that stopped
+            // answering fails the test instead of hanging it.
+            "h2load", "-n", "2000", "-c", "2", "-m", "8", "--rps", "200", "-N", "30s", "-d", payload.path,
+            "-H", "authorization: bearer \(p.jwt)", "-H", "apns-topic: \(Provisioned.topic)",
+            p.gateway.dev + "/3/device/" + p.token,
+        ]
+        let output = Pipe()
+        load.standardOutput = output
+        try load.run()
+        func storedCount() throws -> Int {
+            Int(
+                try server.sql("SELECT count(*) FROM stored", database: "load").trimmingCharacters(
+                    in: .whitespacesAndNewlines)) ?? -1
+        }
+        try eventually("the load is under way") { try storedCount() >= 200 }
+        try server.stop(immediate: true)
+        try server.restart()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        load.waitUntilExit()
+        let codes = String(text.split(separator: "\n").first { $0.contains("status codes:") } ?? "")
+        func count(_ kind: String) -> Int? {
+            (try? Regex("([0-9]+) \(kind)").firstMatch(in: codes)).flatMap { Int($0.output[1].substring ?? "") }
+        }
+        let (ok, failed) = (count("2xx") ?? 0, count("5xx") ?? 0)
+        #expect(ok + failed == 2000, "every request answered: \(text)")
+        #expect(count("3xx") == 0 && count("4xx") == 0, "\(codes)")
+        // Answered 503 while the database was away, or 200 and stored: never 200 and gone.
+        let stored = try storedCount()
+        #expect(stored >= ok, "\(ok) acknowledged, \(stored) stored")
+        #expect(ok >= 200)
+        // The gateway works on: a new push is stored.
+        #expect(try p.push().status == 200)
+        #expect(try storedCount() == stored + 1)
+        #expect(p.gateway.log.contains("store write failed") || failed == 0)
+        #expect(p.gateway.stop() == 0)
+    }
+}
