@@ -43,25 +43,49 @@ public final class StateDirectoryLock: Sendable {
         guard fd >= 0 else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, "errno": errno])
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        let key = directory.standardizedFileURL.path
+        guard Self.heldHere.withLock({ $0.insert(key).inserted }) else {
             let holder = Self.readHolder(fd)
             close(fd)
-            throw Locked(directory: directory.path, holder: holder ?? "another process")
+            throw Locked(directory: directory.path, holder: holder ?? "this process")
+        }
+        // A lock this process released can stay held for a moment by a child it is starting: the
+        // child has a copy of every descriptor until its exec closes them (O_CLOEXEC), and flock
+        // belongs to the open file, not the process. This process no longer holds the directory
+        // (the set above says so), so a holder naming it is such a child: wait for its exec.
+        var waitedFor: Int = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let holder = Self.readHolder(fd)
+            guard holder?.contains("pid \(getpid()),") == true, waitedFor < 2000 else {
+                close(fd)
+                Self.heldHere.withLock { _ = $0.remove(key) }
+                throw Locked(directory: directory.path, holder: holder ?? "another process")
+            }
+            usleep(1000)
+            waitedFor += 1
         }
         let text = "\(role), pid \(getpid()), since \(ISO8601DateFormatter().string(from: Date()))\n"
         _ = ftruncate(fd, 0)
         _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
         self.directory = directory
         self.descriptor = Mutex(fd)
+        self.key = key
     }
+
+    /// The directories this process holds.
+    private static let heldHere = Mutex<Set<String>>([])
+    private let key: String
 
     /// Releases the lock now (it is released on deinit otherwise); the directory may then be
     /// locked again, by this process or another.
     public func unlock() {
-        descriptor.withLock { fd in
-            if let held = fd { close(held) }
+        let released = descriptor.withLock { fd -> Bool in
+            guard let held = fd else { return false }
+            close(held)
             fd = nil
+            return true
         }
+        if released { Self.heldHere.withLock { _ = $0.remove(key) } }
     }
 
     private static func readHolder(_ fd: Int32) -> String? {
