@@ -102,17 +102,18 @@ public final class Gateway: Sendable {
     let stopper = ServiceRunner.Stopper()
     /// Closes the store's connections once the gateway has stopped (PostgreSQL's pool).
     let closeStore: @Sendable () -> Void
-    /// With PostgreSQL: keeps the directory as the other nodes change it.
-    let follower: DirectoryFollower?
+    /// With PostgreSQL: what keeps this node in step with the others (the directory as they change
+    /// it; the pushes they store for devices held here).
+    let followers: [any Service]
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
         router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
         lock: StateDirectoryLock, clock: any WallClock, closeStore: @escaping @Sendable () -> Void,
-        follower: DirectoryFollower?
+        followers: [any Service]
     ) {
         self.closeStore = closeStore
-        self.follower = follower
+        self.followers = followers
         self.lock = lock
         self.clock = clock
         self.configuration = configuration
@@ -169,7 +170,33 @@ public final class Gateway: Sendable {
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
             ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock, clock: clock, closeStore: close,
-            follower: postgres.map { DirectoryFollower(registry: directory.registry, store: $0, logger: logger) })
+            followers: postgres.map {
+                [
+                    DirectoryFollower(registry: directory.registry, store: $0, logger: logger),
+                    storedFollower(store: $0, router: router, clock: clock, logger: logger),
+                ]
+            } ?? [])
+    }
+
+    /// Sends a device held here what another node stored for it (its provider's push arrived there):
+    /// the same path as a commit of this node's landing after the device connected, so the link
+    /// skips what it has already.
+    private static func storedFollower(
+        store: PostgresGatewayStore, router: PushRouter, clock: any WallClock, logger: Logger
+    ) -> ClusterFollower<StoredChange> {
+        ClusterFollower(store: store, logger: logger) { changes in
+            let links = router.links
+            let devices =
+                changes.contains(.everything)
+                ? links.connectedDevices
+                : changes.compactMap { change -> String? in
+                    guard case .device(let id) = change, links.isOnline(id) else { return nil }
+                    return id
+                }
+            for device in devices {
+                links.offerStored(try await router.offline.pending(device: device, now: clock.now()), to: device)
+            }
+        }
     }
 
     /// The state directory takes the cluster's shared secrets from the database (the first node's
@@ -305,7 +332,7 @@ public final class Gateway: Sendable {
             },
             link,
         ]
-        if let follower { services.insert(follower, at: 0) }
+        services.insert(contentsOf: followers, at: 0)
         services += legacy as [any Service]
         if let development { services.append(development) }
         services += [provider, app] as [any Service]

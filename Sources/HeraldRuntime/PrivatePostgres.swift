@@ -81,6 +81,11 @@ public struct PrivatePostgres: Sendable {
             try server.run(
                 "initdb", ["-D", dataDirectory.path, "-U", user, "-A", "trust", "-E", "UTF8", "--no-instructions"])
         }
+        // A server left running on this directory (its owner was killed) is stopped first: it may
+        // be on another port, and pg_ctl would refuse to start a second one.
+        if fm.fileExists(atPath: dataDirectory.appendingPathComponent("postmaster.pid").path) {
+            _ = try? server.stop()
+        }
         try server.startServer(settings: settings)
         try server.createDatabase(Self.database)
         return server

@@ -47,9 +47,25 @@ struct UpCommand: AsyncParsableCommand {
                 + "signed with the demo key reaches it once it registers.", valueName: "bundle=executable"))
     var installs: [String] = []
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Gateway nodes to start, 1 to 9. More than one share a PostgreSQL database (--database, or a private "
+                + "server in <state>/postgres); node k keeps its state in <state>/gateway-k and listens on each "
+                + "port plus 10×(k−1). The device links to the last node.", valueName: "n"))
+    var nodes = 1
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "PostgreSQL URL for the gateways (postgres://user[:password]@host[:port]/database). Default with "
+                + "--nodes above 1: a private server started with initdb and pg_ctl in <state>/postgres.",
+            valueName: "url"))
+    var database: String?
+
     static let team = "HERALDDEMO"
 
     func validate() throws {
+        guard (1...9).contains(nodes) else { throw ValidationError("--nodes: between 1 and 9, not \(nodes)") }
         if let timeZone, TimeZone(identifier: timeZone) == nil {
             throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
         }
@@ -106,24 +122,35 @@ struct UpCommand: AsyncParsableCommand {
         root: URL, gatewayState: URL, deviceState: URL, executable: String, children: Children,
         events: AsyncStream<String>, sink: AsyncStream<String>.Continuation
     ) async throws {
-        do {
-            try FileManager.default.removeItem(at: gatewayState.appendingPathComponent("gateway.json"))
-        } catch {}
-        let gateway = try children.start(
-            "gateway", executable: executable,
-            arguments: [
-                "gateway", "--state", gatewayState.path, "--port", "\(port)", "--dev-port", "\(devPort)",
-                "--link-port", "\(linkPort)", "--admin-port", "\(adminPort)", "--binary-port", "\(binaryPort)",
-                "--feedback-port", "\(feedbackPort)", "--log-level", "notice",
-            ],
-            log: root.appendingPathComponent("gateway.log"), stdout: false, events: sink)
-        let gatewayInfo = try await Self.waitForRuntime(
-            gatewayState.appendingPathComponent("gateway.json"), process: gateway, name: "gateway",
-            log: root.appendingPathComponent("gateway.log"), events: events, children: children)
+        let database = try await startDatabase(root: root, children: children)
+        var nodeInfos: [[String: Any]] = []
+        for node in 1...nodes {
+            let state = node == 1 ? gatewayState : root.appendingPathComponent("gateway-\(node)")
+            let log = root.appendingPathComponent(node == 1 ? "gateway.log" : "gateway-\(node).log")
+            do {
+                try FileManager.default.removeItem(at: state.appendingPathComponent("gateway.json"))
+            } catch {}
+            // Node k's ports are node 1's plus 10×(k−1); 0 stays "any free port".
+            func shifted(_ port: Int) -> String { port == 0 ? "0" : String(port + 10 * (node - 1)) }
+            let name = nodes == 1 ? "gateway" : "gateway node \(node)"
+            // One after the other: the first node's secrets become the cluster's, the others take them.
+            let gateway = try children.start(
+                name, executable: executable,
+                arguments: [
+                    "gateway", "--state", state.path, "--port", shifted(port), "--dev-port", shifted(devPort),
+                    "--link-port", shifted(linkPort), "--admin-port", shifted(adminPort), "--binary-port",
+                    shifted(binaryPort), "--feedback-port", shifted(feedbackPort), "--log-level", "notice",
+                ] + (database.map { ["--database", $0.url] } ?? []),
+                log: log, stdout: false, events: sink)
+            nodeInfos.append(
+                try await Self.waitForRuntime(
+                    state.appendingPathComponent("gateway.json"), process: gateway, name: name, log: log,
+                    events: events, children: children))
+        }
         do {
             try await run(
-                root: root, gatewayInfo: gatewayInfo, deviceState: deviceState, executable: executable,
-                children: children, events: events, sink: sink)
+                root: root, nodeInfos: nodeInfos, database: database, deviceState: deviceState,
+                executable: executable, children: children, events: events, sink: sink)
         } catch {
             await children.stopAll()
             throw error
@@ -131,11 +158,11 @@ struct UpCommand: AsyncParsableCommand {
     }
 
     func run(
-        root: URL, gatewayInfo: [String: Any], deviceState: URL, executable: String, children: Children,
-        events: AsyncStream<String>, sink: AsyncStream<String>.Continuation
+        root: URL, nodeInfos: [[String: Any]], database: UpDatabase?, deviceState: URL, executable: String,
+        children: Children, events: AsyncStream<String>, sink: AsyncStream<String>.Continuation
     ) async throws {
-        func info(_ key: String) throws -> String {
-            guard let value = gatewayInfo[key] as? String else {
+        func info(_ key: String, node: Int = 1) throws -> String {
+            guard let value = nodeInfos[node - 1][key] as? String else {
                 throw ValidationError("the gateway's gateway.json has no \(key)")
             }
             return value
@@ -194,7 +221,8 @@ struct UpCommand: AsyncParsableCommand {
             try FileManager.default.removeItem(at: deviceState.appendingPathComponent("device.json"))
         } catch {}
         var deviceArguments = [
-            "device", "--state", deviceState.path, "--gateway", try info("linkDevelopmentURL"), "--api-port",
+            "device", "--state", deviceState.path, "--gateway", try info("linkDevelopmentURL", node: nodes),
+            "--api-port",
             "\(devicePort)", "--no-banner", "--log-level", "notice", "--permission", "interactive",
         ]
         if let timeZone { deviceArguments += ["--time-zone", timeZone] }
@@ -251,16 +279,38 @@ struct UpCommand: AsyncParsableCommand {
             "adminURL": try info("adminURL"), "adminToken": try info("adminToken"),
             "caCertificate": try info("caCertificate"), "teamID": Self.team, "keyID": keyID!, "p8": p8!,
             "topic": app, "environment": APNsEnvironment.development.rawValue, "deviceToken": token,
-            "deviceAPI": deviceAPI, "appLink": socket, "linkURL": try info("linkDevelopmentURL"),
+            "deviceAPI": deviceAPI, "appLink": socket, "linkURL": try info("linkDevelopmentURL", node: nodes),
             "binaryAddress": try info("binaryAddress"), "feedbackAddress": try info("feedbackAddress"),
             "binaryCertificate": binaryCertificate.path, "binaryPrivateKey": binaryKey.path,
             "consoleURL": try info("adminURL") + "/console",
         ]
         if let id = status["deviceID"] as? String { up["deviceID"] = id }
+        // Flat keys, like the rest: node k's as node<k><Key>.
+        up["nodes"] = String(nodes)
+        if let database { up["database"] = database.shown }
+        for node in stride(from: 2, through: nodes, by: 1) {
+            for key in ["providerURL", "developmentURL", "adminURL", "linkDevelopmentURL"] {
+                up["node\(node)" + key.prefix(1).uppercased() + key.dropFirst()] = try info(key, node: node)
+            }
+        }
         try JSONSerialization.data(withJSONObject: up, options: [.prettyPrinted, .sortedKeys])
             .write(to: root.appendingPathComponent("up.json"), options: .atomic)
         let payload = #"{"aps":{"alert":{"title":"Hello","body":"from Herald"},"sound":"default","badge":1}}"#
         let installed = extra.map { "  installed:                \($0.0)   \($0.1)\n" }.joined()
+        var cluster = ""
+        if nodes > 1 || database != nil {
+            cluster =
+                "  cluster:                  \(nodes) gateway node\(nodes == 1 ? "" : "s") on \(database?.shown ?? "")\n"
+            for node in stride(from: 2, through: nodes, by: 1) {
+                cluster +=
+                    "  node \(node):                   development \(try info("developmentURL", node: node)), admin "
+                    + "\(try info("adminURL", node: node)), state \(root.path)/gateway-\(node)\n"
+            }
+            if nodes > 1 {
+                cluster +=
+                    "  the device is linked to node \(nodes); the curl below goes to node 1, so the push crosses nodes\n"
+            }
+        }
         print(
             """
             herald is up
@@ -273,7 +323,7 @@ struct UpCommand: AsyncParsableCommand {
               admin API:                \(up["adminURL"]!)   (token in \(root.path)/gateway/admin-token)
               device API:               \(deviceAPI)
               demo app:                 \(app)   device token \(token)
-            \(installed)  key:                      team \(Self.team), key \(keyID!), \(p8!)
+            \(installed)\(cluster)  key:                      team \(Self.team), key \(keyID!), \(p8!)
               everything above:         \(root.path)/up.json
 
             Open the device in a browser, then send a push (the bearer token is valid for an hour;
@@ -295,7 +345,8 @@ struct UpCommand: AsyncParsableCommand {
         // Until Ctrl-C, SIGTERM, or a child that stops by itself.
         for await event in events {
             if event == Self.shutdownEvent {
-                FileHandle.standardError.write(Data("stopping the device and the gateway\n".utf8))
+                FileHandle.standardError.write(
+                    Data("stopping the device and the gateway\(nodes > 1 ? "s" : "")\n".utf8))
                 await children.stopAll()
                 return
             }
@@ -333,6 +384,10 @@ final class Children: @unchecked Sendable {
     private let lock = NSLock()
     private var processes: [(String, Process)] = []
     private var stopping = false
+    private var finally: [@Sendable () -> Void] = []
+
+    /// Runs `work` once every child has stopped (a private database server's stop).
+    func atStop(_ work: @escaping @Sendable () -> Void) { lock.withLock { finally.append(work) } }
 
     func start(
         _ name: String, executable: String, arguments: [String], log: URL, stdout: Bool,
@@ -359,16 +414,18 @@ final class Children: @unchecked Sendable {
 
     var isStopping: Bool { lock.withLock { stopping } }
 
-    /// SIGTERM to each child, newest first, waiting for each to end.
+    /// SIGTERM to each child, newest first, waiting for each to end; then what ``atStop(_:)`` asked.
     func stopAll() async {
-        let list = lock.withLock { () -> [(String, Process)] in
+        let (list, work) = lock.withLock { () -> ([(String, Process)], [@Sendable () -> Void]) in
             stopping = true
-            return processes.reversed()
+            defer { finally = [] }
+            return (processes.reversed(), finally.reversed())
         }
         for (_, process) in list where process.isRunning {
             kill(process.processIdentifier, SIGTERM)
             await Task.detached { process.waitUntilExit() }.value
         }
+        for item in work { await Task.detached { item() }.value }
     }
 }
 

@@ -34,7 +34,7 @@ import Testing
             for node in nodes { group.addTask { try await node.follower.run() } }
             for node in nodes {
                 try await waitUntil("the follower listens", within: .seconds(60)) {
-                    node.follower.progress.reloads >= 1
+                    node.follower.progress.applied >= 1
                 }
             }
             do {

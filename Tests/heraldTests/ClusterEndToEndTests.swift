@@ -51,6 +51,54 @@ import Testing
         #expect(b.stop() == 0)
     }
 
+    /// A device linked to B, a provider talking to A: A stores the push, B hears of it (`NOTIFY
+    /// herald_stored`) and sends it; the device's acknowledgement, on B, empties the shared store.
+    @Test func aPushAcceptedByOneNodeReachesADeviceConnectedToAnother() throws {
+        let url = try TestPostgres.blockingDatabase()
+        let a = try Provisioned(arguments: ["--database", url])
+        let b = try GatewayProcess(arguments: ["--database", url])
+        let device = try Child(
+            try heraldExecutable(),
+            [
+                "test-device", "--gateway-state", b.state.path, "--identity",
+                b.state.appendingPathComponent("test-device.json").path, "--topic", Provisioned.topic, "--json",
+                "--count", "2",
+            ])
+        // A safety net, not a wait: a push that never arrives ends the test instead of hanging it.
+        let pid = device.process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
+        let ready = try #require(device.reader.json())
+        let id = try #require(ready["device"] as? String)
+        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+        try eventually("B to hold the device") {
+            try b.adminCall("GET", "/devices/\(id)").json?["online"] as? Bool == true
+        }
+        #expect(try a.gateway.adminCall("GET", "/devices/\(id)").json?["online"] as? Bool == false)
+
+        // A learns of the registration made on B (herald_directory), then takes the push: one 200.
+        var first = CurlResponse(status: 0, version: "", headers: [:], body: "")
+        try eventually("A to know B's token") {
+            first = try a.push(token: token, body: #"{"aps":{"alert":"one"}}"#)
+            return first.status == 200
+        }
+        #expect(device.reader.json()?["payload"] as? String == #"{"aps":{"alert":"one"}}"#)
+        let second = try a.push(token: token, body: #"{"aps":{"alert":"two"}}"#)
+        #expect(second.status == 200)
+        #expect(device.reader.json()?["payload"] as? String == #"{"aps":{"alert":"two"}}"#)
+        #expect(device.reader.json()?["received"] as? Int == 2)
+        // Acknowledged on B: gone from the store, and the shared log says where it went.
+        try eventually("the store to empty") { try a.gateway.adminCall("GET", "/devices/\(id)/stored").body == "[]" }
+        let log = try a.gateway.adminCall("GET", "/deliveries/\(first.headers["apns-id"] ?? "")")
+        let kinds = ((try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? [])
+            .compactMap { $0["kind"] as? String }
+        #expect(kinds.first == "accepted" && kinds.last == "acknowledged", "\(log.body)")
+        #expect(b.log.contains("device connected") && !a.gateway.log.contains("device connected"))
+        #expect(a.gateway.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+
     @Test func aStateDirectoryOfAnotherServiceIsRefusedAndABadURLIsNamed() throws {
         let url = try TestPostgres.blockingDatabase()
         let first = try GatewayProcess(arguments: ["--database", url])

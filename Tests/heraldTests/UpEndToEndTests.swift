@@ -83,6 +83,42 @@ import Testing
         }
     }
 
+    /// `herald up --nodes 2`: a private PostgreSQL under the state, two gateways on it, the device on
+    /// the second; the printed curl goes to the first and the notification appears. Ctrl-C stops the
+    /// database server too.
+    @Test func twoNodesAreOnePushService() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let up = try Up(state: state, extra: ["--nodes", "2"])
+        #expect(up.info["nodes"] == "2")
+        let database = try #require(up.info["database"])
+        #expect(database.hasPrefix("postgres://herald@127.0.0.1:") && database.contains(state.path + "/postgres"))
+        let second = try #require(up.info["node2DevelopmentURL"])
+        #expect(second != up.info["developmentURL"])
+        #expect(up.info["linkURL"] == up.info["node2LinkDevelopmentURL"], "the device is on node 2")
+        #expect(up.banner.contains { $0.hasPrefix("  cluster:                  2 gateway nodes on postgres://") })
+        #expect(up.banner.contains { $0.hasPrefix("  node 2:                   development \(second)") })
+        // Each node answers for the cluster: node 2 knows the key and app node 1 was given.
+        let admin2 = try curl([
+            "-H", "authorization: Bearer \(up.info["adminToken"] ?? "")", (up.info["node2AdminURL"] ?? "") + "/apps",
+        ])
+        #expect(admin2.body.contains("dev.herald.demo"), "\(admin2.body)")
+
+        #expect(up.curlCommand.contains(up.info["developmentURL"] ?? "?"))
+        let pasted = try run("/bin/sh", ["-c", up.curlCommand])
+        #expect(pasted.stdout.hasPrefix("HTTP/2 200"), "\(pasted.stdout)\n\(pasted.stderr)")
+        let shown = up.waitForLine(containing: "Hello — from Herald")
+        #expect(shown.last == "[dev.herald.demo] Hello — from Herald (sound default, badge 1)", "\(shown)")
+
+        let bad = try up.herald(["up", "--state", state.path + "-other", "--nodes", "0"])
+        #expect(bad.status != 0 && bad.stderr.contains("--nodes: between 1 and 9, not 0"), "\(bad.stderr)")
+
+        #expect(up.stop() == 0)
+        // The private server stopped with the rest: its data stays, its pid file is gone.
+        #expect(FileManager.default.fileExists(atPath: state.appendingPathComponent("postgres/PG_VERSION").path))
+        #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("postgres/postmaster.pid").path))
+    }
+
     @Test func thePastedCurlPushArrivesIsTappedLaunchesTheAppAndRemovalGives410() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
         let up = try Up(state: state)

@@ -4,33 +4,32 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
-/// Keeps a node's in-memory directory as the shared PostgreSQL store has it: listens on
-/// ``DirectoryChange/channel`` and re-reads each record another node (or this one) changed, so that
-/// a key revoked, an app removed from a device or a device registered anywhere is seen here within
-/// a moment (docs/cluster.md).
-///
-/// Notifications arriving together are read back in one round of queries. Each time listening
-/// (re)starts, after a lost connection or a database restart, the whole directory is read again,
-/// since whatever changed meanwhile was not heard.
-public final class DirectoryFollower: Service, Sendable {
-    let registry: Registry
+/// Follows one channel of the cluster (docs/cluster.md): holds a pooled connection with `LISTEN` on
+/// it and applies what it hears. Notifications arriving together are applied as one set; when
+/// applying fails, the set is kept and tried again after about `retry`. Each time listening
+/// (re)starts, after a lost connection or a database restart, ``ClusterChange/everything`` is
+/// applied.
+public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
     let store: PostgresGatewayStore
     let logger: Logger
     let retry: Duration
-    private let pending = Mutex<Set<DirectoryChange>>([])
-    private let counts = Mutex<(listens: Int, reloads: Int)>((0, 0))
+    let apply: @Sendable (Set<Change>) async throws -> Void
+    private let pending = Mutex<Set<Change>>([])
+    private let counts = Mutex<(listens: Int, applied: Int)>((0, 0))
 
-    /// A follower that keeps `registry` as `store` has it; after a failure it tries again after
-    /// about `retry`.
-    public init(registry: Registry, store: PostgresGatewayStore, logger: Logger, retry: Duration = .seconds(1)) {
-        self.registry = registry
+    /// A follower of `Change`'s channel on `store`'s database that hands what it hears to `apply`.
+    public init(
+        store: PostgresGatewayStore, logger: Logger, retry: Duration = .seconds(1),
+        apply: @escaping @Sendable (Set<Change>) async throws -> Void
+    ) {
         self.store = store
         self.logger = logger
         self.retry = retry
+        self.apply = apply
     }
 
-    /// How many times listening has started, and how many reloads were applied.
-    public var progress: (listens: Int, reloads: Int) { counts.withLock { $0 } }
+    /// How many times listening has started, and how many sets of changes were applied.
+    public var progress: (listens: Int, applied: Int) { counts.withLock { $0 } }
 
     /// Listens and applies changes until cancelled or the graceful shutdown.
     public func run() async throws {
@@ -60,22 +59,22 @@ public final class DirectoryFollower: Service, Sendable {
 
     /// Holds one pooled connection with `LISTEN` on it for as long as it lasts; again after a pause
     /// when it ends.
-    private func listen(_ note: @escaping @Sendable (DirectoryChange) -> Void) async {
+    private func listen(_ note: @escaping @Sendable (Change) -> Void) async {
         while !Task.isCancelled {
             do {
                 try await store.client.withConnection { connection in
-                    try await connection.listen(on: DirectoryChange.channel) { notifications in
+                    try await connection.listen(on: Change.channel) { notifications in
                         counts.withLock { $0.listens += 1 }
                         note(.everything)
                         for try await notification in notifications {
-                            if let change = DirectoryChange(payload: notification.payload) { note(change) }
+                            if let change = Change(payload: notification.payload) { note(change) }
                         }
                     }
                 }
             } catch {
                 if Task.isCancelled { return }
                 logger.warning(
-                    "not hearing the directory's changes from PostgreSQL; listening again",
+                    "not hearing \(Change.subject) from PostgreSQL; listening again",
                     metadata: ["error": "\(PostgresGatewayStore.describe(error))"])
             }
             // Jittered, so that the nodes do not all come back in the same instant.
@@ -83,7 +82,7 @@ public final class DirectoryFollower: Service, Sendable {
         }
     }
 
-    /// Reads back what is pending and applies it; on failure puts it back and returns false.
+    /// Applies what is pending; on failure puts it back and returns false.
     private func applyPending() async -> Bool {
         let changes = pending.withLock { pending in
             defer { pending = [] }
@@ -91,14 +90,14 @@ public final class DirectoryFollower: Service, Sendable {
         }
         if changes.isEmpty { return true }
         do {
-            registry.apply(try await store.reload(changes))
-            counts.withLock { $0.reloads += 1 }
+            try await apply(changes)
+            counts.withLock { $0.applied += 1 }
             return true
         } catch {
             pending.withLock { $0.formUnion(changes) }
             if !Task.isCancelled {
                 logger.warning(
-                    "could not read the directory's changes back; trying again",
+                    "could not apply \(Change.subject); trying again",
                     metadata: ["error": "\(PostgresGatewayStore.describe(error))"])
             }
             return false

@@ -4,7 +4,7 @@ import Foundation
 /// each other (PostgreSQL `NOTIFY` on ``channel``, payload `kind<TAB>id`): whoever caches the
 /// directory re-reads that record. ``everything`` asks for the whole directory again (after the
 /// notifications could have been missed).
-public enum DirectoryChange: Hashable, Sendable {
+public enum DirectoryChange: ClusterChange {
     /// A team by id.
     case team(String)
     /// A provider key by key id.
@@ -30,6 +30,9 @@ public enum DirectoryChange: Hashable, Sendable {
 
     /// The PostgreSQL notification channel.
     public static let channel = "herald_directory"
+
+    /// For log lines.
+    public static let subject = "the directory's changes"
 
     /// The change a notification's payload names; `nil` for a payload this binary does not know
     /// (a newer node's), which is ignored.

@@ -395,6 +395,13 @@ public final class PostgresGatewayStore: GatewayStore {
                     replaced.append(OfflinePolicy.Replacement(apnsID: id, by: p))
                 }
             }
+            if !pushes.isEmpty {
+                // Heard when this commits by whichever node holds the device (``StoredChange``).
+                let devices = Array(Set(pushes.map(\.0.deviceID)))
+                try await self.drain(
+                    "SELECT pg_notify(\(StoredChange.channel), d) FROM unnest(\(devices)::text[]) AS t(d)",
+                    on: connection)
+            }
             if !removals.isEmpty {
                 try await self.drain(
                     """

@@ -83,6 +83,9 @@ public final class DeviceLinks: Sendable {
         handle.loop.execute { handle.handler.value.refuse(code: .deviceDeleted, message: reason) }
     }
 
+    /// The ids of the devices connected here.
+    public var connectedDevices: [String] { links.withLock { Array($0.keys) } }
+
     /// Every connection, for shutdown.
     var all: [Handle] { links.withLock { Array($0.values) } }
 }

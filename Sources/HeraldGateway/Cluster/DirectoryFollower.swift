@@ -1,0 +1,17 @@
+import Logging
+
+/// Keeps a node's in-memory directory as the shared store has it: each record another node (or
+/// this one) changed is read again, so that a key revoked, an app removed from a device or a device
+/// registered anywhere is seen here within a moment.
+public typealias DirectoryFollower = ClusterFollower<DirectoryChange>
+
+extension ClusterFollower where Change == DirectoryChange {
+    /// A follower that keeps `registry` as `store` has it.
+    public convenience init(
+        registry: Registry, store: PostgresGatewayStore, logger: Logger, retry: Duration = .seconds(1)
+    ) {
+        self.init(store: store, logger: logger, retry: retry) { changes in
+            registry.apply(try await store.reload(changes))
+        }
+    }
+}
