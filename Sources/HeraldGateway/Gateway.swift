@@ -103,17 +103,20 @@ public final class Gateway: Sendable {
     /// Closes the store's connections once the gateway has stopped (PostgreSQL's pool).
     let closeStore: @Sendable () -> Void
     /// With PostgreSQL: what keeps this node in step with the others (the directory as they change
-    /// it; the pushes they store for devices held here).
+    /// it; the pushes they store for devices held here; the fault rules) and this node's presence.
     let followers: [any Service]
+    /// With PostgreSQL: this node's row and its devices' claims in the shared database.
+    public let presence: NodePresence?
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
         router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
         lock: StateDirectoryLock, clock: any WallClock, closeStore: @escaping @Sendable () -> Void,
-        followers: [any Service]
+        followers: [any Service], presence: NodePresence?
     ) {
         self.closeStore = closeStore
         self.followers = followers
+        self.presence = presence
         self.lock = lock
         self.clock = clock
         self.configuration = configuration
@@ -161,11 +164,23 @@ public final class Gateway: Sendable {
         let ca = try state.certificateAuthority()
         let directory = try await GatewayDirectory.open(
             store: store, issuer: TokenIssuer(secret: try state.tokenSecret()))
-        let faults = FaultInjector()
+        let faults = FaultInjector(shared: postgres)
+        let presence: NodePresence?
+        if let postgres {
+            do {
+                presence = try await NodePresence.register(
+                    id: try state.nodeID(), store: postgres, clock: clock, logger: logger)
+            } catch {
+                close()
+                throw error
+            }
+        } else {
+            presence = nil
+        }
         let api = ProviderAPI(registry: directory.registry, faults: faults, configuration: configuration.provider)
         let router = PushRouter(
             committer: GroupCommitter(store: store, policy: configuration.offline, logBatch: 4096),
-            links: DeviceLinks(),
+            links: DeviceLinks(presence: presence),
             metrics: GatewayMetrics(), logger: logger)
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
@@ -174,8 +189,11 @@ public final class Gateway: Sendable {
                 [
                     DirectoryFollower(registry: directory.registry, store: $0, logger: logger),
                     storedFollower(store: $0, router: router, clock: clock, logger: logger),
-                ]
-            } ?? [])
+                    ClusterFollower<FaultChange>(store: $0, logger: logger) { [store = $0] _ in
+                        faults.replace(with: try await store.faultRules())
+                    },
+                ] + (presence.map { [$0] } ?? [])
+            } ?? [], presence: presence)
     }
 
     /// Sends a device held here what another node stored for it (its provider's push arrived there):
@@ -355,6 +373,10 @@ public final class Gateway: Sendable {
                 info[key] = "localhost:\(server.localAddress?.port ?? 0)"
             }
             if let development { info["developmentURL"] = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
+            if let presence {
+                info["nodeID"] = presence.id
+                presence.setAddress(info["adminURL"] ?? "")
+            }
             try state.writeRuntime(info)
             logger.info("gateway ready", metadata: info.filter { $0.key != "adminToken" }.mapValues { .string($0) })
             onReady(info)

@@ -77,6 +77,16 @@ public struct GatewayStateDirectory: Sendable {
         return token
     }
 
+    /// This node's id in a cluster (`node-id`, `node-` and 8 hex digits), created on first use: the
+    /// same across restarts on this directory, never shared with another node.
+    public func nodeID() throws -> String {
+        let path = url.appendingPathComponent("node-id").path
+        if let id = read(path)?.trimmingCharacters(in: .whitespacesAndNewlines), !id.isEmpty { return id }
+        let id = "node-" + Self.randomHex(count: 4)
+        try write(id + "\n", to: path, secret: false)
+        return id
+    }
+
     /// The secret device tokens are derived from, created on first use.
     public func tokenSecret() throws -> [UInt8] {
         if let hex = read(secretPath)?.trimmingCharacters(in: .whitespacesAndNewlines),

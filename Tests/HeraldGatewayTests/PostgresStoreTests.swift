@@ -17,12 +17,47 @@ import Testing
         _ = try await PostgresGatewayStore.forTests(url: url)
         #expect(
             try server.sql("SELECT version || ':' || name FROM herald_schema ORDER BY version", database: database)
-                .split(separator: "\n") == ["1:gateway"])
+                .split(separator: "\n") == ["1:gateway", "2:fault rules", "3:nodes"])
         try server.sql("INSERT INTO herald_schema (version, name) VALUES (99, 'from the future')", database: database)
         let error = await #expect(throws: PostgresGatewayStore.OpenError.self) {
             _ = try await PostgresGatewayStore.forTests(url: url)
         }
-        #expect(error?.description.contains("schema is at version 99, newer than this herald knows (1)") == true)
+        #expect(error?.description.contains("schema is at version 99, newer than this herald knows (3)") == true)
+    }
+
+    /// Which node holds a device's link: every claim raises the epoch, a node releases only the
+    /// link it claimed, a claim for a link older than the current one is refused, and a node that
+    /// starts again or stops releases what it held.
+    @Test func aNodeReleasesOnlyTheLinkItClaimed() async throws {
+        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
+        defer { store.close() }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        try await store.registerNode(id: "node-a", address: "http://a", now: t0)
+        try await store.registerNode(id: "node-b", address: "http://b", now: t0)
+        let a = try #require(try await store.claimDevice("d", node: "node-a", connectedAt: t0))
+        #expect(a == DeviceClaim(node: "node-a", epoch: 1))
+        let b = try #require(try await store.claimDevice("d", node: "node-b", connectedAt: t0 + 5))
+        #expect(b == DeviceClaim(node: "node-b", epoch: 2))
+        // A's old link closes late: B's claim stays.
+        #expect(try await store.releaseDevice("d", claim: a) == false)
+        #expect(try await store.deviceNodes() == ["d": "node-b"])
+        // A claim for a link older than B's is refused.
+        #expect(try await store.claimDevice("d", node: "node-a", connectedAt: t0 + 1) == nil)
+        let nodes = try await store.nodes()
+        #expect(nodes.map(\.id) == ["node-a", "node-b"] && nodes.map(\.devices) == [0, 1])
+        #expect(nodes[1].isAlive(at: t0 + 14) && !nodes[1].isAlive(at: t0 + 15))
+        // B starts again: what it held died with it. The next claim's epoch still grows.
+        try await store.registerNode(id: "node-b", address: "http://b", now: t0 + 10)
+        #expect(try await store.deviceNodes() == [:])
+        let again = try #require(try await store.claimDevice("d", node: "node-a", connectedAt: t0 + 11))
+        #expect(again.epoch == 3)
+        try await store.heartbeat(node: "node-a", address: "http://a2", now: t0 + 12)
+        try await store.stopNode(id: "node-a", now: t0 + 13)
+        #expect(try await store.deviceNodes() == [:])
+        let a2 = try #require(try await store.nodes().first)
+        #expect(a2.address == "http://a2" && a2.heartbeatAt == t0 + 12 && a2.stoppedAt == t0 + 13)
+        #expect(!a2.isAlive(at: t0 + 13))
+        #expect(try await store.releaseDevice("d", claim: again) == false, "released by the stop already")
     }
 
     @Test func badURLsNameWhatIsWrong() async throws {

@@ -75,7 +75,20 @@ import Testing
         try eventually("B to hold the device") {
             try b.adminCall("GET", "/devices/\(id)").json?["online"] as? Bool == true
         }
-        #expect(try a.gateway.adminCall("GET", "/devices/\(id)").json?["online"] as? Bool == false)
+        // Every node knows which one holds it (device_node), and the nodes' heartbeats.
+        let bNode = try #require(b.info["nodeID"])
+        #expect(bNode.hasPrefix("node-") && bNode != a.gateway.info["nodeID"])
+        try eventually("A to see the device on B") {
+            let seen = try a.gateway.adminCall("GET", "/devices/\(id)").json
+            return seen?["node"] as? String == bNode && seen?["online"] as? Bool == true
+        }
+        let nodes = try JSONSerialization.jsonObject(with: Data(a.gateway.adminCall("GET", "/nodes").body.utf8))
+        let listed = try #require(nodes as? [[String: Any]])
+        #expect(Set(listed.compactMap { $0["id"] as? String }) == [bNode, a.gateway.info["nodeID"] ?? ""])
+        #expect(listed.allSatisfy { $0["alive"] as? Bool == true })
+        #expect(listed.first { $0["id"] as? String == bNode }?["devices"] as? Int == 1)
+        #expect(listed.first { $0["this"] as? Bool == true }?["id"] as? String == a.gateway.info["nodeID"])
+        #expect(listed.first { $0["id"] as? String == bNode }?["address"] as? String == b.info["adminURL"])
 
         // A learns of the registration made on B (herald_directory), then takes the push: one 200.
         var first = CurlResponse(status: 0, version: "", headers: [:], body: "")
@@ -95,6 +108,46 @@ import Testing
             .compactMap { $0["kind"] as? String }
         #expect(kinds.first == "accepted" && kinds.last == "acknowledged", "\(log.body)")
         #expect(b.log.contains("device connected") && !a.gateway.log.contains("device connected"))
+        // The device gone (it stopped after two), no node holds it.
+        try eventually("the device's claim to be released") {
+            let seen = try a.gateway.adminCall("GET", "/devices/\(id)").json
+            return seen?["node"] == nil && seen?["online"] as? Bool == false
+        }
+        #expect(a.gateway.stop() == 0)
+        // A stopped gracefully: the others see it stopped.
+        let after = try JSONSerialization.jsonObject(with: Data(b.adminCall("GET", "/nodes").body.utf8))
+        let a2 = (after as? [[String: Any]])?.first { $0["id"] as? String == a.gateway.info["nodeID"] }
+        #expect(a2?["alive"] as? Bool == false && a2?["stoppedAt"] != nil, "\(String(describing: a2))")
+        #expect(b.stop() == 0)
+    }
+
+    /// A fault rule added through A's admin API is answered by B within moments; removed through B,
+    /// A forgets it. `remaining` counts on each node.
+    @Test func aFaultRuleAddedOnOneNodeIsAnsweredByEveryNode() throws {
+        let url = try TestPostgres.blockingDatabase()
+        let a = try Provisioned(arguments: ["--database", url])
+        let b = try GatewayProcess(arguments: ["--database", url])
+        #expect(try a.push(b.dev).status == 200)
+        let added = try a.gateway.adminCall(
+            "POST", "/faults", #"{"topic":"\#(Provisioned.topic)","reason":"TooManyRequests","remaining":2}"#)
+        #expect(added.status == 201, "\(added.body)")
+        let id = try #require(added.json?["id"] as? String)
+        #expect(id.hasPrefix("fault-") && id != "fault-1", "ids are random on a cluster: \(id)")
+        try eventually("B to answer the rule") { try a.push(b.dev).status == 429 }
+        #expect(try a.push(b.dev).reason == "TooManyRequests")
+        // B used its two; A still has its own two.
+        #expect(try a.push(b.dev).status == 200)
+        #expect(try a.push().reason == "TooManyRequests")
+        #expect(try a.push().reason == "TooManyRequests")
+        #expect(try a.push().status == 200)
+        #expect(try b.adminCall("GET", "/faults").body == "[]")
+        #expect(try a.gateway.adminCall("GET", "/faults").body == "[]")
+
+        let again = try b.adminCall("POST", "/faults", #"{"topic":"\#(Provisioned.topic)","reason":"BadTopic"}"#)
+        let second = try #require(again.json?["id"] as? String)
+        try eventually("A to answer B's rule") { try a.push().reason == "BadTopic" }
+        #expect(try b.adminCall("DELETE", "/faults/\(second)").status == 204)
+        try eventually("A to forget it") { try a.push().status == 200 }
         #expect(a.gateway.stop() == 0)
         #expect(b.stop() == 0)
     }

@@ -77,7 +77,10 @@ public struct AdminAPI: Sendable {
         var createdAt: Date
         var resetAt: Date?
         var deletedAt: Date?
+        /// Whether its link is open: to this node, or on a cluster to any node.
         var online: Bool
+        /// On a cluster, the node that holds its link.
+        var node: String?
         /// When its link last connected or closed (since the gateway started); `nil` if not since.
         var lastSeen: Date?
         /// Pushes waiting for it in the offline store.
@@ -112,16 +115,38 @@ public struct AdminAPI: Sendable {
         var payload: String
     }
 
-    func device(_ id: String, stored: [String: Int]? = nil) async throws -> DeviceView {
+    func device(_ id: String, stored: [String: Int]? = nil, holders: [String: String]? = nil) async throws
+        -> DeviceView
+    {
         guard let d = directory.registry.device(id) else {
             throw HTTPError(.notFound, message: "device \(id) not found")
         }
         let counts: [String: Int]
         if let stored { counts = stored } else { counts = try await directory.store.storedCountsByDevice() }
+        let holding: [String: String]
+        if let holders { holding = holders } else { holding = try await self.holders() }
         return DeviceView(
             id: d.id, generation: d.generation, createdAt: d.createdAt, resetAt: d.resetAt, deletedAt: d.deletedAt,
-            online: pushRouter.links.isOnline(id), lastSeen: pushRouter.links.lastSeen(id), stored: counts[id] ?? 0,
+            online: pushRouter.links.isOnline(id) || holding[id] != nil, node: holding[id],
+            lastSeen: pushRouter.links.lastSeen(id), stored: counts[id] ?? 0,
             apps: directory.registry.registrations(device: id).map(RegistrationView.init))
+    }
+
+    /// On a cluster, the node holding each device's link; else none.
+    func holders() async throws -> [String: String] {
+        try await pushRouter.links.presence?.store.deviceNodes() ?? [:]
+    }
+
+    struct NodeView: Codable, ResponseEncodable {
+        var id: String
+        var address: String
+        var startedAt: Date
+        var heartbeatAt: Date
+        var stoppedAt: Date?
+        var alive: Bool
+        var devices: Int
+        /// Whether this is the node that answered.
+        var this: Bool
     }
 
     /// The router. Every route, `/healthz` and `/metrics` included, wants
@@ -247,13 +272,29 @@ public struct AdminAPI: Sendable {
         api.get("/devices") { _, _ -> [DeviceView] in
             let stored = try await directory.store.storedCountsByDevice()
             var views: [DeviceView] = []
-            for device in directory.registry.devices { views.append(try await self.device(device.id, stored: stored)) }
+            let holders = try await self.holders()
+            for device in directory.registry.devices {
+                views.append(try await self.device(device.id, stored: stored, holders: holders))
+            }
             return views
         }
         api.post("/devices") { request, context -> EditedResponse<DeviceView> in
             let body = (try? await request.decode(as: DeviceBody.self, context: context)) ?? DeviceBody()
             let device = try await Self.mapped { try await directory.registerDevice(id: body.id, now: clock.now()) }
             return EditedResponse(status: .created, response: try await self.device(device.id))
+        }
+        // The cluster's nodes (docs/cluster.md); a gateway without --database is not in one.
+        api.get("/nodes") { _, _ -> [NodeView] in
+            guard let presence = self.pushRouter.links.presence else {
+                throw HTTPError(.notFound, message: "this gateway is not in a cluster (it runs without --database)")
+            }
+            let now = self.clock.now()
+            return try await presence.store.nodes().map {
+                NodeView(
+                    id: $0.id, address: $0.address, startedAt: $0.startedAt, heartbeatAt: $0.heartbeatAt,
+                    stoppedAt: $0.stoppedAt, alive: $0.isAlive(at: now), devices: $0.devices, this: $0.id == presence.id
+                )
+            }
         }
         api.get("/devices/{id}") { _, context in try await self.device(try context.parameters.require("id")) }
         api.delete("/devices/{id}") { _, context -> HTTPResponse.Status in
@@ -344,13 +385,13 @@ public struct AdminAPI: Sendable {
         api.get("/faults") { _, _ in faults.all }
         api.post("/faults") { request, context -> EditedResponse<FaultRule> in
             let rule = try await request.decode(as: FaultRule.self, context: context)
-            return EditedResponse(status: .created, response: faults.add(rule))
+            return EditedResponse(status: .created, response: try await faults.addEverywhere(rule))
         }
         api.delete("/faults/{id}") { _, context -> HTTPResponse.Status in
-            faults.remove(id: try context.parameters.require("id")) ? .noContent : .notFound
+            try await faults.removeEverywhere(id: try context.parameters.require("id")) ? .noContent : .notFound
         }
         api.delete("/faults") { _, _ -> HTTPResponse.Status in
-            faults.removeAll()
+            try await faults.removeAllEverywhere()
             return .noContent
         }
         return router

@@ -100,7 +100,7 @@ public final class PostgresGatewayStore: GatewayStore {
     /// with PostgresNIO 1.33, statements queued behind a result nobody reads never complete when
     /// the connection dies, and a gateway whose database restarted would hang instead of answering
     /// 503.
-    private func transaction<Result: Sendable>(
+    func transaction<Result: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let client = client
@@ -173,7 +173,7 @@ public final class PostgresGatewayStore: GatewayStore {
         return "\(error)"
     }
 
-    private func rows<each Column: PostgresDecodable>(
+    func rows<each Column: PostgresDecodable>(
         _ query: PostgresQuery, as type: (repeat each Column).Type, on connection: PostgresConnection? = nil
     ) async throws -> [(repeat each Column)] {
         try await results(query, on: connection).map { try $0.decode(type) }
@@ -250,7 +250,7 @@ public final class PostgresGatewayStore: GatewayStore {
     }
 
     /// Runs a statement and reads its rows to the end.
-    private func drain(_ query: PostgresQuery, on connection: PostgresConnection? = nil) async throws {
+    func drain(_ query: PostgresQuery, on connection: PostgresConnection? = nil) async throws {
         _ = try await results(query, on: connection)
     }
 
@@ -542,6 +542,47 @@ public final class PostgresGatewayStore: GatewayStore {
 
     public func storedCount() async throws -> Int {
         try await rows("SELECT count(*) FROM stored", as: Int.self).first ?? 0
+    }
+}
+
+// MARK: Fault rules
+
+extension PostgresGatewayStore: FaultRuleStore {
+    // Each change is announced on ``FaultChange/channel`` when it commits; every node then reads the
+    // whole list again (rules are few).
+
+    public func saveFaultRule(_ rule: FaultRule) async throws {
+        let record = try records.encoder.encode(rule)
+        try await transaction { connection in
+            try await self.drain(
+                """
+                INSERT INTO fault_rule (id, record) VALUES (\(rule.id), \(record))
+                ON CONFLICT (id) DO UPDATE SET record = excluded.record
+                """, on: connection)
+            try await self.drain("SELECT pg_notify(\(FaultChange.channel), '')", on: connection)
+        }
+    }
+
+    public func deleteFaultRule(id: String) async throws -> Bool {
+        try await transaction { connection in
+            let gone = try await self.rows(
+                "DELETE FROM fault_rule WHERE id = \(id) RETURNING id", as: String.self, on: connection)
+            try await self.drain("SELECT pg_notify(\(FaultChange.channel), '')", on: connection)
+            return !gone.isEmpty
+        }
+    }
+
+    public func deleteAllFaultRules() async throws {
+        try await transaction { connection in
+            try await self.drain("DELETE FROM fault_rule", on: connection)
+            try await self.drain("SELECT pg_notify(\(FaultChange.channel), '')", on: connection)
+        }
+    }
+
+    public func faultRules() async throws -> [FaultRule] {
+        try await rows("SELECT record FROM fault_rule ORDER BY seq", as: Data.self).map {
+            try records.decoder.decode(FaultRule.self, from: $0)
+        }
     }
 }
 

@@ -66,7 +66,32 @@ enum PostgresSchema {
                 // What the nodes share from their state directories: the CA, the token secret, the
                 // admin token (``GatewayStateDirectory/SharedSecrets``).
                 "CREATE TABLE cluster_secret (name text PRIMARY KEY, value text NOT NULL)",
-            ])
+            ]),
+        Migration(
+            version: 2, name: "fault rules",
+            statements: [
+                // The admin API's fault rules, shared by the nodes (FaultRuleStore); `seq` keeps the
+                // order they were added in, which is the order they are matched in.
+                "CREATE TABLE fault_rule (seq bigserial, id text PRIMARY KEY, record bytea NOT NULL)"
+            ]),
+        Migration(
+            version: 3, name: "nodes",
+            statements: [
+                // The gateways of the cluster (``ClusterNode``): each writes its heartbeat.
+                """
+                CREATE TABLE node (
+                    id text PRIMARY KEY, address text NOT NULL, started_at double precision NOT NULL,
+                    heartbeat_at double precision NOT NULL, stopped_at double precision)
+                """,
+                // Which node holds each device's link. A row stays when the link closes (node_id
+                // NULL), so that `epoch` only grows: a node releases only the connection it claimed.
+                """
+                CREATE TABLE device_node (
+                    device_id text PRIMARY KEY, node_id text, epoch bigint NOT NULL,
+                    connected_at double precision NOT NULL)
+                """,
+                "CREATE INDEX device_node_node ON device_node (node_id)",
+            ]),
     ]
 
     /// The newest version this binary knows.
@@ -80,11 +105,12 @@ enum PostgresSchema {
         try await client.withTransaction(logger: logger) { connection in
             // Every statement's rows are read (see PostgresGatewayStore.transaction).
             for try await _ in try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger) {}
-            try await connection.query(
+            for try await _ in try await connection.query(
                 """
                 CREATE TABLE IF NOT EXISTS herald_schema (
                     version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                 """, logger: logger)
+            {}
             var current = 0
             for try await version in try await connection.query(
                 "SELECT coalesce(max(version), 0) FROM herald_schema", logger: logger
@@ -95,11 +121,13 @@ enum PostgresSchema {
             var applied: [Int] = []
             for migration in migrations where migration.version > current {
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    for try await _ in try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) {
+                    }
                 }
-                try await connection.query(
+                for try await _ in try await connection.query(
                     "INSERT INTO herald_schema (version, name) VALUES (\(migration.version), \(migration.name))",
                     logger: logger)
+                {}
                 applied.append(migration.version)
             }
             return applied

@@ -14,9 +14,13 @@ public final class DeviceLinks: Sendable {
 
     private let links = Mutex<[String: Handle]>([:])
     private let seen = Mutex<[String: Date]>([:])
+    /// Told of each device whose link opens here or closes (a cluster node records it).
+    let presence: NodePresence?
 
-    /// No device connected.
-    public init() {}
+    /// No device connected; `presence` (on a cluster) is told as links open and close.
+    public init(presence: NodePresence? = nil) {
+        self.presence = presence
+    }
 
     /// How many devices are connected.
     public var onlineCount: Int { links.withLock { $0.count } }
@@ -35,18 +39,23 @@ public final class DeviceLinks: Sendable {
 
     /// Records a device's connection; returns the connection it replaces.
     func attach(_ deviceID: String, _ handle: Handle) -> Handle? {
-        links.withLock { links in
+        let old = links.withLock { links in
             let old = links[deviceID]
             links[deviceID] = handle
             return old
         }
+        presence?.deviceConnected(deviceID)
+        return old
     }
 
     /// Forgets a device's connection, unless another one has replaced it.
     func detach(_ deviceID: String, key: ObjectIdentifier) {
-        links.withLock { links in
-            if links[deviceID]?.key == key { links[deviceID] = nil }
+        let removed = links.withLock { links in
+            guard links[deviceID]?.key == key else { return false }
+            links[deviceID] = nil
+            return true
         }
+        if removed { presence?.deviceDisconnected(deviceID) }
     }
 
     /// Offers a notification to a device; `false` (and `completion` never called) when the device

@@ -47,14 +47,41 @@ public struct FaultRule: Sendable, Codable, Equatable {
     }
 }
 
+/// Where fault rules live when several nodes share them (the PostgreSQL store): each node's
+/// ``FaultInjector`` writes there and is told of the others' changes (docs/cluster.md).
+public protocol FaultRuleStore: Sendable {
+    /// Adds or replaces a rule.
+    func saveFaultRule(_ rule: FaultRule) async throws
+    /// Removes a rule; `false` if there was none with that id.
+    func deleteFaultRule(id: String) async throws -> Bool
+    /// Removes every rule.
+    func deleteAllFaultRules() async throws
+    /// Every rule, oldest first.
+    func faultRules() async throws -> [FaultRule]
+}
+
 /// The active fault rules. Checking costs one atomic load while there are none.
+///
+/// With a ``FaultRuleStore`` (several nodes), the admin API's changes go through it
+/// (``addEverywhere(_:)`` and the like) and every node takes the list the store holds
+/// (``replace(with:)``). A rule's `remaining` then counts on each node separately: the store keeps
+/// the number it was added with, and a node that used a rule up does not take it back.
 public final class FaultInjector: Sendable {
-    private let rules = Mutex<[FaultRule]>([])
+    private struct State {
+        var rules: [FaultRule] = []
+        /// Rules this node used up: a shared list that still has them does not bring them back.
+        var usedUp: Set<String> = []
+    }
+    private let state = Mutex(State())
     private let count = Atomic<Int>(0)
     private let nextID = Atomic<Int>(1)
+    /// Where the rules are shared, when they are.
+    public let shared: (any FaultRuleStore)?
 
-    /// No rules.
-    public init() {}
+    /// No rules; `shared` when the rules are the cluster's.
+    public init(shared: (any FaultRuleStore)? = nil) {
+        self.shared = shared
+    }
 
     /// Adds a rule and returns it with its id.
     @discardableResult
@@ -62,10 +89,11 @@ public final class FaultInjector: Sendable {
         var rule = rule
         if rule.id.isEmpty { rule.id = "fault-\(nextID.wrappingAdd(1, ordering: .relaxed).oldValue)" }
         let stored = rule
-        rules.withLock { list in
-            list.removeAll { $0.id == stored.id }
-            list.append(stored)
-            count.store(list.count, ordering: .releasing)
+        state.withLock { state in
+            state.rules.removeAll { $0.id == stored.id }
+            state.rules.append(stored)
+            state.usedUp.remove(stored.id)
+            count.store(state.rules.count, ordering: .releasing)
         }
         return rule
     }
@@ -73,43 +101,83 @@ public final class FaultInjector: Sendable {
     /// Removes a rule; `false` if there was none with that id.
     @discardableResult
     public func remove(id: String) -> Bool {
-        rules.withLock { list in
-            let before = list.count
-            list.removeAll { $0.id == id }
-            count.store(list.count, ordering: .releasing)
-            return list.count != before
+        state.withLock { state in
+            let before = state.rules.count
+            state.rules.removeAll { $0.id == id }
+            count.store(state.rules.count, ordering: .releasing)
+            return state.rules.count != before
         }
     }
 
     /// Removes every rule.
     public func removeAll() {
-        rules.withLock { list in
-            list.removeAll()
+        state.withLock { state in
+            state.rules.removeAll()
             count.store(0, ordering: .releasing)
         }
     }
 
+    /// ``add(_:)`` on every node: written to the shared store first (a rule the store did not take
+    /// is not added here either). Ids are random there, so that two nodes never give the same one.
+    public func addEverywhere(_ rule: FaultRule) async throws -> FaultRule {
+        guard let shared else { return add(rule) }
+        var rule = rule
+        if rule.id.isEmpty { rule.id = "fault-" + String(UInt32.random(in: .min ... .max), radix: 16) }
+        try await shared.saveFaultRule(rule)
+        return add(rule)
+    }
+
+    /// ``remove(id:)`` on every node.
+    public func removeEverywhere(id: String) async throws -> Bool {
+        guard let shared else { return remove(id: id) }
+        let removed = try await shared.deleteFaultRule(id: id)
+        return remove(id: id) || removed
+    }
+
+    /// ``removeAll()`` on every node.
+    public func removeAllEverywhere() async throws {
+        try await shared?.deleteAllFaultRules()
+        removeAll()
+    }
+
+    /// Takes the shared list: each rule this node has keeps its own `remaining`, and one it used
+    /// up stays gone.
+    public func replace(with rules: [FaultRule]) {
+        state.withLock { state in
+            let here = Dictionary(state.rules.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            state.rules = rules.filter { !state.usedUp.contains($0.id) }.map { rule in
+                var rule = rule
+                if let local = here[rule.id] { rule.remaining = local.remaining }
+                return rule
+            }
+            // Forget what the shared list no longer has.
+            state.usedUp.formIntersection(rules.map(\.id))
+            count.store(state.rules.count, ordering: .releasing)
+        }
+    }
+
     /// The rules.
-    public var all: [FaultRule] { rules.withLock { $0 } }
+    public var all: [FaultRule] { state.withLock { $0.rules } }
 
     /// The first rule matching a push, counting it against the rule's `remaining`.
     public func match(topic: String?, tokenHex: Substring) -> FaultRule? {
         if count.load(ordering: .acquiring) == 0 { return nil }
-        return rules.withLock { list in
+        return state.withLock { state in
             guard
-                let index = list.firstIndex(where: { rule in
+                let index = state.rules.firstIndex(where: { rule in
                     (rule.topic == nil || rule.topic == topic)
                         && (rule.tokenPrefix.map { tokenHex.lowercased().hasPrefix($0) } ?? true)
                 })
             else { return nil }
-            let rule = list[index]
+            let rule = state.rules[index]
             if let remaining = rule.remaining {
                 if remaining <= 1 {
-                    list.remove(at: index)
+                    state.rules.remove(at: index)
+                    state.usedUp.insert(rule.id)
                 } else {
-                    list[index].remaining = remaining - 1
+                    state.rules[index].remaining = remaining - 1
                 }
-                count.store(list.count, ordering: .releasing)
+                count.store(state.rules.count, ordering: .releasing)
             }
             return rule
         }

@@ -1,0 +1,90 @@
+import Foundation
+import PostgresNIO
+
+/// The cluster's nodes and which of them holds each device's link (docs/cluster.md).
+extension PostgresGatewayStore {
+    /// Records that node `id` (re)started at `now`: its row is written, and the devices it held in
+    /// an earlier life are released (their links died with it).
+    public func registerNode(id: String, address: String, now: Date) async throws {
+        let at = now.timeIntervalSince1970
+        try await transaction { connection in
+            try await self.drain(
+                """
+                INSERT INTO node (id, address, started_at, heartbeat_at) VALUES (\(id), \(address), \(at), \(at))
+                ON CONFLICT (id) DO UPDATE SET address = excluded.address, started_at = excluded.started_at,
+                    heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
+                """, on: connection)
+            try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
+        }
+    }
+
+    /// Node `id`'s heartbeat (and its address, once its listeners are bound).
+    public func heartbeat(node id: String, address: String, now: Date) async throws {
+        try await drain(
+            """
+            UPDATE node SET heartbeat_at = \(now.timeIntervalSince1970), address = \(address)
+            WHERE id = \(id)
+            """)
+    }
+
+    /// Node `id` stops gracefully: marked stopped, and its devices released.
+    public func stopNode(id: String, now: Date) async throws {
+        try await transaction { connection in
+            try await self.drain(
+                "UPDATE node SET stopped_at = \(now.timeIntervalSince1970) WHERE id = \(id)", on: connection)
+            try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
+        }
+    }
+
+    /// Every node, with the number of links it holds.
+    public func nodes() async throws -> [ClusterNode] {
+        try await rows(
+            """
+            SELECT n.id, n.address, n.started_at, n.heartbeat_at, n.stopped_at,
+                (SELECT count(*) FROM device_node d WHERE d.node_id = n.id)
+            FROM node n ORDER BY n.id
+            """, as: (String, String, Double, Double, Double?, Int).self
+        ).map { id, address, started, heartbeat, stopped, devices in
+            ClusterNode(
+                id: id, address: address, startedAt: Date(timeIntervalSince1970: started),
+                heartbeatAt: Date(timeIntervalSince1970: heartbeat),
+                stoppedAt: stopped.map(Date.init(timeIntervalSince1970:)), devices: devices)
+        }
+    }
+
+    /// Node `node` holds `device`'s link since `connectedAt`: returns the claim with its new epoch,
+    /// or `nil` when a connection made later is already claimed by another node (this one is stale).
+    public func claimDevice(_ device: String, node: String, connectedAt: Date) async throws -> DeviceClaim? {
+        try await rows(
+            """
+            INSERT INTO device_node (device_id, node_id, epoch, connected_at)
+            VALUES (\(device), \(node), 1, \(connectedAt.timeIntervalSince1970))
+            ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, epoch = device_node.epoch + 1,
+                connected_at = excluded.connected_at
+            WHERE device_node.node_id IS NULL OR device_node.connected_at <= excluded.connected_at
+            RETURNING node_id, epoch
+            """, as: (String, Int64).self
+        ).first.map { DeviceClaim(node: $0.0, epoch: $0.1) }
+    }
+
+    /// Releases the claim `claim` made on `device`; a later claim (another epoch) is left alone.
+    /// Returns whether it was released.
+    @discardableResult
+    public func releaseDevice(_ device: String, claim: DeviceClaim) async throws -> Bool {
+        try await !rows(
+            """
+            UPDATE device_node SET node_id = NULL
+            WHERE device_id = \(device) AND node_id = \(claim.node) AND epoch = \(claim.epoch)
+            RETURNING device_id
+            """, as: String.self
+        ).isEmpty
+    }
+
+    /// The node holding each device's link, for the devices that have one.
+    public func deviceNodes() async throws -> [String: String] {
+        Dictionary(
+            try await rows(
+                "SELECT device_id, node_id FROM device_node WHERE node_id IS NOT NULL", as: (String, String).self),
+            uniquingKeysWith: { first, _ in first })
+    }
+}
