@@ -38,13 +38,15 @@ public final class TestDevice: Sendable {
         self.directory = directory
     }
 
-    /// Starts a device in `stateDirectory`, linked to the push service at `gatewayURL` (`nil`: none),
+    /// Starts a device in `stateDirectory`, linked to the push service at `gatewayURL` (`nil`: none;
+    /// `otherGatewayURLs` are tried in turn when the link fails, as a cluster's other nodes),
     /// with `apps` installed for the development environment; its clock starts at `start`.
     /// `userAllows` is the device's user's answer to an app's first authorization request;
     /// `launcher` starts an app's process when a notification needs it (by default, the app's
     /// executable, when it has one).
     public static func start(
-        name: String = "device", gatewayURL: String?, apps: [String], stateDirectory: URL? = nil,
+        name: String = "device", gatewayURL: String?, otherGatewayURLs: [String] = [], apps: [String],
+        stateDirectory: URL? = nil,
         start: Date = Date(), userAllows: Bool = true, launcher: any AppLauncher = ProcessLauncher(),
         logLevel: Logger.Level = .warning
     ) async throws -> TestDevice {
@@ -56,6 +58,7 @@ public final class TestDevice: Sendable {
         var configuration = DeviceService.Configuration()
         configuration.stateDirectory = directory.path
         configuration.gatewayURL = gatewayURL
+        configuration.otherGatewayURLs = otherGatewayURLs
         configuration.reconnectBase = 0.05
         configuration.userAllows = userAllows
         var logger = Logger(label: "herald.testing.\(name)")

@@ -39,9 +39,12 @@ struct DeviceRun: AsyncParsableCommand {
     @Option(name: .long, help: "State directory.")
     var state = ".herald/device"
     @Option(
-        name: .long, help: "The push service's device link: ws://127.0.0.1:5223/device/v1 or wss://host:5223/device/v1."
-    )
-    var gateway: String?
+        name: .long,
+        help: ArgumentHelp(
+            "The push service's device link: ws://127.0.0.1:5223/device/v1 or wss://host:5223/device/v1. Repeat it "
+                + "for a cluster's other nodes: when the link fails, the next address is tried.",
+            valueName: "url"))
+    var gateway: [String] = []
     @Option(name: .long, help: "CA certificate (PEM) to trust for a wss:// gateway.")
     var gatewayCA: String?
     @Option(name: .long, help: "Address of the device API.")
@@ -90,8 +93,9 @@ struct DeviceRun: AsyncParsableCommand {
         if let timeZone, TimeZone(identifier: timeZone) == nil {
             throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
         }
-        if let gateway, !(gateway.hasPrefix("ws://") || gateway.hasPrefix("wss://")) {
-            throw ValidationError("--gateway must be a ws:// or wss:// URL, such as ws://127.0.0.1:5223/device/v1")
+        for gateway in gateway where !(gateway.hasPrefix("ws://") || gateway.hasPrefix("wss://")) {
+            throw ValidationError(
+                "--gateway must be a ws:// or wss:// URL, such as ws://127.0.0.1:5223/device/v1, not '\(gateway)'")
         }
         guard backgroundBudget > 0 else { throw ValidationError("--background-budget must be more than 0 seconds") }
         if let startTime {
@@ -112,7 +116,8 @@ struct DeviceRun: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
         var configuration = DeviceService.Configuration()
         configuration.stateDirectory = state
-        configuration.gatewayURL = gateway
+        configuration.gatewayURL = gateway.first
+        configuration.otherGatewayURLs = Array(gateway.dropFirst())
         configuration.gatewayCAPath = gatewayCA
         configuration.userAllows = !deny && permission != .deny
         configuration.asksUser = permission == .interactive

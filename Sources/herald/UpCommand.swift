@@ -221,10 +221,13 @@ struct UpCommand: AsyncParsableCommand {
             try FileManager.default.removeItem(at: deviceState.appendingPathComponent("device.json"))
         } catch {}
         var deviceArguments = [
-            "device", "--state", deviceState.path, "--gateway", try info("linkDevelopmentURL", node: nodes),
-            "--api-port",
-            "\(devicePort)", "--no-banner", "--log-level", "notice", "--permission", "interactive",
+            "device", "--state", deviceState.path, "--api-port", "\(devicePort)", "--no-banner", "--log-level",
+            "notice", "--permission", "interactive",
         ]
+        // The last node first; the others in turn if it goes away.
+        for node in (1...nodes).reversed() {
+            deviceArguments += ["--gateway", try info("linkDevelopmentURL", node: node)]
+        }
         if let timeZone { deviceArguments += ["--time-zone", timeZone] }
         let device = try children.start(
             "device", executable: executable, arguments: deviceArguments,

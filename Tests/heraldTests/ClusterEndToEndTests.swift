@@ -152,6 +152,47 @@ import Testing
         #expect(b.stop() == 0)
     }
 
+    /// Three nodes; a device given all three link addresses is on B. B is killed with SIGKILL: the
+    /// push sent meanwhile (through A) is stored, the device moves to the next address, C claims it
+    /// with a newer epoch and delivers what was stored.
+    @Test func aDeviceWhoseNodeIsKilledMovesToAnotherAndGetsWhatWasStored() async throws {
+        let url = try TestPostgres.blockingDatabase()
+        let a = try Provisioned(arguments: ["--database", url])
+        let b = try GatewayProcess(arguments: ["--database", url])
+        let c = try GatewayProcess(arguments: ["--database", url])
+        let links = try [b, c, a.gateway].map { try #require($0.info["linkDevelopmentURL"]) }
+        let device = try await TestDevice.start(
+            gatewayURL: links[0], otherGatewayURLs: Array(links.dropFirst()), apps: [Provisioned.topic])
+        let token = try await device.token(for: Provisioned.topic)
+        let id = try #require(await device.service.deviceID)
+        let bNode = try #require(b.info["nodeID"])
+        let cNode = try #require(c.info["nodeID"])
+        try eventually("A to know the device is on B") {
+            try a.gateway.adminCall("GET", "/devices/\(id)").json?["node"] as? String == bNode
+        }
+        try eventually("A to know B's token") {
+            try a.push(token: token, body: #"{"aps":{"alert":"before"}}"#).status == 200
+        }
+        #expect(await device.nextPresentation()?.body == "before")
+
+        #expect(b.stop(signal: SIGKILL) == SIGKILL)
+        let during = try a.push(token: token, body: #"{"aps":{"alert":"while B is gone"}}"#)
+        #expect(during.status == 200, "\(during.body)")
+        // The device tries the next address (C), which claims it and sends what was stored.
+        #expect(await device.nextPresentation(within: .seconds(30))?.body == "while B is gone")
+        let seen = try a.gateway.adminCall("GET", "/devices/\(id)").json
+        #expect(seen?["node"] as? String == cNode, "\(String(describing: seen))")
+        try eventually("the store to empty") { try a.gateway.adminCall("GET", "/devices/\(id)/stored").body == "[]" }
+        // B's heartbeat stopped: the others stop counting it alive within 15 s (not waited for here);
+        // it was not marked stopped, since it did not stop gracefully.
+        let nodes = try JSONSerialization.jsonObject(with: Data(c.adminCall("GET", "/nodes").body.utf8))
+        let killed = (nodes as? [[String: Any]])?.first { $0["id"] as? String == bNode }
+        #expect(killed?["stoppedAt"] == nil && killed?["devices"] as? Int == 0, "\(String(describing: killed))")
+        await device.stop()
+        #expect(c.stop() == 0)
+        #expect(a.gateway.stop() == 0)
+    }
+
     @Test func aStateDirectoryOfAnotherServiceIsRefusedAndABadURLIsNamed() throws {
         let url = try TestPostgres.blockingDatabase()
         let first = try GatewayProcess(arguments: ["--database", url])

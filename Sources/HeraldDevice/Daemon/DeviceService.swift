@@ -17,6 +17,9 @@ public actor DeviceService {
         public var engine = DeviceEngine.Configuration()
         /// The push service's device link (`ws://…` on loopback or `wss://…`); `nil`: no push service.
         public var gatewayURL: String?
+        /// More device-link addresses of the same push service (a cluster's other nodes): when the
+        /// link fails, the next address is tried, after the same jittered backoff.
+        public var otherGatewayURLs: [String] = []
         /// The CA to trust for a `wss://` gateway (PEM file); `nil`: the system's roots.
         public var gatewayCAPath: String?
         /// First reconnect delay, in seconds; it doubles up to ``reconnectMaximum``, with jitter.
@@ -119,7 +122,8 @@ public actor DeviceService {
         let identity = try DeviceIdentity.loadOrCreate(at: directory.appendingPathComponent("identity.json").path)
         gateway = GatewaySession(
             configuration: .init(
-                url: configuration.gatewayURL, caPath: configuration.gatewayCAPath,
+                urls: configuration.gatewayURL.map { [$0] + configuration.otherGatewayURLs } ?? [],
+                caPath: configuration.gatewayCAPath,
                 reconnectBase: configuration.reconnectBase, reconnectMaximum: configuration.reconnectMaximum,
                 stateDirectory: directory),
             identity: identity, clock: networkClock, logger: logger,

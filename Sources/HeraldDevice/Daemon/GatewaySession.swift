@@ -24,8 +24,9 @@ protocol GatewaySessionHost: Actor {
 actor GatewaySession {
     /// How the session reaches the push service.
     struct Configuration: Sendable {
-        /// The device link (`ws://…` on loopback or `wss://…`); `nil`: no push service.
-        var url: String?
+        /// The device link's addresses (`ws://…` on loopback or `wss://…`), tried in turn: after a
+        /// failure the next one is; none: no push service.
+        var urls: [String]
         /// The CA to trust for a `wss://` link (PEM file); `nil`: the system's roots.
         var caPath: String?
         /// First reconnect delay, in seconds; it doubles up to `reconnectMaximum`, with jitter.
@@ -108,7 +109,7 @@ actor GatewaySession {
 
     /// No push service, connecting, or connected.
     var state: DeviceService.GatewayState {
-        configuration.url == nil ? .none : client == nil ? .disconnected : .connected
+        configuration.urls.isEmpty ? .none : client == nil ? .disconnected : .connected
     }
 
     /// The device's id at the push service, once known.
@@ -125,7 +126,7 @@ actor GatewaySession {
     /// `registerForRemoteNotifications`: the app's token, waiting up to `wait` seconds for the link.
     /// While the push service stays unreachable, a token the app had before is still its token.
     func register(_ app: String, environment: APNsEnvironment, wait: TimeInterval) async throws -> String {
-        guard configuration.url != nil else { throw RegistrationError.noPushService }
+        guard !configuration.urls.isEmpty else { throw RegistrationError.noPushService }
         if client == nil, !(await waitForLink(seconds: wait)) {
             if let token = saved.tokens[app] { return token }
             throw RegistrationError.unreachable
@@ -167,12 +168,16 @@ actor GatewaySession {
     // MARK: - The link
 
     /// Keeps the link until cancelled: connects, registers the apps' topics, takes pushes, and
-    /// reconnects after a failure with exponential backoff and jitter.
+    /// reconnects after a failure with exponential backoff and jitter, to the next address when
+    /// there are several (the node it was on may be gone; another holds what was stored for it).
     func keepLinked() async {
-        guard let url = configuration.url else { return }
+        let urls = configuration.urls
+        guard !urls.isEmpty else { return }
         let ca = configuration.caPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
         var failures = 0
+        var next = 0
         while !Task.isCancelled {
+            let url = urls[next % urls.count]
             do {
                 let client = try await GatewayLinkClient.connect(
                     url: url, identity: identity, caCertificatePEM: ca, autoAcknowledge: false)
@@ -196,10 +201,13 @@ actor GatewaySession {
             }
             if Task.isCancelled { break }
             failures += 1
+            next += 1
             let delay = ReconnectBackoff.delay(
                 failures: failures, base: configuration.reconnectBase, maximum: configuration.reconnectMaximum,
                 jitter: Double.random(in: 0...1))
-            logger.info("reconnecting to the push service", metadata: ["in": "\(String(format: "%.2f", delay)) s"])
+            logger.info(
+                "reconnecting to the push service",
+                metadata: ["in": "\(String(format: "%.2f", delay)) s", "url": "\(urls[next % urls.count])"])
             do { try await clock.sleep(until: clock.now().addingTimeInterval(delay)) } catch { break }
         }
         await client?.close()
@@ -313,7 +321,7 @@ extension GatewaySession: Service {
     /// Keeps the link until the end. Without a push service there is nothing to keep, and it waits
     /// for the end all the same: a service that returns ends the daemon.
     func run() async throws {
-        guard configuration.url != nil else {
+        guard !configuration.urls.isEmpty else {
             try? await gracefulShutdown()
             return
         }
