@@ -15,8 +15,12 @@ struct TestDeviceCommand: AsyncParsableCommand {
             """)
 
     @Option(
-        name: .long, help: "Device link URL (ws://127.0.0.1:5223/device/v1 or wss://…); default: from gateway.json.")
-    var gateway: String?
+        name: .long,
+        help: ArgumentHelp(
+            "Device link URL (ws://127.0.0.1:5223/device/v1 or wss://…); default: from gateway.json. Repeat it for a "
+                + "cluster's other nodes: with --reconnect, each new attempt goes to the next address.",
+            valueName: "url"))
+    var gateway: [String] = []
     @Option(name: .long, help: "The gateway's state directory, to find gateway.json and ca.pem.")
     var gatewayState = ".herald/gateway"
     @Option(name: .long, help: "CA certificate to trust for wss:// (default: the gateway state's ca.pem).")
@@ -59,14 +63,16 @@ struct TestDeviceCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let url = try gateway ?? Self.linkURL(state: gatewayState)
+        let urls = gateway.isEmpty ? [try Self.linkURL(state: gatewayState)] : gateway
+        let url = urls[0]
         var pem: String?
-        if url.hasPrefix("wss:") {
+        if urls.contains(where: { $0.hasPrefix("wss:") }) {
             let path = ca ?? URL(fileURLWithPath: gatewayState).appendingPathComponent("ca.pem").path
             pem = try? String(contentsOfFile: path, encoding: .utf8)
         }
         var me = try DeviceIdentity.loadOrCreate(at: identity, deviceID: deviceId)
-        var client = try await Self.connect(url: url, identity: me, pem: pem, ack: !noAck, retry: reconnect)
+        var (client, linked) = try await Self.connect(
+            urls: urls, from: 0, identity: me, pem: pem, ack: !noAck, retry: reconnect)
         if me.deviceID != client.deviceID {
             me.deviceID = client.deviceID
             try me.save(to: identity)
@@ -126,8 +132,9 @@ struct TestDeviceCommand: AsyncParsableCommand {
             await client.close()
             if json { emit(["event": "disconnected", "reason": closedReason ?? "closed"]) }
             while true {
-                client = try await Self.connect(
-                    url: url, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
+                // The next address first: the node this one was on may be gone.
+                (client, linked) = try await Self.connect(
+                    urls: urls, from: linked + 1, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
                 do {
                     for t in topic { _ = try await client.register(topic: t, environment: environment) }
                     break
@@ -148,12 +155,15 @@ struct TestDeviceCommand: AsyncParsableCommand {
         if let closedReason, !reconnect { throw ValidationError("the gateway closed the link: \(closedReason)") }
     }
 
-    /// Connects; with `retry`, tries again with the device daemon's backoff until it works
-    /// (`failed`: the link just dropped, so the first attempt waits its turn too).
+    /// Connects to `urls[from]`; with `retry`, tries again with the device daemon's backoff until it
+    /// works, each attempt at the next address (`failed`: the link just dropped, so the first attempt
+    /// waits its turn too). Returns the link and the index of the address it reached.
     static func connect(
-        url: String, identity: DeviceIdentity, pem: String?, ack: Bool, retry: Bool, failed: Bool = false
-    ) async throws -> GatewayLinkClient {
+        urls: [String], from start: Int, identity: DeviceIdentity, pem: String?, ack: Bool, retry: Bool,
+        failed: Bool = false
+    ) async throws -> (GatewayLinkClient, Int) {
         var failures = failed ? 1 : 0
+        var index = start % urls.count
         while true {
             if failures > 0 {
                 let delay = ReconnectBackoff.delay(
@@ -161,11 +171,13 @@ struct TestDeviceCommand: AsyncParsableCommand {
                 try await Task.sleep(for: .seconds(delay))
             }
             do {
-                return try await GatewayLinkClient.connect(
-                    url: url, identity: identity, caCertificatePEM: pem, autoAcknowledge: ack)
+                let client = try await GatewayLinkClient.connect(
+                    url: urls[index], identity: identity, caCertificatePEM: pem, autoAcknowledge: ack)
+                return (client, index)
             } catch {
                 guard retry, !(error is CancellationError) else { throw error }
                 failures += 1
+                index = (index + 1) % urls.count
             }
         }
     }
@@ -223,10 +235,11 @@ struct TestDeviceCommand: AsyncParsableCommand {
                             await client.close()
                             guard reconnect, !Task.isCancelled,
                                 let again = try? await connect(
-                                    url: url, identity: identity, pem: caCertificatePEM, ack: true, retry: true,
+                                    urls: [url], from: 0, identity: identity, pem: caCertificatePEM, ack: true,
+                                    retry: true,
                                     failed: true)
                             else { break }
-                            client = again
+                            client = again.0
                         }
                         await client.close()
                     }

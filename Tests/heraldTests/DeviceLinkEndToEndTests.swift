@@ -152,6 +152,31 @@ final class LineReader {
         #expect(p.gateway.stop() == 0)
     }
 
+    /// `--gateway` repeated, as for a cluster's nodes: with `--reconnect`, an address that refuses
+    /// the connection is left for the next one.
+    @Test func testDeviceGivenSeveralAddressesMovesOnFromOneThatFails() throws {
+        let p = try Provisioned()
+        let live = try #require(p.gateway.info["linkDevelopmentURL"])
+        let device = try Child(
+            try heraldExecutable(),
+            [
+                "test-device", "--gateway", "ws://127.0.0.1:1/device/v1", "--gateway", live, "--identity",
+                p.gateway.state.appendingPathComponent("several.json").path, "--topic", Provisioned.topic,
+                "--json", "--count", "1", "--reconnect",
+            ])
+        // A safety net, not a wait: a device that never connects ends the test instead of hanging it.
+        let pid = device.process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
+        let ready = try #require(device.reader.json())
+        #expect(ready["event"] as? String == "ready")
+        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+        #expect(try p.push(token: token, body: #"{"aps":{"alert":"found"}}"#).status == 200)
+        #expect(device.reader.json()?["payload"] as? String == #"{"aps":{"alert":"found"}}"#)
+        #expect(p.gateway.stop() == 0)
+    }
+
     /// `--idle-devices N` holds N more devices (fresh keys) connected and idle beside the test device:
     /// the gateway counts them online until the command ends.
     @Test func testDeviceHoldsIdleDevicesBesideItself() throws {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The gateway under SIGKILL: does every 200 reach its device, or is it accounted for?
 
-usage: chaos_gateway.py HERALD CYCLES [--seed N]   (run by scripts/chaos-gateway.sh)
+usage: chaos_gateway.py HERALD CYCLES [--seed N] [--nodes N] [--database postgres|URL]
+       (run by scripts/chaos-gateway.sh)
 
 Starts `herald gateway` on a state directory of its own and four `herald test-device --reconnect`
 devices that register one app: devices 0 and 1 stay connected, device 2 is killed and started again
@@ -18,7 +19,15 @@ accounts for every push answered 200:
   LOST        none of these
 
 It prints the counts and exits 1 if anything is LOST. Debian's python3-h2 is enough.
+
+With --nodes N (and --database, which defaults to `postgres` then: a private PostgreSQL server
+started with Debian's initdb and pg_ctl in the work directory, as the postgres account when run as
+root), N gateways share one database. Each device is given every node's link address, its own
+node first (device i on node i mod N), and moves to the next when its node goes; each sender
+connection goes to a random node; each cycle kills a random node with SIGKILL and starts it
+again. The accounting is the same, read from any node (the delivery log is shared).
 """
+import glob
 import json
 import os
 import random
@@ -55,9 +64,39 @@ def free_port(taken):
         return port
 
 
+class PrivatePostgres:
+    """A PostgreSQL server of the script's own, in `directory`, on `port` (Debian's postgresql)."""
+
+    def __init__(self, directory, port):
+        versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not versions:
+            raise SystemExit("--database postgres needs Debian's postgresql package (initdb, pg_ctl)")
+        self.bin, self.directory, self.port = os.path.dirname(versions[-1]), directory, port
+        self.data = os.path.join(directory, "postgres")
+        # As root, PostgreSQL runs as the postgres account, which must reach the directory.
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        os.makedirs(self.data, mode=0o700)
+        if self.as_user:
+            os.chmod(directory, 0o755)
+            shutil.chown(self.data, "postgres", "postgres")
+        self.run("initdb", "-D", self.data, "-U", "herald", "-A", "trust", "-E", "UTF8", "--no-instructions")
+        self.run("pg_ctl", "-D", self.data, "-l", os.path.join(self.data, "server.log"), "-w", "-o",
+                 f"-p {port} -c listen_addresses=127.0.0.1 -k {self.data} -c max_connections=300", "start")
+        self.run("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "herald", "herald")
+        self.url = f"postgres://herald@127.0.0.1:{port}/herald"
+
+    def run(self, program, *arguments):
+        subprocess.run(self.as_user + [os.path.join(self.bin, program), *arguments], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env={"PATH": os.environ["PATH"], "LC_ALL": "C", "LANG": "C"})
+
+    def stop(self):
+        self.run("pg_ctl", "-D", self.data, "-w", "-m", "fast", "stop")
+
+
 class Gateway:
-    def __init__(self, herald, state, ports):
-        self.herald, self.state, self.ports = herald, state, ports
+    def __init__(self, herald, state, ports, database=None):
+        self.herald, self.state, self.ports, self.database = herald, state, ports, database
         self.process = None
 
     def start(self):
@@ -65,7 +104,8 @@ class Gateway:
         self.process = subprocess.Popen(
             [self.herald, "gateway", "--state", self.state, "--port", str(self.ports["tls"]),
              "--dev-port", str(self.ports["dev"]), "--admin-port", str(self.ports["admin"]),
-             "--link-port", str(self.ports["link"]), "--no-legacy", "--log-level", "warning"],
+             "--link-port", str(self.ports["link"]), "--no-legacy", "--log-level", "warning"]
+            + (["--database", self.database] if self.database else []),
             stdout=subprocess.PIPE, stderr=log, text=True)
         for line in self.process.stdout:
             if "herald gateway ready" in line:
@@ -111,8 +151,8 @@ def provision(herald, gateway, work, team, key, topic):
 
 
 class Device:
-    def __init__(self, herald, work, index, link_url):
-        self.herald, self.index, self.link_url = herald, index, link_url
+    def __init__(self, herald, work, index, link_urls):
+        self.herald, self.index, self.link_urls = herald, index, link_urls
         self.identity = os.path.join(work, f"device{index}.json")
         self.log = os.path.join(work, f"device{index}.log")
         self.process = None
@@ -121,7 +161,8 @@ class Device:
     def start(self):
         out = open(self.log, "a")
         self.process = subprocess.Popen(
-            [self.herald, "test-device", "--gateway", self.link_url, "--identity", self.identity,
+            [self.herald, "test-device", *[a for url in self.link_urls for a in ("--gateway", url)],
+             "--identity", self.identity,
              "--device-id", f"chaos-{self.index}", "--topic", TOPIC, "--json", "--reconnect"],
             stdout=out, stderr=subprocess.DEVNULL)
         deadline = time.time() + 30
@@ -160,9 +201,10 @@ class Device:
 class Sender(threading.Thread):
     """Pushes over one h2c connection at a time, one request at a time, recording each answer."""
 
-    def __init__(self, port, jwt, devices, results, stop, rng):
+    def __init__(self, ports, jwt, devices, results, stop, rng):
         super().__init__(daemon=True)
-        self.port, self.jwt, self.devices, self.results, self.stop, self.rng = port, jwt, devices, results, stop, rng
+        self.ports, self.jwt, self.devices, self.results, self.stop, self.rng = ports, jwt, devices, results, stop, rng
+        self.port = ports[0]
 
     def run(self):
         import h2.exceptions
@@ -176,6 +218,8 @@ class Sender(threading.Thread):
         import h2.config
         import h2.connection
         import h2.events
+        # Each connection to one of the nodes (the only one, without --nodes).
+        self.port = self.rng.choice(self.ports)
         sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
         conn.initiate_connection()
@@ -215,32 +259,52 @@ class Sender(threading.Thread):
 
 def main():
     herald, cycles = sys.argv[1], int(sys.argv[2])
-    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else int(time.time())
+
+    def option(name, default=None):
+        return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+    seed = int(option("--seed", int(time.time())))
+    nodes = int(option("--nodes", 1))
+    database = option("--database", "postgres" if nodes > 1 else None)
+    if nodes < 1:
+        raise SystemExit("--nodes: 1 or more")
     rng = random.Random(seed)
     work = tempfile.mkdtemp(prefix="herald-chaos-")
     taken = set()
-    ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
-    gateway = Gateway(herald, os.path.join(work, "gateway"), ports)
-    gateway.start()
+    postgres = None
+    if database == "postgres":
+        postgres = PrivatePostgres(work, free_port(taken))
+        database = postgres.url
+    gateways = []
+    for node in range(nodes):
+        ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
+        state = os.path.join(work, "gateway" if node == 0 else f"gateway-{node + 1}")
+        # One after the other: the first node's secrets become the cluster's.
+        gateways.append(Gateway(herald, state, ports, database))
+        gateways[-1].start()
+    gateway = gateways[0]
     jwt = provision(herald, gateway, work, TEAM, KEY, TOPIC)
-    link = f"ws://127.0.0.1:{ports['link']}/device/v1"
-    devices = [Device(herald, work, i, link) for i in range(4)]
+    links = [f"ws://127.0.0.1:{g.ports['link']}/device/v1" for g in gateways]
+    # Device i on node i mod N first, then the others in turn.
+    devices = [Device(herald, work, i, links[i % nodes:] + links[:i % nodes]) for i in range(4)]
     for device in devices:
         device.launch()
     devices[3].stop()  # registered, then offline until the end
 
     results, stop = [], threading.Event()
-    senders = [Sender(ports["dev"], jwt, devices, results, stop, random.Random(rng.random())) for _ in range(4)]
+    dev_ports = [g.ports["dev"] for g in gateways]
+    senders = [Sender(dev_ports, jwt, devices, results, stop, random.Random(rng.random())) for _ in range(4)]
     for sender in senders:
         sender.start()
     started = time.time()
     for cycle in range(1, cycles + 1):
         time.sleep(rng.uniform(0.2, 1.5))
-        gateway.kill()
+        victim = rng.choice(gateways)
+        victim.kill()
         # Device 2 goes offline now and then, and comes back a cycle or two later.
         if cycle % 7 == 0:
             devices[2].kill()
-        gateway.start()
+        victim.start()
         if cycle % 7 == 2 and devices[2].process.poll() is not None:
             devices[2].launch()
         if cycle % 10 == 0:
@@ -289,8 +353,12 @@ def main():
         else:
             counts["LOST"] += 1
             lost.append((apns_id, index, expiration, kinds))
-    gateway.stop()
-    print(f"chaos-gateway: seed {seed}, {cycles} cycles in {time.time() - started:.0f} s")
+    for g in gateways:
+        g.stop()
+    if postgres:
+        postgres.stop()
+    where = f", {nodes} nodes on {database}" if nodes > 1 or database else ""
+    print(f"chaos-gateway: seed {seed}, {cycles} cycles in {time.time() - started:.0f} s{where}")
     print(f"  200s: {len(accepted)}  (other answers: {sum(1 for r in results if r[1] not in (200, None))})")
     print(f"  delivered: {counts['delivered']}  replaced: {counts['replaced']}  "
           f"discarded (expiration 0, device offline): {counts['discarded']}")
