@@ -67,7 +67,7 @@ def free_port(taken):
 class PrivatePostgres:
     """A PostgreSQL server of the script's own, in `directory`, on `port` (Debian's postgresql)."""
 
-    def __init__(self, directory, port):
+    def __init__(self, directory, port, settings=""):
         versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
         if not versions:
             raise SystemExit("--database postgres needs Debian's postgresql package (initdb, pg_ctl)")
@@ -81,7 +81,7 @@ class PrivatePostgres:
             shutil.chown(self.data, "postgres", "postgres")
         self.run("initdb", "-D", self.data, "-U", "herald", "-A", "trust", "-E", "UTF8", "--no-instructions")
         self.run("pg_ctl", "-D", self.data, "-l", os.path.join(self.data, "server.log"), "-w", "-o",
-                 f"-p {port} -c listen_addresses=127.0.0.1 -k {self.data} -c max_connections=300", "start")
+                 f"-p {port} -c listen_addresses=127.0.0.1 -k {self.data} -c max_connections=300 {settings}", "start")
         self.run("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "herald", "herald")
         self.url = f"postgres://herald@127.0.0.1:{port}/herald"
 
@@ -89,6 +89,13 @@ class PrivatePostgres:
         subprocess.run(self.as_user + [os.path.join(self.bin, program), *arguments], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        env={"PATH": os.environ["PATH"], "LC_ALL": "C", "LANG": "C"})
+
+    def sql(self, statement):
+        """Runs SQL in the herald database with psql; returns its unaligned, tuples-only output."""
+        return subprocess.run(
+            [os.path.join(self.bin, "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "herald", "-d", "herald",
+             "-tAc", statement], check=True, capture_output=True, text=True,
+            env={"PATH": os.environ["PATH"], "LC_ALL": "C", "LANG": "C"}).stdout.strip()
 
     def stop(self):
         self.run("pg_ctl", "-D", self.data, "-w", "-m", "fast", "stop")
