@@ -41,6 +41,8 @@ import Testing
         // A's old link closes late: B's claim stays.
         #expect(try await store.releaseDevice("d", claim: a) == false)
         #expect(try await store.deviceNodes() == ["d": "node-b"])
+        #expect(try await store.deviceNode("d") == "node-b")
+        #expect(try await store.deviceNode("other") == nil)
         // A claim for a link older than B's is refused.
         #expect(try await store.claimDevice("d", node: "node-a", connectedAt: t0 + 1) == nil)
         let nodes = try await store.nodes()
@@ -49,6 +51,7 @@ import Testing
         // B starts again: what it held died with it. The next claim's epoch still grows.
         try await store.registerNode(id: "node-b", address: "http://b", now: t0 + 10)
         #expect(try await store.deviceNodes() == [:])
+        #expect(try await store.deviceNode("d") == nil)
         let again = try #require(try await store.claimDevice("d", node: "node-a", connectedAt: t0 + 11))
         #expect(again.epoch == 3)
         try await store.heartbeat(node: "node-a", address: "http://a2", now: t0 + 12)

@@ -124,7 +124,13 @@ public struct AdminAPI: Sendable {
         let counts: [String: Int]
         if let stored { counts = stored } else { counts = try await directory.store.storedCountsByDevice() }
         let holding: [String: String]
-        if let holders { holding = holders } else { holding = try await self.holders() }
+        if let holders {
+            holding = holders
+        } else {
+            // One device: its own row, not every device's.
+            let node = try await pushRouter.links.presence?.store.deviceNode(id)
+            holding = node.map { [id: $0] } ?? [:]
+        }
         return DeviceView(
             id: d.id, generation: d.generation, createdAt: d.createdAt, resetAt: d.resetAt, deletedAt: d.deletedAt,
             online: pushRouter.links.isOnline(id) || holding[id] != nil, node: holding[id],

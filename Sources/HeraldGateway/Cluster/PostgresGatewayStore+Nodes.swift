@@ -80,6 +80,13 @@ extension PostgresGatewayStore {
         ).isEmpty
     }
 
+    /// The node holding `device`'s link, if one does.
+    public func deviceNode(_ device: String) async throws -> String? {
+        try await rows(
+            "SELECT node_id FROM device_node WHERE device_id = \(device) AND node_id IS NOT NULL", as: String.self
+        ).first
+    }
+
     /// The node holding each device's link, for the devices that have one.
     public func deviceNodes() async throws -> [String: String] {
         Dictionary(
