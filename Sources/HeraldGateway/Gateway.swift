@@ -204,13 +204,17 @@ public final class Gateway: Sendable {
     ) -> ClusterFollower<StoredChange> {
         ClusterFollower(store: store, logger: logger) { changes in
             let links = router.links
-            let devices =
-                changes.contains(.everything)
-                ? links.connectedDevices
-                : changes.compactMap { change -> String? in
+            let devices: [String]
+            if changes.contains(.everything) {
+                // Every device held here that has something stored: one query, not one per link.
+                let waiting = try await store.storedCountsByDevice()
+                devices = links.connectedDevices.filter { waiting[$0] != nil }
+            } else {
+                devices = changes.compactMap { change -> String? in
                     guard case .device(let id) = change, links.isOnline(id) else { return nil }
                     return id
                 }
+            }
             for device in devices {
                 links.offerStored(try await router.offline.pending(device: device, now: clock.now()), to: device)
             }

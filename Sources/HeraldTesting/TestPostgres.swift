@@ -39,6 +39,11 @@ public enum TestPostgres {
 
     private static let stopAtExit = Mutex<PrivatePostgres?>(nil)
 
+    /// ``server()`` for a synchronous test: blocks the calling thread while the server starts.
+    public static func blockingServer() throws -> PrivatePostgres {
+        try serial.sync { try startOnce() }
+    }
+
     /// A new, empty database on the server; returns its URL.
     public static func database() async throws -> String {
         try await offThread { try blockingDatabase() }

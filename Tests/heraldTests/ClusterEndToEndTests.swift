@@ -62,7 +62,7 @@ import Testing
             [
                 "test-device", "--gateway-state", b.state.path, "--identity",
                 b.state.appendingPathComponent("test-device.json").path, "--topic", Provisioned.topic, "--json",
-                "--count", "2",
+                "--count", "3",
             ])
         // A safety net, not a wait: a push that never arrives ends the test instead of hanging it.
         let pid = device.process.processIdentifier
@@ -100,7 +100,20 @@ import Testing
         let second = try a.push(token: token, body: #"{"aps":{"alert":"two"}}"#)
         #expect(second.status == 200)
         #expect(device.reader.json()?["payload"] as? String == #"{"aps":{"alert":"two"}}"#)
-        #expect(device.reader.json()?["received"] as? Int == 2)
+        // Both nodes stop hearing herald_stored (their listening connections cut); the third push's
+        // notification goes unheard, and B finds it when it listens again and looks at every device
+        // it holds.
+        let database = String(url.split(separator: "/").last!)
+        let cut = try TestPostgres.blockingServer().sql(
+            """
+            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE datname = '\(database)' AND query LIKE 'LISTEN "herald_stored"%'
+            """, database: database)
+        #expect(cut.trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+        #expect(try a.push(token: token, body: #"{"aps":{"alert":"three"}}"#).status == 200)
+        #expect(device.reader.json()?["payload"] as? String == #"{"aps":{"alert":"three"}}"#)
+        #expect(b.log.contains("not hearing the pushes other nodes stored from PostgreSQL; listening again"))
+        #expect(device.reader.json()?["received"] as? Int == 3)
         // Acknowledged on B: gone from the store, and the shared log says where it went.
         try eventually("the store to empty") { try a.gateway.adminCall("GET", "/devices/\(id)/stored").body == "[]" }
         let log = try a.gateway.adminCall("GET", "/deliveries/\(first.headers["apns-id"] ?? "")")
