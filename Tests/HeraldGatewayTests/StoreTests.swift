@@ -79,6 +79,61 @@ import X509
         }
     }
 
+    /// The same over pushes already stored: a batch arriving on queues that have pushes leaves the
+    /// store as the same pushes one at a time would. A stored push it replaces is logged as replaced
+    /// by the same push as when the batch's survivors (what the policy keeps of the batch itself)
+    /// arrive one at a time: pushes the batch replaced within itself never pushed anything out.
+    @Test(arguments: StoreKind.allCases) func aBatchOverStoredPushesMatchesOneByOne(kind: StoreKind) async throws {
+        var rng = SeededRandom(seed: 11)
+        let later = Date(timeIntervalSince1970: 1000)
+        let batched = try await kind.store()
+        let single = try await kind.store()
+        func pushes(_ prefix: String, _ round: Int) -> [StoredPush] {
+            (0..<Int(rng.next() % 10 + 1)).map { i in
+                push(
+                    "\(prefix)\(round)-\(i)", topic: ["t1", "t2"][Int(rng.next() % 2)],
+                    collapse: rng.next() % 3 == 0 ? "c\(rng.next() % 3)" : nil, expires: later,
+                    device: ["\(round)-d1", "\(round)-d2"][Int(rng.next() % 2)])
+            }
+        }
+        func oneByOne(_ pushes: [StoredPush], _ store: any GatewayStore, depth: Int) async throws -> [String] {
+            var replaced: [String] = []
+            for p in pushes {
+                var one = StoreBatch()
+                one.pushes = [p]
+                replaced += try await store.commit(one, policy: OfflinePolicy(depth: depth))
+            }
+            return replaced
+        }
+        for round in 0..<25 {
+            let depth = Int(rng.next() % 3) + 1
+            // Already stored, the same in both.
+            let before = pushes("old", round)
+            _ = try await oneByOne(before, batched, depth: depth)
+            _ = try await oneByOne(before, single, depth: depth)
+            let arriving = pushes("new", round)
+            var batch = StoreBatch()
+            batch.pushes = arriving
+            let replacedBatched = try await batched.commit(batch, policy: OfflinePolicy(depth: depth))
+            let replacedSingly = try await oneByOne(arriving, single, depth: depth)
+            for device in ["\(round)-d1", "\(round)-d2"] {
+                let a = try await batched.pending(device: device, now: .distantPast).map(\.apnsID)
+                let b = try await single.pending(device: device, now: .distantPast).map(\.apnsID)
+                #expect(a == b, "round \(round), depth \(depth)")
+            }
+            #expect(Set(replacedBatched) == Set(replacedSingly), "round \(round), depth \(depth)")
+            // Who replaced each stored push: the survivors, one at a time, on a third store.
+            let reference = try await kind.store()
+            _ = try await oneByOne(before, reference, depth: depth)
+            _ = try await oneByOne(OfflinePolicy(depth: depth).coalesce(arriving).survivors, reference, depth: depth)
+            for id in Set(replacedBatched) where id.hasPrefix("old") {
+                let a = try await batched.deliveryLog(id: id).filter { $0.kind == .replaced }.map(\.detail)
+                let b = try await reference.deliveryLog(id: id).filter { $0.kind == .replaced }.map(\.detail)
+                #expect(a == b, "round \(round), depth \(depth), \(id)")
+            }
+        }
+    }
+
     @Test func handWrittenEventJSONDecodes() throws {
         let event = DeliveryEvent(
             apnsID: "a", uniqueID: "u", kind: .discarded, at: Date(timeIntervalSince1970: 1.5),
