@@ -292,7 +292,9 @@ struct UpCommand: AsyncParsableCommand {
         up["nodes"] = String(nodes)
         if let database { up["database"] = database.shown }
         for node in stride(from: 2, through: nodes, by: 1) {
-            for key in ["providerURL", "developmentURL", "adminURL", "linkDevelopmentURL"] {
+            for key in [
+                "providerURL", "developmentURL", "adminURL", "linkDevelopmentURL", "binaryAddress", "feedbackAddress",
+            ] {
                 up["node\(node)" + key.prefix(1).uppercased() + key.dropFirst()] = try info(key, node: node)
             }
         }

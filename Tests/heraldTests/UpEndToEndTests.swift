@@ -110,6 +110,20 @@ import Testing
         let shown = up.waitForLine(containing: "Hello — from Herald")
         #expect(shown.last == "[dev.herald.demo] Hello — from Herald (sound default, badge 1)", "\(shown)")
 
+        // Node 2's legacy binary interface and feedback service serve the cluster too (the demo
+        // app's certificate is from the cluster's CA).
+        let upFile = state.appendingPathComponent("up.json").path
+        let binary = try up.herald([
+            "push", "--up", upFile, "--binary", "--binary-address", up.info["node2BinaryAddress"] ?? "?", "--alert",
+            "through node 2's binary interface",
+        ])
+        #expect(binary.status == 0, "\(binary.stderr)")
+        #expect(
+            up.waitForLine(containing: "through node 2's binary interface").last?.hasPrefix("[dev.herald.demo]") == true
+        )
+        let feedback = try up.herald(["feedback", "--up", upFile, "--address", up.info["node2FeedbackAddress"] ?? "?"])
+        #expect(feedback.stdout == "the feedback list is empty\n", "\(feedback.stderr)")
+
         let bad = try up.herald(["up", "--state", state.path + "-other", "--nodes", "0"])
         #expect(bad.status != 0 && bad.stderr.contains("--nodes: between 1 and 9, not 0"), "\(bad.stderr)")
 
