@@ -40,9 +40,12 @@ import Testing
         #expect(b == DeviceClaim(node: "node-b", epoch: 2))
         // A's old link closes late: B's claim stays.
         #expect(try await store.releaseDevice("d", claim: a) == false)
-        #expect(try await store.deviceNodes() == ["d": "node-b"])
-        #expect(try await store.deviceNode("d") == "node-b")
-        #expect(try await store.deviceNode("other") == nil)
+        #expect(try await store.deviceNodes(now: t0 + 6) == ["d": "node-b"])
+        #expect(try await store.deviceNode("d", now: t0 + 6) == "node-b")
+        #expect(try await store.deviceNode("other", now: t0 + 6) == nil)
+        // B's heartbeat stops (it was killed): its claim no longer says where the device is.
+        #expect(try await store.deviceNode("d", now: t0 + 15) == nil)
+        #expect(try await store.deviceNodes(now: t0 + 15) == [:])
         // A claim for a link older than B's is refused.
         #expect(try await store.claimDevice("d", node: "node-a", connectedAt: t0 + 1) == nil)
         let nodes = try await store.nodes()
@@ -50,13 +53,14 @@ import Testing
         #expect(nodes[1].isAlive(at: t0 + 14) && !nodes[1].isAlive(at: t0 + 15))
         // B starts again: what it held died with it. The next claim's epoch still grows.
         try await store.registerNode(id: "node-b", address: "http://b", now: t0 + 10)
-        #expect(try await store.deviceNodes() == [:])
-        #expect(try await store.deviceNode("d") == nil)
+        #expect(try await store.deviceNodes(now: t0 + 10) == [:])
+        #expect(try await store.deviceNode("d", now: t0 + 10) == nil)
         let again = try #require(try await store.claimDevice("d", node: "node-a", connectedAt: t0 + 11))
         #expect(again.epoch == 3)
         try await store.heartbeat(node: "node-a", address: "http://a2", now: t0 + 12)
+        #expect(try await store.deviceNode("d", now: t0 + 12) == "node-a")
         try await store.stopNode(id: "node-a", now: t0 + 13)
-        #expect(try await store.deviceNodes() == [:])
+        #expect(try await store.deviceNodes(now: t0 + 13) == [:])
         let a2 = try #require(try await store.nodes().first)
         #expect(a2.address == "http://a2" && a2.heartbeatAt == t0 + 12 && a2.stoppedAt == t0 + 13)
         #expect(!a2.isAlive(at: t0 + 13))

@@ -128,7 +128,7 @@ public struct AdminAPI: Sendable {
             holding = holders
         } else {
             // One device: its own row, not every device's.
-            let node = try await pushRouter.links.presence?.store.deviceNode(id)
+            let node = try await pushRouter.links.presence?.store.deviceNode(id, now: clock.now())
             holding = node.map { [id: $0] } ?? [:]
         }
         return DeviceView(
@@ -138,9 +138,9 @@ public struct AdminAPI: Sendable {
             apps: directory.registry.registrations(device: id).map(RegistrationView.init))
     }
 
-    /// On a cluster, the node holding each device's link; else none.
+    /// On a cluster, the live node holding each device's link; else none.
     func holders() async throws -> [String: String] {
-        try await pushRouter.links.presence?.store.deviceNodes() ?? [:]
+        try await pushRouter.links.presence?.store.deviceNodes(now: clock.now()) ?? [:]
     }
 
     struct NodeView: Codable, ResponseEncodable {

@@ -80,18 +80,28 @@ extension PostgresGatewayStore {
         ).isEmpty
     }
 
-    /// The node holding `device`'s link, if one does.
-    public func deviceNode(_ device: String) async throws -> String? {
-        try await rows(
-            "SELECT node_id FROM device_node WHERE device_id = \(device) AND node_id IS NOT NULL", as: String.self
+    /// The node holding `device`'s link at `now`, if one does: a claim of a node that stopped, or
+    /// whose heartbeat is older than ``ClusterNode/deadAfter`` (killed), does not count.
+    public func deviceNode(_ device: String, now: Date) async throws -> String? {
+        let fresh = now.timeIntervalSince1970 - ClusterNode.deadAfter
+        return try await rows(
+            """
+            SELECT d.node_id FROM device_node d JOIN node n ON n.id = d.node_id
+            WHERE d.device_id = \(device) AND n.stopped_at IS NULL AND n.heartbeat_at > \(fresh)
+            """, as: String.self
         ).first
     }
 
-    /// The node holding each device's link, for the devices that have one.
-    public func deviceNodes() async throws -> [String: String] {
-        Dictionary(
+    /// The node holding each device's link at `now`, for the devices that have one held by a live
+    /// node (as ``deviceNode(_:now:)``).
+    public func deviceNodes(now: Date) async throws -> [String: String] {
+        let fresh = now.timeIntervalSince1970 - ClusterNode.deadAfter
+        return Dictionary(
             try await rows(
-                "SELECT device_id, node_id FROM device_node WHERE node_id IS NOT NULL", as: (String, String).self),
+                """
+                SELECT d.device_id, d.node_id FROM device_node d JOIN node n ON n.id = d.node_id
+                WHERE n.stopped_at IS NULL AND n.heartbeat_at > \(fresh)
+                """, as: (String, String).self),
             uniquingKeysWith: { first, _ in first })
     }
 }
