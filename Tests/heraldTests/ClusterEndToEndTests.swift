@@ -340,6 +340,13 @@ import Testing
         #expect(try p.push().status == 200)
         #expect(try storedCount() == stored + 1)
         #expect(p.gateway.log.contains("store write failed") || failed == 0)
+        // With the database away, a push that must be stored gets APNs' answer for a service that
+        // cannot take it now; once it is back, the same push is taken.
+        try server.stop()
+        let away = try p.push()
+        #expect(away.status == 503 && away.reason == "ServiceUnavailable", "\(away.body)")
+        try server.restart()
+        try eventually("the gateway to store again") { try p.push().status == 200 }
         #expect(p.gateway.stop() == 0)
     }
 }

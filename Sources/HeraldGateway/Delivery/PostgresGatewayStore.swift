@@ -559,7 +559,7 @@ extension PostgresGatewayStore: FaultRuleStore {
                 INSERT INTO fault_rule (id, record) VALUES (\(rule.id), \(record))
                 ON CONFLICT (id) DO UPDATE SET record = excluded.record
                 """, on: connection)
-            try await self.drain("SELECT pg_notify(\(FaultChange.channel), '')", on: connection)
+            try await self.notifyFaultRulesChanged(on: connection)
         }
     }
 
@@ -567,7 +567,7 @@ extension PostgresGatewayStore: FaultRuleStore {
         try await transaction { connection in
             let gone = try await self.rows(
                 "DELETE FROM fault_rule WHERE id = \(id) RETURNING id", as: String.self, on: connection)
-            try await self.drain("SELECT pg_notify(\(FaultChange.channel), '')", on: connection)
+            try await self.notifyFaultRulesChanged(on: connection)
             return !gone.isEmpty
         }
     }
@@ -575,8 +575,13 @@ extension PostgresGatewayStore: FaultRuleStore {
     public func deleteAllFaultRules() async throws {
         try await transaction { connection in
             try await self.drain("DELETE FROM fault_rule", on: connection)
-            try await self.drain("SELECT pg_notify(\(FaultChange.channel), '')", on: connection)
+            try await self.notifyFaultRulesChanged(on: connection)
         }
+    }
+
+    /// Tells every node, when the transaction commits, to read the rules again.
+    private func notifyFaultRulesChanged(on connection: PostgresConnection) async throws {
+        try await drain("SELECT pg_notify(\(FaultChange.channel), '')", on: connection)
     }
 
     public func faultRules() async throws -> [FaultRule] {
