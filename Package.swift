@@ -104,6 +104,8 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // The shared store of many nodes (issue 23): PostgreSQL through PostgresNIO.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // Pushes forwarded between the nodes of a cluster, over HTTP/2.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

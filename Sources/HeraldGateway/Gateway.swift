@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import ServiceLifecycle
 
 /// The push service: provider API listeners (TLS and development), the admin API, the
@@ -57,6 +58,10 @@ public final class Gateway: Sendable {
         /// a cluster shares (docs/cluster.md). The state directory keeps the CA, the token secret and
         /// the admin token either way.
         public var database: String?
+        /// With a cluster: the host (name or IP address) other nodes reach this node's TLS provider
+        /// API at, to forward pushes for devices linked here (docs/cluster.md). `nil`: the listen
+        /// address (loopback for a wildcard), which serves nodes on one machine.
+        public var clusterAddress: String?
         /// Event-loop threads for provider connections (both provider listeners, the legacy
         /// interface and the admin API): one per core by default.
         public var providerThreads: Int = System.coreCount
@@ -107,13 +112,16 @@ public final class Gateway: Sendable {
     let followers: [any Service]
     /// With PostgreSQL: this node's row and its devices' claims in the shared database.
     public let presence: NodePresence?
+    /// With PostgreSQL: what sends a push for a device linked to another node there.
+    let forwarder: ClusterForwarder?
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
         router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
         lock: StateDirectoryLock, clock: any WallClock, closeStore: @escaping @Sendable () -> Void,
-        followers: [any Service], presence: NodePresence?
+        followers: [any Service], presence: NodePresence?, forwarder: ClusterForwarder?
     ) {
+        self.forwarder = forwarder
         self.closeStore = closeStore
         self.followers = followers
         self.presence = presence
@@ -177,23 +185,42 @@ public final class Gateway: Sendable {
         } else {
             presence = nil
         }
-        let api = ProviderAPI(registry: directory.registry, faults: faults, configuration: configuration.provider)
+        // A cluster's nodes forward pushes to each other with a credential only they hold.
+        let credential = postgres == nil ? nil : ClusterForwarding.Credential(tokenSecret: try state.tokenSecret())
+        var holders: DeviceHolders?
+        var forwarder: ClusterForwarder?
+        if let postgres, let presence, let credential {
+            let known = DeviceHolders(store: postgres, me: presence.id, clock: clock)
+            holders = known
+            forwarder = ClusterForwarder(
+                holders: known, credential: credential, caPEM: try ca.certificatePEM,
+                // The holder answers once the device acknowledged or the push is stored.
+                timeout: configuration.link.acknowledgementTimeout + .seconds(5), logger: logger)
+        }
+        let api = ProviderAPI(
+            registry: directory.registry, faults: faults, configuration: configuration.provider, cluster: credential)
         let router = PushRouter(
             committer: GroupCommitter(store: store, policy: configuration.offline, logBatch: 4096),
             links: DeviceLinks(presence: presence),
-            metrics: GatewayMetrics(), logger: logger)
+            metrics: GatewayMetrics(), forwarder: forwarder, logger: logger)
+        var followers: [any Service] = []
+        if let postgres {
+            followers = [
+                DirectoryFollower(registry: directory.registry, store: postgres, logger: logger),
+                storedFollower(store: postgres, router: router, clock: clock, logger: logger),
+                ClusterFollower<FaultChange>(store: postgres, logger: logger) { _ in
+                    faults.replace(with: try await postgres.faultRules())
+                },
+            ]
+            if let holders {
+                followers.append(ClusterFollower<ClaimChange>(store: postgres, logger: logger, apply: holders.apply))
+            }
+            if let presence { followers.append(presence) }
+        }
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
             ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock, clock: clock, closeStore: close,
-            followers: postgres.map {
-                [
-                    DirectoryFollower(registry: directory.registry, store: $0, logger: logger),
-                    storedFollower(store: $0, router: router, clock: clock, logger: logger),
-                    ClusterFollower<FaultChange>(store: $0, logger: logger) { [store = $0] _ in
-                        faults.replace(with: try await store.faultRules())
-                    },
-                ] + (presence.map { [$0] } ?? [])
-            } ?? [], presence: presence)
+            followers: followers, presence: presence, forwarder: forwarder)
     }
 
     /// Sends a device held here what another node stored for it (its provider's push arrived there):
@@ -358,6 +385,31 @@ public final class Gateway: Sendable {
         services += legacy as [any Service]
         if let development { services.append(development) }
         services += [provider, app] as [any Service]
+        try forwarder?.start(group: group)
+        do {
+            try await runServices(
+                services, provider: provider, development: development, link: link, legacy: legacy,
+                adminTLS: adminTLS, adminReady: adminReady, onReady: onReady)
+        } catch {
+            await forwarder?.shutdown()
+            throw error
+        }
+        await forwarder?.shutdown()
+        try await group.shutdownGracefully()
+        try await linkGroup.shutdownGracefully()
+    }
+
+    private func runServices(
+        _ services: [any Service], provider: ProviderServer, development: ProviderServer?, link: DeviceLinkServer,
+        legacy: [LegacyServer], adminTLS: NIOSSLContext?, adminReady: ServiceRunner.Readiness,
+        onReady: @Sendable ([String: String]) -> Void
+    ) async throws {
+        let address = configuration.listenAddress
+        let state = self.state
+        let presence = self.presence
+        let adminToken = self.adminToken
+        let logger = self.logger
+        let clusterHost = Self.urlHost(configuration.clusterAddress ?? address)
         try await ServiceRunner.run(
             services, signals: true, logger: logger, listening: adminReady, listener: "admin API",
             address: "\(address):\(configuration.adminPort)", stopper: stopper
@@ -379,14 +431,15 @@ public final class Gateway: Sendable {
             if let development { info["developmentURL"] = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
             if let presence {
                 info["nodeID"] = presence.id
-                presence.setAddress(info["adminURL"] ?? "")
+                // Where the other nodes forward pushes for devices linked here: the TLS provider API.
+                let clusterURL = "https://\(clusterHost):\(provider.localAddress?.port ?? 0)"
+                info["clusterURL"] = clusterURL
+                presence.setAddress(clusterURL)
             }
             try state.writeRuntime(info)
             logger.info("gateway ready", metadata: info.filter { $0.key != "adminToken" }.mapValues { .string($0) })
             onReady(info)
         }
-        try await group.shutdownGracefully()
-        try await linkGroup.shutdownGracefully()
     }
 
     /// Stops a running gateway gracefully, as SIGTERM does: ``run(onReady:)`` returns once it is done.

@@ -16,6 +16,8 @@ public final class GatewayMetrics: Sendable {
     private let unacknowledged: Counter
     private let storedTotal: Counter
     private let discardedTotal: Counter
+    private let forwardedAnswered: Counter
+    private let forwardedFailed: Counter
     let devicesOnline: Gauge
     let storedNow: Gauge
     private let refusedConnections = Mutex<[String: Counter]>([:])
@@ -44,10 +46,20 @@ public final class GatewayMetrics: Sendable {
         discardedTotal = registry.makeCounter(
             descriptor: Self.name(
                 "pushes_discarded", "total", "Pushes with expiration 0 (or past) that could not be delivered at once"))
+        let forwarded = Self.name(
+            "pushes_forwarded", "total", "Pushes for a device linked to another node of the cluster, sent there")
+        forwardedAnswered = registry.makeCounter(descriptor: forwarded, labels: [("result", "answered")])
+        forwardedFailed = registry.makeCounter(descriptor: forwarded, labels: [("result", "failed")])
         devicesOnline = registry.makeGauge(
             descriptor: Self.name("devices_online", "", "Devices connected over the device link"))
         storedNow = registry.makeGauge(
             descriptor: Self.name("stored_pushes", "", "Pushes waiting in the offline store"))
+    }
+
+    /// Counts a push forwarded to another node: `answered` when that node took it (200), else it
+    /// was stored here instead.
+    public func forwarded(answered: Bool) {
+        (answered ? forwardedAnswered : forwardedFailed).increment()
     }
 
     /// Counts a connection a listener closed for a missed deadline or bytes it does not speak.

@@ -62,6 +62,14 @@ struct GatewayCommand: AsyncParsableCommand {
     var database: String?
     @Option(
         name: .long,
+        help: ArgumentHelp(
+            "With --database postgres://…: the host name or IP address other nodes reach this node's TLS provider "
+                + "API at, to forward pushes for devices linked here (default: the --listen address; loopback for "
+                + "0.0.0.0).",
+            valueName: "host"))
+    var clusterAddress: String?
+    @Option(
+        name: .long,
         help: "Port of the device link (WebSocket at /device/v1: TLS, or cleartext from loopback; 0 = any free port).")
     var linkPort = 5223
     @Option(
@@ -130,6 +138,10 @@ struct GatewayCommand: AsyncParsableCommand {
         guard linkIdleTimeout >= 0 else { throw ValidationError("--link-idle-timeout must not be negative") }
         guard adminIdleTimeout >= 0 else { throw ValidationError("--admin-idle-timeout must not be negative") }
         guard !listen.isEmpty else { throw ValidationError("--listen needs an address, such as 127.0.0.1 or 0.0.0.0") }
+        if let clusterAddress, clusterAddress.isEmpty || clusterAddress.contains(where: { $0 == "/" || $0 == " " }) {
+            throw ValidationError(
+                "--cluster-address needs a host name or IP address, such as 10.0.0.7, not '\(clusterAddress)'")
+        }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard linkThreads >= 1 else { throw ValidationError("--link-threads must be at least 1") }
         try validateLogLevel(logLevel)
@@ -166,6 +178,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability
         configuration.database = try databaseURL()
+        configuration.clusterAddress = clusterAddress
         configuration.logRetention = logRetentionDays * 86400
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads
@@ -179,7 +192,7 @@ struct GatewayCommand: AsyncParsableCommand {
             var text = "herald gateway ready\n"
             for key in [
                 "providerURL", "developmentURL", "linkURL", "linkDevelopmentURL", "binaryAddress", "feedbackAddress",
-                "adminURL", "caCertificate",
+                "adminURL", "caCertificate", "nodeID", "clusterURL",
             ] {
                 if let value = info[key] { text += "  \(key): \(value)\n" }
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HeraldCore
 import HeraldTesting
 import Testing
@@ -65,6 +66,102 @@ import Testing
         #expect(a2.address == "http://a2" && a2.heartbeatAt == t0 + 12 && a2.stoppedAt == t0 + 13)
         #expect(!a2.isAlive(at: t0 + 13))
         #expect(try await store.releaseDevice("d", claim: again) == false, "released by the stop already")
+    }
+
+    /// What a node knows of where devices are linked (``DeviceHolders``): read once per device,
+    /// then kept by the claims and releases the nodes notify, in whatever order they arrive; a
+    /// claim of this node, of a stopped node or of one whose heartbeat is stale is no holder.
+    @Test func devicesHoldersAreReadOnceAndFollowTheClaims() async throws {
+        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
+        defer { store.close() }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        let clock = ManualClock(now: t0)
+        try await store.registerNode(id: "node-a", address: "https://a:1", now: t0)
+        try await store.registerNode(id: "node-b", address: "https://b:2", now: t0)
+        let holders = DeviceHolders(store: store, me: "node-a", clock: clock)
+        let b = DeviceHolders.Holder(node: "node-b", address: "https://b:2")
+
+        // Not asked about yet: the memory does not know; read, it knows "no holder".
+        #expect(holders.cachedHolder(of: "d") == nil)
+        #expect(try await holders.lookUp("d") == nil)
+        #expect(holders.cachedHolder(of: "d") == .some(nil))
+        // B claims it; the notification (applied here by hand) is enough, no read.
+        let claim = try #require(try await store.claimDevice("d", node: "node-b", connectedAt: t0))
+        try await holders.apply([.claimed(device: "d", node: "node-b", epoch: claim.epoch)])
+        #expect(holders.cachedHolder(of: "d") == .some(b))
+        // A release and the next claim arrive in one set, or a stale claim after a release: the
+        // newest wins whatever the order.
+        try await holders.apply([
+            .released(device: "d", node: "node-b", epoch: claim.epoch),
+            .claimed(device: "d", node: "node-b", epoch: claim.epoch),
+        ])
+        #expect(holders.cachedHolder(of: "d") == .some(nil))
+        try await holders.apply([.claimed(device: "d", node: "node-b", epoch: claim.epoch + 1)])
+        #expect(holders.cachedHolder(of: "d") == .some(b))
+        // A claim of this node is no reason to forward.
+        try await holders.apply([.claimed(device: "d", node: "node-a", epoch: claim.epoch + 2)])
+        #expect(holders.cachedHolder(of: "d") == .some(nil))
+        // Devices no push asked about are not remembered.
+        try await holders.apply([.claimed(device: "other", node: "node-b", epoch: 1)])
+        #expect(holders.cachedHolder(of: "other") == nil)
+        #expect(try await holders.lookUp("other") == nil, "read from the database: no claim was made")
+
+        // After listening restarts (notifications may have been missed) everything is read again.
+        _ = try await store.claimDevice("e", node: "node-b", connectedAt: t0)
+        #expect(try await holders.lookUp("e") == b)
+        try await holders.apply([.everything])
+        #expect(holders.cachedHolder(of: "e") == nil)
+        #expect(try await holders.lookUp("e") == b)
+        // B's heartbeat goes stale (killed): the nodes are read again after 5 s, and B is no holder
+        // once its heartbeat is 15 s old.
+        clock.advance(by: 6)
+        #expect(holders.cachedHolder(of: "e") == nil, "the nodes are read again first")
+        #expect(try await holders.lookUp("e") == b)
+        clock.advance(by: 10)
+        #expect(try await holders.lookUp("e") == nil)
+        // B starts again elsewhere: the new address is used.
+        try await store.registerNode(id: "node-b", address: "https://b2:3", now: t0 + 16)
+        let again = try #require(try await store.claimDevice("e", node: "node-b", connectedAt: t0 + 16))
+        try await holders.apply([.nodes, .claimed(device: "e", node: "node-b", epoch: again.epoch)])
+        #expect(holders.cachedHolder(of: "e") == .some(DeviceHolders.Holder(node: "node-b", address: "https://b2:3")))
+        // Stopped: no holder.
+        try await store.stopNode(id: "node-b", now: t0 + 17)
+        try await holders.apply([.nodes])
+        #expect(holders.cachedHolder(of: "e") == .some(nil))
+    }
+
+    /// The claims, releases and node changes reach the other nodes on `herald_claims`.
+    @Test func claimsAreNotifiedWhenTheyCommit() async throws {
+        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
+        defer { store.close() }
+        let heard = Mutex<[ClaimChange]>([])
+        let follower = ClusterFollower<ClaimChange>(store: store, logger: .init(label: "test")) { changes in
+            heard.withLock { $0 += changes }
+        }
+        func hear(_ change: ClaimChange) async throws {
+            try await waitUntil("\(change) to be heard", within: .seconds(10)) {
+                heard.withLock { $0.contains(change) }
+            }
+        }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await follower.run() }
+            try await waitUntil("the follower listens", within: .seconds(60)) { follower.progress.applied >= 1 }
+            try await store.registerNode(id: "node-b", address: "", now: t0)
+            try await hear(.nodes)
+            heard.withLock { $0.removeAll() }
+            // A heartbeat that changes nothing is not told; the claim after it is.
+            try await store.heartbeat(node: "node-b", address: "", now: t0 + 1)
+            let claim = try #require(try await store.claimDevice("d", node: "node-b", connectedAt: t0))
+            try await hear(.claimed(device: "d", node: "node-b", epoch: claim.epoch))
+            #expect(!heard.withLock { $0.contains(.nodes) })
+            try await store.releaseDevice("d", claim: claim)
+            try await hear(.released(device: "d", node: "node-b", epoch: claim.epoch))
+            // The address set once the listeners are bound is.
+            try await store.heartbeat(node: "node-b", address: "https://b:2", now: t0 + 2)
+            try await hear(.nodes)
+            group.cancelAll()
+        }
     }
 
     @Test func badURLsNameWhatIsWrong() async throws {

@@ -369,3 +369,90 @@ import Testing
         #expect(APNsReason.allCases.count == 32)
     }
 }
+
+/// A push another node of the cluster forwards (docs/cluster.md): taken only with the cluster's
+/// credential, only by a node of a cluster, with what the sending node decided kept as it was.
+@Suite struct ForwardedPushTests {
+    static let secret = Array(repeating: UInt8(9), count: 32)
+
+    func forwarded(_ f: Fixture, authorization: String?, fields: String? = nil, token: String? = nil)
+        -> ProviderRequest
+    {
+        var r = ProviderRequest(
+            method: "POST", path: ClusterForwarding.pathPrefix + (token ?? f.token.hex),
+            body: ByteBuffer(string: #"{"aps":{"content-available":1}}"#))
+        if let authorization { r.addHeader(name: "authorization", value: authorization) }
+        r.addHeader(name: "apns-id", value: "0c9e8fa0-5fd4-4b6d-9d6f-2a6f0d2c1b11")
+        r.addHeader(name: "apns-topic", value: Fixture.bundle)
+        r.addHeader(name: "apns-push-type", value: "background")
+        r.addHeader(name: "apns-priority", value: "5")
+        r.addHeader(name: "apns-expiration", value: "1800000600")
+        r.addHeader(name: "apns-collapse-id", value: "score")
+        r.addHeader(
+            name: ClusterForwarding.header,
+            value: fields
+                ?? ClusterForwarding.Fields(
+                    environment: .development, acceptedAt: f.now.addingTimeInterval(-1), uniqueID: "u-1",
+                    binaryIdentifier: 42
+                ).text)
+        return r
+    }
+
+    @Test func aForwardedPushIsTakenWithTheClusterCredentialAsItWasDecided() async throws {
+        let f = try await Fixture()
+        let credential = ClusterForwarding.Credential(tokenSecret: Self.secret)
+        let api = ProviderAPI(registry: f.directory.registry, cluster: credential)
+        var c = ProviderConnectionState(defaultEnvironment: .production)
+        guard
+            case .accept(let push, nil) = api.handle(
+                forwarded(f, authorization: credential.authorization), connection: &c, now: f.now)
+        else {
+            Issue.record("not accepted")
+            return
+        }
+        #expect(push.forwarded)
+        #expect(push.apnsID == "0c9e8fa0-5fd4-4b6d-9d6f-2a6f0d2c1b11" && push.uniqueID == "u-1")
+        #expect(push.registration.deviceID == "device-1" && push.registration.environment == .development)
+        #expect(push.pushType == .background && push.priority == .normal && push.contentAvailable)
+        #expect(push.expiration == 1_800_000_600 && push.collapseID == "score" && push.binaryIdentifier == 42)
+        #expect(push.receivedAt == f.now.addingTimeInterval(-1))
+    }
+
+    @Test func withoutTheCredentialOrOutsideAClusterItIsRefused() async throws {
+        let f = try await Fixture()
+        let credential = ClusterForwarding.Credential(tokenSecret: Self.secret)
+        let api = ProviderAPI(registry: f.directory.registry, cluster: credential)
+        func reason(_ api: ProviderAPI, _ r: ProviderRequest) -> APNsReason? {
+            var c = ProviderConnectionState(defaultEnvironment: .development)
+            guard case .respond(let response, _) = api.handle(r, connection: &c, now: f.now) else { return nil }
+            return response.reason
+        }
+        // Another cluster's credential, a provider's JWT, none at all.
+        let other = ClusterForwarding.Credential(tokenSecret: Array(repeating: 8, count: 32))
+        #expect(reason(api, forwarded(f, authorization: other.authorization)) == .invalidProviderToken)
+        #expect(reason(api, forwarded(f, authorization: "bearer \(f.jwt())")) == .invalidProviderToken)
+        #expect(reason(api, forwarded(f, authorization: nil)) == .invalidProviderToken)
+        // A gateway that is no node of a cluster does not know the path.
+        #expect(reason(f.api, forwarded(f, authorization: credential.authorization)) == .badPath)
+        // What the sending node must say, said wrong.
+        #expect(reason(api, forwarded(f, authorization: credential.authorization, fields: "mars 1 - -")) == .badPath)
+        #expect(
+            reason(api, forwarded(f, authorization: credential.authorization, token: "zz")) == .badDeviceToken)
+        // A registration this node does not know (yet): 503, and the sender stores the push itself.
+        #expect(
+            reason(
+                api,
+                forwarded(f, authorization: credential.authorization, token: String(repeating: "ab", count: 32)))
+                == .serviceUnavailable)
+    }
+
+    @Test func theFieldsHeaderReadsBackWhatWasWritten() {
+        let fields = ClusterForwarding.Fields(
+            environment: .production, acceptedAt: Date(timeIntervalSince1970: 1_800_000_000.123), uniqueID: nil,
+            binaryIdentifier: nil)
+        #expect(fields.text == "production 1800000000123 - -")
+        #expect(ClusterForwarding.Fields(text: fields.text) == fields)
+        #expect(ClusterForwarding.Fields(text: "development 12 u 4294967296") == nil, "a binary id is 32 bits")
+        #expect(ClusterForwarding.Fields(text: "development 12 u") == nil)
+    }
+}

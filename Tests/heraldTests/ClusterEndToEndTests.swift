@@ -40,23 +40,31 @@ import Testing
 
         // The app removed from the device on A: B answers 410 Unregistered within moments.
         #expect(try a.gateway.adminCall("DELETE", "/devices/dev1/apps/\(Provisioned.topic)").status == 200)
-        try eventually("B answers 410") { try a.push(b.dev).status == 410 }
+        // Until B has heard, its 200s store pushes that replace the one before.
+        var lastTaken = tls.headers["apns-id"]
+        try eventually("B answers 410") {
+            let answer = try a.push(b.dev)
+            if answer.status == 200 { lastTaken = answer.headers["apns-id"] }
+            return answer.status == 410
+        }
         #expect(try a.push(b.dev).reason == "Unregistered")
 
         // A killed outright: what it accepted is still there for B.
         #expect(a.gateway.stop(signal: SIGKILL) == SIGKILL)
         let afterKill = try b.adminCall("GET", "/devices/dev1/stored")
         let kept = (try? JSONSerialization.jsonObject(with: Data(afterKill.body.utf8))) as? [[String: Any]] ?? []
-        #expect(kept.map { $0["apnsID"] as? String } == [tls.headers["apns-id"]])
+        #expect(kept.map { $0["apnsID"] as? String } == [lastTaken])
         #expect(b.stop() == 0)
     }
 
-    /// A device linked to B, a provider talking to A: A stores the push, B hears of it (`NOTIFY
-    /// herald_stored`) and sends it; the device's acknowledgement, on B, empties the shared store.
-    @Test func aPushAcceptedByOneNodeReachesADeviceConnectedToAnother() throws {
+    /// A device linked to B, a provider talking to A, and A cannot reach B (B's cluster address is
+    /// one nothing listens on): A stores the push, B hears of it (`NOTIFY herald_stored`) and sends
+    /// it; the device's acknowledgement, on B, empties the shared store.
+    @Test func aPushForANodeThatCannotBeReachedIsStoredAndSentByIt() throws {
         let url = try TestPostgres.blockingDatabase()
         let a = try Provisioned(arguments: ["--database", url])
-        let b = try GatewayProcess(arguments: ["--database", url])
+        // 127.0.0.2 is loopback, but B listens on 127.0.0.1 only: A's connection is refused.
+        let b = try GatewayProcess(arguments: ["--database", url, "--cluster-address", "127.0.0.2"])
         let device = try Child(
             try heraldExecutable(),
             [
@@ -88,7 +96,9 @@ import Testing
         #expect(listed.allSatisfy { $0["alive"] as? Bool == true })
         #expect(listed.first { $0["id"] as? String == bNode }?["devices"] as? Int == 1)
         #expect(listed.first { $0["this"] as? Bool == true }?["id"] as? String == a.gateway.info["nodeID"])
-        #expect(listed.first { $0["id"] as? String == bNode }?["address"] as? String == b.info["adminURL"])
+        let bAddress = try #require(b.info["clusterURL"])
+        #expect(bAddress.hasPrefix("https://127.0.0.2:") && bAddress.hasSuffix(":\(URL(string: b.tls)?.port ?? 0)"))
+        #expect(listed.first { $0["id"] as? String == bNode }?["address"] as? String == bAddress)
 
         // A learns of the registration made on B (herald_directory), then takes the push: one 200.
         var first = CurlResponse(status: 0, version: "", headers: [:], body: "")
@@ -97,6 +107,7 @@ import Testing
             return first.status == 200
         }
         #expect(device.reader.json()?["payload"] as? String == #"{"aps":{"alert":"one"}}"#)
+        #expect(a.gateway.log.contains("could not forward a push to the node holding its device; storing it"))
         let second = try a.push(token: token, body: #"{"aps":{"alert":"two"}}"#)
         #expect(second.status == 200)
         #expect(device.reader.json()?["payload"] as? String == #"{"aps":{"alert":"two"}}"#)
@@ -134,14 +145,149 @@ import Testing
         #expect(b.stop() == 0)
     }
 
+    /// A push for a device linked to B, sent to A, is forwarded to B: A's 200 comes once the device
+    /// acknowledged it on B (nothing stored), a burst arrives whole (APNs' one-push-per-app rule of
+    /// the offline store replaces none of it), and a device that does not acknowledge holds A's
+    /// answer for B's acknowledgement timeout, after which B stores the push.
+    @Test func aPushForADeviceOnAnotherNodeIsForwardedAndAnsweredOnceAcknowledged() throws {
+        let url = try TestPostgres.blockingDatabase()
+        let a = try Provisioned(arguments: ["--database", url])
+        let b = try GatewayProcess(arguments: ["--database", url, "--ack-timeout", "3"])
+        let burst = 200
+        var watchdogs: [DispatchWorkItem] = []
+        defer { for w in watchdogs { w.cancel() } }
+        func device(_ name: String, _ extra: [String]) throws -> (child: Child, id: String, token: String) {
+            let child = try Child(
+                try heraldExecutable(),
+                [
+                    "test-device", "--gateway", try #require(b.info["linkDevelopmentURL"]), "--identity",
+                    b.state.appendingPathComponent("\(name).json").path, "--topic", Provisioned.topic, "--json",
+                ] + extra)
+            // A safety net, not a wait: a push that never arrives ends the test instead of hanging it.
+            let pid = child.process.processIdentifier
+            let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+            watchdogs.append(watchdog)
+            let ready = try #require(child.reader.json())
+            let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+            let id = try #require(ready["device"] as? String)
+            try eventually("A to know the device's token and that B holds it") {
+                let seen = try a.gateway.adminCall("GET", "/devices/\(id)")
+                return seen.body.contains(token) && seen.json?["node"] as? String == b.info["nodeID"]
+            }
+            return (child, id, token)
+        }
+        let listening = try device("listening", ["--count", "\(burst + 1)"])
+        // No --count: a device that stops after its push would close its link, and B would store the
+        // push at once instead of waiting.
+        let silent = try device("silent", ["--no-ack"])
+        func kinds(_ apnsID: String?) throws -> [String] {
+            let log = try a.gateway.adminCall("GET", "/deliveries/\(apnsID ?? "")")
+            return ((try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? [])
+                .compactMap { $0["kind"] as? String }
+        }
+
+        // One push: delivered and acknowledged on B before A answers; never stored.
+        let one = try a.push(token: listening.token, body: #"{"aps":{"alert":"one"}}"#)
+        #expect(one.status == 200, "\(one.body)")
+        #expect(listening.child.reader.json()?["payload"] as? String == #"{"aps":{"alert":"one"}}"#)
+        try eventually("the shared delivery log to say acknowledged") {
+            try kinds(one.headers["apns-id"]) == ["accepted", "delivered", "acknowledged"]
+        }
+
+        // A burst on one connection, 20 at a time: every push reaches the device, none is replaced.
+        let payload = a.gateway.state.appendingPathComponent("burst.json")
+        try Data(#"{"aps":{"alert":"burst"}}"#.utf8).write(to: payload)
+        let load = try run(
+            "/usr/bin/env",
+            [
+                "h2load", "-n", "\(burst)", "-c", "1", "-m", "20", "-N", "30s", "-d", payload.path, "-H",
+                "authorization: bearer \(a.jwt)", "-H", "apns-topic: \(Provisioned.topic)",
+                a.gateway.dev + "/3/device/" + listening.token,
+            ])
+        #expect(load.stdout.contains("status codes: \(burst) 2xx, 0 3xx, 0 4xx, 0 5xx"), "\(load.stdout)")
+        let payloads = (0..<burst).compactMap { _ in listening.child.reader.json()?["payload"] as? String }
+        #expect(payloads.count == burst && payloads.allSatisfy { $0 == #"{"aps":{"alert":"burst"}}"# })
+        #expect(listening.child.reader.json()?["received"] as? Int == burst + 1)
+        #expect(try a.gateway.adminCall("GET", "/devices/\(listening.id)/stored").body == "[]")
+        let metrics = try a.gateway.adminCall("GET", "/metrics").body
+        #expect(metrics.contains(#"herald_pushes_forwarded_total{result="answered"} \#(burst + 1)"#), "\(metrics)")
+
+        // A device that never acknowledges: A's answer waits for B's acknowledgement timeout (3 s),
+        // then B stores the push and both answer 200.
+        let started = Date()
+        let held = try a.push(token: silent.token, body: #"{"aps":{"alert":"held"}}"#)
+        let waited = Date().timeIntervalSince(started)
+        #expect(held.status == 200, "\(held.body)")
+        #expect(waited >= 3, "A answered before B gave up waiting for the acknowledgement: after \(waited) s")
+        #expect(silent.child.reader.json()?["payload"] as? String == #"{"aps":{"alert":"held"}}"#)
+        let stored = try a.gateway.adminCall("GET", "/devices/\(silent.id)/stored")
+        let list = (try? JSONSerialization.jsonObject(with: Data(stored.body.utf8))) as? [[String: Any]] ?? []
+        #expect(list.map { $0["apnsID"] as? String } == [held.headers["apns-id"]], "\(stored.body)")
+        #expect(try kinds(held.headers["apns-id"]) == ["accepted", "delivered", "stored"])
+        #expect(!a.gateway.log.contains("could not forward"))
+        #expect(a.gateway.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+
+    /// B is killed while a push A forwarded to it waits for the device's acknowledgement: A stores
+    /// the push and answers 200; the device moves to A and gets it again.
+    @Test func aHolderKilledWithAForwardedPushInFlightLeavesItStored() throws {
+        let url = try TestPostgres.blockingDatabase()
+        let a = try Provisioned(arguments: ["--database", url])
+        let b = try GatewayProcess(arguments: ["--database", url, "--ack-timeout", "30"])
+        let device = try Child(
+            try heraldExecutable(),
+            [
+                "test-device", "--gateway", try #require(b.info["linkDevelopmentURL"]), "--gateway",
+                try #require(a.gateway.info["linkDevelopmentURL"]), "--identity",
+                b.state.appendingPathComponent("moving.json").path, "--topic", Provisioned.topic, "--json",
+                "--no-ack", "--reconnect",
+            ])
+        let pid = device.process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
+        let ready = try #require(device.reader.json())
+        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+        let id = try #require(ready["device"] as? String)
+        try eventually("A to know the device's token and that B holds it") {
+            let seen = try a.gateway.adminCall("GET", "/devices/\(id)")
+            return seen.body.contains(token) && seen.json?["node"] as? String == b.info["nodeID"]
+        }
+        // The provider's request runs on its own thread: its answer waits for B, which waits for an
+        // acknowledgement that never comes.
+        let answered = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var answer: CurlResponse?
+        nonisolated(unsafe) let provider = a
+        DispatchQueue.global().async {
+            answer = try? provider.push(token: token, body: #"{"aps":{"alert":"in flight"}}"#)
+            answered.signal()
+        }
+        let first = try #require(device.reader.json())
+        #expect(first["payload"] as? String == #"{"aps":{"alert":"in flight"}}"#)
+        #expect(b.stop(signal: SIGKILL) == SIGKILL)
+        #expect(answered.wait(timeout: .now() + 20) == .success)
+        #expect(answer?.status == 200, "\(String(describing: answer?.body))")
+        #expect(answer?.headers["apns-id"] == first["apnsID"] as? String)
+        #expect(a.gateway.log.contains("could not forward a push to the node holding its device; storing it"))
+        // The device moves to A, which claims it and sends what was stored: the same push again.
+        var events: [[String: Any]] = []
+        while let event = device.reader.json() {
+            events.append(event)
+            if event["event"] as? String == "duplicate" { break }
+        }
+        #expect(events.contains { $0["event"] as? String == "reconnected" }, "\(events)")
+        #expect(events.last?["apnsID"] as? String == first["apnsID"] as? String, "\(events)")
+        #expect(a.gateway.stop() == 0)
+    }
+
     /// Three nodes, a device on each: a push sent to any node reaches the device on any node, each
-    /// with one 200.
+    /// with one 200. Back to back, with APNs' one push per app kept offline: each goes through the
+    /// holder's link, not the store, so none replaces another.
     @Test func everyNodeReachesTheDevicesOfEveryNode() throws {
         let url = try TestPostgres.blockingDatabase()
-        // A deeper offline queue than APNs' one push: the nine pushes go out back to back, and a push
-        // crossing nodes is stored until the holder sends it (docs/cluster.md), so with a depth of one
-        // a slow holder could see a push replaced by the next. This test is about the routes.
-        let options = ["--database", url, "--offline-depth", "100"]
+        let options = ["--database", url]
         let a = try Provisioned(arguments: options)
         let b = try GatewayProcess(arguments: options)
         let c = try GatewayProcess(arguments: options)

@@ -395,6 +395,7 @@ struct Provisioned {
     @Test(arguments: [
         (["--threads", "0"], "--threads must be at least 1"),
         (["--link-threads", "0"], "--link-threads must be at least 1"),
+        (["--cluster-address", "https://10.0.0.7/"], "--cluster-address needs a host name or IP address"),
         (["--idle-timeout=-1"], "--idle-timeout must not be negative"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) throws {

@@ -13,9 +13,10 @@ herald database counted: the nodes' followers, heartbeats and claims included).
   offline   1,000 devices that are not connected, pushes spread over them (each stored; APNs'
             one-per-app-per-device policy replaces the one before)
   online    one `herald test-device` linked to A: each 200 waits for the device's acknowledgement
-  crossing  the same device linked to B, pushes sent to A: A stores each push and answers 200, B
-            hears NOTIFY herald_stored, reads the device's stored pushes and sends them; also how long
-            until the device has them all
+  crossing  the same device linked to B, pushes sent to A: A forwards each push to B over HTTP/2
+            (docs/cluster.md), B's 200 waits for the device's acknowledgement and A relays it; the
+            ratio to `online` (same run, same machine) is the cost of forwarding. Also how many went
+            through the store instead (forwarding failed) or were replaced there.
 """
 import json
 import os
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from chaos_gateway import Gateway, PrivatePostgres, free_port, provision  # noqa: E402
@@ -81,6 +83,15 @@ class Counter:
             "WHERE d.datname = 'herald' AND s.query NOT LIKE '%pg_stat_statements%'"))
         wal = int(float(self.postgres.sql(f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{self.lsn}')")))
         return calls, wal
+
+
+def forwarded(gateway):
+    """Gateway's herald_pushes_forwarded_total by result."""
+    request = urllib.request.Request(gateway.admin + "/metrics", headers={"authorization": "Bearer " + gateway.token})
+    with urllib.request.urlopen(request, timeout=20) as answer:
+        text = answer.read().decode()
+    return {m.group(1): int(float(m.group(2)))
+            for m in re.finditer(r'herald_pushes_forwarded_total\{result="(\w+)"\} ([\d.e+]+)', text)}
 
 
 def device(herald, gateway, work, name):
@@ -149,6 +160,8 @@ def main():
         drained = time.time() - started
         rows.append((name, ok, seconds, *counter.read(), drained))
         replaced[name] = counter.replaced() - replaced_before
+        if holder is b:
+            crossing = forwarded(a)
         process.terminate()
         process.wait()
 
@@ -163,6 +176,12 @@ def main():
               f"{'' if drained is None else f'{drained:.1f} s':>14}")
     for name, count in replaced.items():
         print(f"{name}: {count} of the pushes answered 200 were replaced in the store before the device had them")
+    print(f"crossing: forwarded to B and answered by it: {crossing.get('answered', 0)}, "
+          f"forwarding failed (stored by A instead): {crossing.get('failed', 0)}")
+    rate = {name: ok / seconds for name, ok, seconds, *_ in rows}
+    same = rate["online, PostgreSQL, device on the same node"]
+    cross = rate["crossing: sent to A, device on B"]
+    print(f"forwarding: crossing / same node = {cross / same:.2f} ({cross:.0f} vs {same:.0f} pushes/s)")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -15,16 +15,25 @@ extension PostgresGatewayStore {
                     heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
                 """, on: connection)
             try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
+            try await self.notifyNodesChanged(on: connection)
         }
     }
 
-    /// Node `id`'s heartbeat (and its address, once its listeners are bound).
+    /// Node `id`'s heartbeat (and its address, once its listeners are bound: the other nodes hear
+    /// of a new address at once).
     public func heartbeat(node id: String, address: String, now: Date) async throws {
         try await drain(
             """
-            UPDATE node SET heartbeat_at = \(now.timeIntervalSince1970), address = \(address)
-            WHERE id = \(id)
+            WITH before AS (SELECT address FROM node WHERE id = \(id)),
+                beat AS (UPDATE node SET heartbeat_at = \(now.timeIntervalSince1970), address = \(address)
+                    WHERE id = \(id))
+            SELECT pg_notify(\(ClaimChange.channel), 'nodes') FROM before WHERE before.address <> \(address)
             """)
+    }
+
+    /// Tells the other nodes that a node started, moved or stopped (``ClaimChange/nodes``).
+    private func notifyNodesChanged(on connection: PostgresConnection) async throws {
+        try await drain("SELECT pg_notify(\(ClaimChange.channel), 'nodes')", on: connection)
     }
 
     /// Node `id` stops gracefully: marked stopped, and its devices released.
@@ -33,6 +42,7 @@ extension PostgresGatewayStore {
             try await self.drain(
                 "UPDATE node SET stopped_at = \(now.timeIntervalSince1970) WHERE id = \(id)", on: connection)
             try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
+            try await self.notifyNodesChanged(on: connection)
         }
     }
 
@@ -54,16 +64,21 @@ extension PostgresGatewayStore {
 
     /// Node `node` holds `device`'s link since `connectedAt`: returns the claim with its new epoch,
     /// or `nil` when a connection made later is already claimed by another node (this one is stale).
+    /// The other nodes hear of the claim when it commits (``ClaimChange/claimed(device:node:epoch:)``).
     public func claimDevice(_ device: String, node: String, connectedAt: Date) async throws -> DeviceClaim? {
         try await rows(
             """
-            INSERT INTO device_node (device_id, node_id, epoch, connected_at)
-            VALUES (\(device), \(node), 1, \(connectedAt.timeIntervalSince1970))
-            ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, epoch = device_node.epoch + 1,
-                connected_at = excluded.connected_at
-            WHERE device_node.node_id IS NULL OR device_node.connected_at <= excluded.connected_at
-            RETURNING node_id, epoch
-            """, as: (String, Int64).self
+            WITH claimed AS (
+                INSERT INTO device_node (device_id, node_id, epoch, connected_at)
+                VALUES (\(device), \(node), 1, \(connectedAt.timeIntervalSince1970))
+                ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, epoch = device_node.epoch + 1,
+                    connected_at = excluded.connected_at
+                WHERE device_node.node_id IS NULL OR device_node.connected_at <= excluded.connected_at
+                RETURNING device_id, node_id, epoch)
+            SELECT node_id, epoch,
+                pg_notify(\(ClaimChange.channel), concat_ws(chr(9), 'claim', device_id, node_id, epoch))::text
+            FROM claimed
+            """, as: (String, Int64, String).self
         ).first.map { DeviceClaim(node: $0.0, epoch: $0.1) }
     }
 
@@ -73,11 +88,23 @@ extension PostgresGatewayStore {
     public func releaseDevice(_ device: String, claim: DeviceClaim) async throws -> Bool {
         try await !rows(
             """
-            UPDATE device_node SET node_id = NULL
-            WHERE device_id = \(device) AND node_id = \(claim.node) AND epoch = \(claim.epoch)
-            RETURNING device_id
-            """, as: String.self
+            WITH released AS (
+                UPDATE device_node SET node_id = NULL
+                WHERE device_id = \(device) AND node_id = \(claim.node) AND epoch = \(claim.epoch)
+                RETURNING device_id, epoch)
+            SELECT device_id,
+                pg_notify(\(ClaimChange.channel), concat_ws(chr(9), 'release', device_id, \(claim.node), epoch))::text
+            FROM released
+            """, as: (String, String).self
         ).isEmpty
+    }
+
+    /// The latest claim on `device`'s link as recorded, whether or not its node still runs: the
+    /// node (`nil` once released) and the epoch. `nil` when no node ever held it.
+    public func latestClaim(of device: String) async throws -> (node: String?, epoch: Int64)? {
+        try await rows(
+            "SELECT node_id, epoch FROM device_node WHERE device_id = \(device)", as: (String?, Int64).self
+        ).first.map { (node: $0.0, epoch: $0.1) }
     }
 
     /// The node holding `device`'s link at `now`, if one does: a claim of a node that stopped, or

@@ -16,20 +16,25 @@ public final class PushRouter: Sendable {
     public let links: DeviceLinks
     /// The gateway's counters.
     public let metrics: GatewayMetrics
+    /// With a cluster: where a push for a device linked to another node goes first.
+    public let forwarder: (any PushForwarding)?
     let logger: Logger
 
-    /// Creates a router.
+    /// Creates a router; `forwarder` for one node of a cluster.
     public init(
         committer: GroupCommitter, links: DeviceLinks = DeviceLinks(), metrics: GatewayMetrics = GatewayMetrics(),
-        logger: Logger = Logger(label: "herald.router")
+        forwarder: (any PushForwarding)? = nil, logger: Logger = Logger(label: "herald.router")
     ) {
+        self.forwarder = forwarder
         self.offline = OfflineStore(committer: committer, metrics: metrics, logger: logger)
         self.links = links
         self.metrics = metrics
         self.logger = logger
     }
 
-    /// Routes a push; `respond` receives the provider's answer.
+    /// Routes a push; `respond` receives the provider's answer. A push for a device linked to
+    /// another node of the cluster is forwarded there, and the answer is that node's; one it could
+    /// not take is stored here (and that node hears of it from the store).
     public func route(_ push: AcceptedPush, respond: @escaping @Sendable (ProviderResponse) -> Void) {
         let expiresAt = offline.expiry(of: push)
         let offer = LinkOffer(push: push.linkPush, expiresAt: expiresAt, background: push.pushType == .background)
@@ -49,7 +54,26 @@ public final class PushRouter: Sendable {
                 keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
             }
         }
-        if !offered { keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond) }
+        guard !offered else { return }
+        guard let forwarder, !push.forwarded else {
+            keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+            return
+        }
+        forwarder.forward(push) { [self] outcome in
+            switch outcome {
+            case .answered(let response):
+                metrics.forwarded(answered: true)
+                respond(response)
+            case .notHeld:
+                keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+            case .failed(let node, let reason):
+                metrics.forwarded(answered: false)
+                logger.notice(
+                    "could not forward a push to the node holding its device; storing it",
+                    metadata: ["apns-id": "\(push.apnsID)", "node": "\(node)", "why": "\(reason)"])
+                keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+            }
+        }
     }
 
     /// Stores or discards a push the link could not deliver, and offers a stored one to the device's

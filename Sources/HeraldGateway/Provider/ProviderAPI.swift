@@ -46,11 +46,17 @@ public struct ProviderAPI: Sendable {
     private let shuttingDown: ShutdownFlag
     /// How long a connection may stay idle before it is closed (`nil` = never).
     public let idleTimeout: TimeAmount?
+    /// With a cluster: the credential a push forwarded by another node carries
+    /// (``ClusterForwarding``); without, such a request is answered 404 `BadPath` like any
+    /// unknown path.
+    public let cluster: ClusterForwarding.Credential?
 
-    /// Creates the provider API over a registry.
+    /// Creates the provider API over a registry; `cluster` when it is one node of a cluster.
     public init(
-        registry: Registry, faults: FaultInjector = FaultInjector(), configuration: Configuration = Configuration()
+        registry: Registry, faults: FaultInjector = FaultInjector(), configuration: Configuration = Configuration(),
+        cluster: ClusterForwarding.Credential? = nil
     ) {
+        self.cluster = cluster
         self.registry = registry
         self.faults = faults
         self.limiter = TokenRateLimiter(ratePerSecond: configuration.tokenRate, burst: configuration.tokenBurst)
@@ -106,6 +112,9 @@ public struct ProviderAPI: Sendable {
         // Compared as bytes: `hasPrefix` on text compares by Character, several times slower, and
         // this runs for every request.
         guard path.utf8.starts(with: prefix.utf8) else {
+            if cluster != nil, path.utf8.starts(with: ClusterForwarding.pathPrefix.utf8) {
+                return handleForwarded(request, path: path, apnsID: apnsID, now: now)
+            }
             return fail(path == "/3/device" ? .missingDeviceToken : .badPath)
         }
         let tokenText = Substring(path.utf8[path.utf8.index(path.startIndex, offsetBy: prefix.utf8.count)...])
@@ -264,6 +273,50 @@ public struct ProviderAPI: Sendable {
             expiration: expiration, collapseID: collapseID, payload: body,
             contentAvailable: summary.contentAvailable, receivedAt: now)
         return .accept(push, delay: delay)
+    }
+
+    /// A push another node accepted and forwarded here, since this node holds (or held) the
+    /// device's link (docs/cluster.md). That node checked everything a provider's request is
+    /// checked for; here only the cluster's credential and what this node must know to route it.
+    /// Anything but 200 tells the sending node to store the push itself.
+    private func handleForwarded(_ request: ProviderRequest, path: Substring, apnsID: String, now: Date) -> Decision {
+        func refuse(_ reason: APNsReason, _ note: String) -> Decision {
+            .respond(.error(reason, apnsID: apnsID, note: "forwarded push: " + note), delay: nil)
+        }
+        guard let cluster, cluster.accepts(request.authorization) else {
+            return refuse(.invalidProviderToken, "without the cluster's credential")
+        }
+        let tokenText = path.dropFirst(ClusterForwarding.pathPrefix.count)
+        guard let token = DeviceToken(hex: tokenText) else { return refuse(.badDeviceToken, "bad device token") }
+        guard let fields = request.forward.flatMap(ClusterForwarding.Fields.init(text:)) else {
+            return refuse(.badPath, "no readable \(ClusterForwarding.header) header")
+        }
+        guard let topic = request.topic, let type = request.pushType.flatMap(PushType.init(rawValue:)),
+            let priority = request.priority.flatMap(Int.init).flatMap(PushPriority.init(rawValue:))
+        else { return refuse(.badPath, "topic, push type or priority missing") }
+        var expiration: Int64?
+        if let text = request.expiration {
+            guard let value = Int64(text) else { return refuse(.badExpirationDate, "bad expiration") }
+            expiration = value
+        }
+        if shuttingDown.isSet { return refuse(.shutdown, "this node is stopping") }
+        guard let registration = registry.registration(token, in: fields.environment),
+            registration.invalidatedAt == nil
+        else {
+            // The directory here has not caught up with the sending node's (or the token was just
+            // invalidated): that node stores the push, under its own checks.
+            return refuse(.serviceUnavailable, "the registration is not (or no longer) known here")
+        }
+        guard let summary = try? PayloadSummary.scan(request.body) else {
+            return refuse(.payloadEmpty, "the body is not a JSON object")
+        }
+        var push = AcceptedPush(
+            apnsID: apnsID, uniqueID: fields.uniqueID, registration: registration, topic: topic, pushType: type,
+            priority: priority, expiration: expiration, collapseID: request.collapseID, payload: request.body,
+            contentAvailable: summary.contentAvailable, receivedAt: fields.acceptedAt,
+            binaryIdentifier: fields.binaryIdentifier)
+        push.forwarded = true
+        return .accept(push, delay: nil)
     }
 
     /// `8-4-4-4-12` hex digits, either case.

@@ -26,6 +26,9 @@ public struct ProviderRequest: Sendable {
     public var expiration: String?
     /// `apns-collapse-id`.
     public var collapseID: String?
+    /// `herald-forward`: only on a push another node of the cluster forwards
+    /// (``ClusterForwarding/header``).
+    public var forward: String?
     /// The first header that appeared twice, if any.
     public var duplicateHeader: String?
     /// The body bytes.
@@ -62,6 +65,7 @@ public struct ProviderRequest: Sendable {
         case 13 where Self.is(name, "authorization"): set(&authorization, "authorization")
         case 13 where Self.is(name, "apns-priority"): set(&priority, "apns-priority")
         case 14 where Self.is(name, "apns-push-type"): set(&pushType, "apns-push-type")
+        case 14 where Self.is(name, "herald-forward"): set(&forward, "herald-forward")
         case 15 where Self.is(name, "apns-expiration"): set(&expiration, "apns-expiration")
         case 16 where Self.is(name, "apns-collapse-id"): set(&collapseID, "apns-collapse-id")
         default: break
@@ -133,6 +137,9 @@ public struct AcceptedPush: Sendable {
     public var receivedAt: Date
     /// The provider's identifier, for a notification from the legacy binary interface.
     public var binaryIdentifier: UInt32? = nil
+    /// Whether another node of the cluster accepted it and forwarded it here: it goes to a device
+    /// linked here or to the store, never on to a third node.
+    public var forwarded = false
 }
 
 /// Comparisons of header text that ignore ASCII case, without allocating (they run for every

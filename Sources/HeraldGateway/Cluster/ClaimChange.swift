@@ -1,0 +1,39 @@
+/// Where device links are held, as the nodes of a cluster tell each other (PostgreSQL `NOTIFY` on
+/// ``channel``, sent when a claim or a release commits): a node that forwards pushes keeps its
+/// idea of who holds which device up to date with them (``DeviceHolders``, docs/cluster.md).
+///
+/// Payloads: `claim<TAB>device<TAB>node<TAB>epoch`, `release<TAB>device<TAB>node<TAB>epoch`, and
+/// `nodes` when a node starts, stops or moves (its claims are dropped wholesale then).
+public enum ClaimChange: ClusterChange {
+    /// `node` claimed `device`'s link with connection epoch `epoch`.
+    case claimed(device: String, node: String, epoch: Int64)
+    /// `node` released the claim it made with `epoch` (the link closed).
+    case released(device: String, node: String, epoch: Int64)
+    /// A node registered, changed its address or stopped.
+    case nodes
+    /// Forget everything known (notifications could have been missed).
+    case everything
+
+    /// The PostgreSQL notification channel.
+    public static let channel = "herald_claims"
+
+    /// For log lines.
+    public static let subject = "where devices are linked"
+
+    /// The change a payload names; `nil` for one this binary does not know.
+    public init?(payload: String) {
+        if payload == "nodes" {
+            self = .nodes
+            return
+        }
+        let fields = payload.split(separator: "\t", omittingEmptySubsequences: false)
+        guard fields.count == 4, !fields[1].isEmpty, !fields[2].isEmpty, let epoch = Int64(fields[3]) else {
+            return nil
+        }
+        switch fields[0] {
+        case "claim": self = .claimed(device: String(fields[1]), node: String(fields[2]), epoch: epoch)
+        case "release": self = .released(device: String(fields[1]), node: String(fields[2]), epoch: epoch)
+        default: return nil
+        }
+    }
+}
