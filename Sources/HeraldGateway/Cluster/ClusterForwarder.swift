@@ -4,6 +4,7 @@ import HeraldCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 import Synchronization
 
@@ -98,7 +99,15 @@ public final class ClusterForwarder: PushForwarding {
         } catch {
             return outcome(.failed(node: holder.node, reason: "bad address \(holder.address): \(error)"))
         }
-        http.execute(request: request, deadline: .now() + timeout).whenComplete { result in
+        // On the loop of the provider connection the push came from, when there is one: AsyncHTTPClient
+        // then keeps a connection to the holder per loop, and the forwarded pushes spread over the
+        // threads as the providers' connections do. Over a single connection they all queued on one
+        // thread, which ran at a full core while the other idled (BENCHMARKS.md, bench-cluster).
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop
+        http.execute(
+            request: request, eventLoop: loop.map { .delegateAndChannel(on: $0) } ?? .indifferent,
+            deadline: .now() + timeout, logger: logger
+        ).whenComplete { result in
             switch result {
             case .success(let response) where response.status == .ok:
                 outcome(.answered(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)))
