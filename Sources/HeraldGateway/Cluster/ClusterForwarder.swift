@@ -1,9 +1,7 @@
-import AsyncHTTPClient
 import Foundation
 import HeraldCore
 import Logging
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import Synchronization
@@ -11,8 +9,8 @@ import Synchronization
 /// Sends a push accepted here for a device linked to another node of the cluster to that node
 /// (docs/cluster.md), over HTTP/2 with TLS to its provider API (``ClusterNode/address``) with the
 /// cluster's credential: the holder offers it to the device's link or stores it, and answers 200
-/// only then, which is the answer the provider gets from here. The connections are
-/// AsyncHTTPClient's, kept open and multiplexed per node.
+/// only then, which is the answer the provider gets from here. The connections are a
+/// ``ForwardingClient``'s: one per other node and event loop, kept open.
 ///
 /// The holder's certificate must be issued by the cluster's CA; its name is not checked, since a
 /// node's internal address may be any name or IP address (the CA is the cluster's own, and issues
@@ -24,7 +22,7 @@ public final class ClusterForwarder: PushForwarding {
     /// How long the holder may take to answer (its acknowledgement timeout and a store commit).
     let timeout: TimeAmount
     let logger: Logger
-    private let client = Mutex<HTTPClient?>(nil)
+    private let client = Mutex<ForwardingClient?>(nil)
 
     /// A forwarder for node `holders.me`, trusting the cluster CA `caPEM`; `timeout` bounds each
     /// forwarded push.
@@ -44,26 +42,20 @@ public final class ClusterForwarder: PushForwarding {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(caPEM.utf8)))
         tls.certificateVerification = .noHostnameVerification
-        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
-        configuration.httpVersion = .automatic
+        tls.applicationProtocols = ["h2"]
         // A node that is gone should fail fast: the push is stored instead.
-        configuration.timeout = .init(connect: .seconds(2))
-        configuration.connectionPool = .init(idleTimeout: .minutes(5))
-        let http = HTTPClient(eventLoopGroup: group, configuration: configuration, backgroundActivityLogger: logger)
-        let earlier = client.withLock { current -> HTTPClient? in
-            defer { current = http }
-            return current
-        }
-        if let earlier { Task { try? await earlier.shutdown() } }
+        let forwarding = ForwardingClient(
+            tls: try NIOSSLContext(configuration: tls), group: group, connectTimeout: .seconds(2))
+        client.withLock { $0 = forwarding }
     }
 
-    /// Closes the client's connections.
+    /// Closes the connections to the other nodes.
     public func shutdown() async {
-        if let http = client.withLock({ current -> HTTPClient? in
+        if let forwarding = client.withLock({ current -> ForwardingClient? in
             defer { current = nil }
             return current
         }) {
-            try? await http.shutdown()
+            await forwarding.shutdown()
         }
     }
 
@@ -90,52 +82,44 @@ public final class ClusterForwarder: PushForwarding {
         _ push: AcceptedPush, to holder: DeviceHolders.Holder?, outcome: @escaping @Sendable (ForwardOutcome) -> Void
     ) {
         guard let holder else { return outcome(.notHeld) }
-        guard let http = client.withLock({ $0 }) else { return outcome(.failed(node: holder.node, reason: "stopped")) }
-        let request: HTTPClient.Request
-        do {
-            request = try HTTPClient.Request(
-                url: holder.address + ClusterForwarding.pathPrefix + push.registration.token.hex, method: .POST,
-                headers: headers(push), body: .byteBuffer(push.payload))
-        } catch {
-            return outcome(.failed(node: holder.node, reason: "bad address \(holder.address): \(error)"))
+        guard let forwarding = client.withLock({ $0 }) else {
+            return outcome(.failed(node: holder.node, reason: "stopped"))
         }
-        // On the loop of the provider connection the push came from, when there is one: AsyncHTTPClient
-        // then keeps a connection to the holder per loop, and the forwarded pushes spread over the
-        // threads as the providers' connections do. Over a single connection they all queued on one
-        // thread, which ran at a full core while the other idled (BENCHMARKS.md, bench-cluster).
-        let loop = MultiThreadedEventLoopGroup.currentEventLoop
-        http.execute(
-            request: request, eventLoop: loop.map { .delegateAndChannel(on: $0) } ?? .indifferent,
-            deadline: .now() + timeout, logger: logger
-        ).whenComplete { result in
+        let request = ForwardingRequest(
+            path: ClusterForwarding.pathPrefix + push.registration.token.hex, headers: headers(push),
+            body: push.payload, timeout: timeout
+        ) { result in
             switch result {
-            case .success(let response) where response.status == .ok:
+            case .success(let answer) where answer.status == 200:
                 outcome(.answered(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)))
-            case .success(let response):
-                let body = response.body.map { String(buffer: $0) } ?? ""
-                outcome(.failed(node: holder.node, reason: "answered \(response.status.code) \(body)"))
-            case .failure(let error):
-                outcome(.failed(node: holder.node, reason: "\(error)"))
+            case .success(let answer):
+                outcome(.failed(node: holder.node, reason: "answered \(answer.status) \(answer.body)"))
+            case .failure(let failure):
+                outcome(.failed(node: holder.node, reason: failure.description))
             }
         }
+        // On the loop of the provider connection the push came from, when there is one: forwarded
+        // pushes then spread over the threads as the providers' connections do. Over a single
+        // connection they all queued on one thread, which ran at a full core while the other
+        // idled (BENCHMARKS.md, bench-cluster).
+        forwarding.send(request, to: holder.address, on: MultiThreadedEventLoopGroup.currentEventLoop)
     }
 
-    private func headers(_ push: AcceptedPush) -> HTTPHeaders {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(8)
-        headers.add(name: "authorization", value: credential.authorization)
-        headers.add(name: "apns-id", value: push.apnsID)
-        headers.add(name: "apns-topic", value: push.topic)
-        headers.add(name: "apns-push-type", value: push.pushType.rawValue)
-        headers.add(name: "apns-priority", value: String(push.priority.rawValue))
-        if let expiration = push.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
-        if let collapseID = push.collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
-        headers.add(
-            name: ClusterForwarding.header,
-            value: ClusterForwarding.Fields(
-                environment: push.registration.environment, acceptedAt: push.receivedAt, uniqueID: push.uniqueID,
-                binaryIdentifier: push.binaryIdentifier
-            ).text)
+    private func headers(_ push: AcceptedPush) -> [(String, String)] {
+        var headers: [(String, String)] = [
+            ("authorization", credential.authorization), ("apns-id", push.apnsID), ("apns-topic", push.topic),
+            ("apns-push-type", push.pushType.rawValue), ("apns-priority", String(push.priority.rawValue)),
+        ]
+        if let expiration = push.expiration { headers.append(("apns-expiration", String(expiration))) }
+        if let collapseID = push.collapseID { headers.append(("apns-collapse-id", collapseID)) }
+        headers.append(
+            (
+                ClusterForwarding.header,
+                ClusterForwarding.Fields(
+                    environment: push.registration.environment, acceptedAt: push.receivedAt,
+                    uniqueID: push.uniqueID, binaryIdentifier: push.binaryIdentifier
+                ).text
+            ))
         return headers
     }
 }

@@ -1,0 +1,201 @@
+import NIOCore
+import NIOEmbedded
+import NIOHPACK
+import NIOHTTP2
+import Synchronization
+import Testing
+
+@testable import HeraldGateway
+
+/// The client side of forwarding (``ForwardingHandler``) against a real swift-nio-http2 server
+/// handler, both on embedded channels whose bytes the test carries across: every request's
+/// completion is called once, with the answer or with why there is none.
+@Suite struct ForwardingHandlerTests {
+    /// A client and a server connection, and what the server's side has read.
+    final class Pair {
+        let client = EmbeddedChannel()
+        let server = EmbeddedChannel()
+        let handler = ForwardingHandler(authority: "node-b:2197")
+        let received = Received()
+        let answers = Answers()
+
+        final class Answers: Sendable {
+            let value = Mutex<[Int: Result<ForwardingAnswer, ForwardingFailure>]>([:])
+            func withLock<T>(_ body: (inout [Int: Result<ForwardingAnswer, ForwardingFailure>]) -> T) -> T {
+                value.withLock { body(&$0) }
+            }
+        }
+
+        /// What the server read, by stream.
+        final class Received: ChannelInboundHandler, @unchecked Sendable {
+            typealias InboundIn = HTTP2Frame
+            var frames: [HTTP2Frame] = []
+            func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+                frames.append(unwrapInboundIn(data))
+            }
+        }
+
+        init(active: Bool = true) throws {
+            try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
+            try client.pipeline.syncOperations.addHandler(handler)
+            try server.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
+            try server.pipeline.syncOperations.addHandler(received)
+            if active { try connect() }
+        }
+
+        func connect() throws {
+            try client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+            try server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2)).wait()
+            try carry()
+        }
+
+        /// Moves bytes between the two until neither has more to send.
+        func carry() throws {
+            var moved = true
+            while moved {
+                moved = false
+                // The handler flushes once per turn of its loop: let the turn run.
+                client.embeddedEventLoop.run()
+                while let bytes = try client.readOutbound(as: ByteBuffer.self) {
+                    try server.writeInbound(bytes)
+                    moved = true
+                }
+                while let bytes = try server.readOutbound(as: ByteBuffer.self) {
+                    try client.writeInbound(bytes)
+                    moved = true
+                }
+            }
+        }
+
+        func send(_ n: Int, timeout: TimeAmount = .seconds(7)) {
+            let answers = self.answers
+            handler.send(
+                ForwardingRequest(
+                    path: "/herald/forward/\(n)", headers: [("apns-id", "id-\(n)")],
+                    body: ByteBuffer(string: #"{"n":\#(n)}"#), timeout: timeout
+                ) { result in
+                    answers.withLock { answers in
+                        #expect(answers[n] == nil, "request \(n) completed twice")
+                        answers[n] = result
+                    }
+                })
+        }
+
+        func answer(_ stream: HTTP2StreamID, status: String, body: String? = nil) throws {
+            let headers = HPACKHeaders([(":status", status)])
+            try server.writeOutbound(
+                HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers, endStream: body == nil))))
+            if let body {
+                try server.writeOutbound(
+                    HTTP2Frame(
+                        streamID: stream,
+                        payload: .data(.init(data: .byteBuffer(ByteBuffer(string: body)), endStream: true))))
+            }
+            try carry()
+        }
+
+        func answer(_ n: Int) -> Result<ForwardingAnswer, ForwardingFailure>? { answers.withLock { $0[n] } }
+
+        /// The streams the server saw a request on, with its path.
+        var requests: [HTTP2StreamID: String] {
+            var paths: [HTTP2StreamID: String] = [:]
+            for frame in received.frames {
+                if case .headers(let h) = frame.payload, let path = h.headers.first(name: ":path") {
+                    paths[frame.streamID] = path
+                }
+            }
+            return paths
+        }
+    }
+
+    @Test func aRequestIsAnsweredOnItsStream() throws {
+        let pair = try Pair()
+        pair.send(1)
+        pair.send(2)
+        try pair.carry()
+        #expect(pair.requests == [1: "/herald/forward/1", 3: "/herald/forward/2"])
+        let body = pair.received.frames.compactMap { frame -> String? in
+            guard frame.streamID == 1, case .data(let d) = frame.payload, case .byteBuffer(let b) = d.data else {
+                return nil
+            }
+            return String(buffer: b)
+        }
+        #expect(body == [#"{"n":1}"#])
+        try pair.answer(3, status: "503", body: #"{"reason":"Shutdown"}"#)
+        try pair.answer(1, status: "200")
+        guard case .success(let first) = pair.answer(1), case .success(let second) = pair.answer(2) else {
+            Issue.record("not answered: \(String(describing: pair.answer(1))) \(String(describing: pair.answer(2)))")
+            return
+        }
+        #expect(first.status == 200 && first.body.isEmpty)
+        #expect(second.status == 503 && second.body == #"{"reason":"Shutdown"}"#)
+    }
+
+    @Test func requestsMadeBeforeTheConnectionIsUpWaitForIt() throws {
+        let pair = try Pair(active: false)
+        pair.send(1)
+        #expect(try pair.client.readOutbound(as: ByteBuffer.self) == nil, "nothing before the preface")
+        try pair.connect()
+        #expect(pair.requests == [1: "/herald/forward/1"])
+        try pair.answer(1, status: "200")
+        #expect(try pair.answer(1)?.get().status == 200)
+    }
+
+    @Test func aRequestWithoutAnAnswerInTimeFailsAndItsStreamIsReset() throws {
+        let pair = try Pair()
+        pair.send(1, timeout: .seconds(7))
+        pair.send(2, timeout: .seconds(20))
+        try pair.carry()
+        pair.client.embeddedEventLoop.advanceTime(by: .seconds(6))
+        #expect(pair.answer(1) == nil)
+        pair.client.embeddedEventLoop.advanceTime(by: .seconds(2))
+        try pair.carry()
+        guard case .failure(let failure) = pair.answer(1) else {
+            Issue.record("request 1 did not fail: \(String(describing: pair.answer(1)))")
+            return
+        }
+        #expect(failure.description == "no answer from the node in time")
+        #expect(pair.received.frames.contains { $0.streamID == 1 && $0.payload.isCancel })
+        #expect(pair.answer(2) == nil, "the other request still waits")
+        // The server saw the reset (it can no longer answer stream 1); the other stream goes on.
+        try pair.answer(3, status: "200")
+        #expect(try pair.answer(2)?.get().status == 200)
+        #expect(pair.answers.withLock { $0.count } == 2)
+    }
+
+    @Test func aGoAwayFailsTheStreamsItLeavesOutAndWhatComesNext() throws {
+        let pair = try Pair()
+        pair.send(1)
+        pair.send(2)
+        try pair.carry()
+        try pair.server.writeOutbound(
+            HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
+        try pair.carry()
+        #expect(pair.answer(2).map { "\($0)" }?.contains("going away") == true)
+        #expect(pair.handler.isClosed)
+        pair.send(3)
+        #expect(pair.answer(3).map { "\($0)" }?.contains("closed") == true)
+        // The stream the server kept is still answered.
+        try pair.answer(1, status: "200")
+        #expect(try pair.answer(1)?.get().status == 200)
+    }
+
+    @Test func aConnectionThatClosesFailsWhatIsInFlight() throws {
+        let pair = try Pair()
+        pair.send(1)
+        pair.send(2)
+        try pair.carry()
+        try pair.answer(1, status: "200")
+        pair.client.pipeline.fireChannelInactive()
+        #expect(try pair.answer(1)?.get().status == 200)
+        #expect(pair.answer(2).map { "\($0)" }?.contains("closed") == true)
+        #expect(pair.answers.withLock { $0.count } == 2)
+    }
+}
+
+extension HTTP2Frame.FramePayload {
+    fileprivate var isCancel: Bool {
+        if case .rstStream(.cancel) = self { return true }
+        return false
+    }
+}
