@@ -121,5 +121,7 @@ import Testing
         }
         _ = try await store.commit(batch, policy: OfflinePolicy())
         #expect(try await store.storedCountsByDevice() == ["d1": 2, "d2": 1])
+        #expect(try await store.storedCount(device: "d1") == 2)
+        #expect(try await store.storedCount(device: "nobody") == 0)
     }
 }

@@ -81,6 +81,7 @@ final class GatedStore: GatewayStore {
         try await inner.takeFeedback(bundleID: bundleID, environment: environment)
     }
     func storedCount() async throws -> Int { try await inner.storedCount() }
+    func storedCount(device: String) async throws -> Int { try await inner.storedCount(device: device) }
     func storedCountsByDevice() async throws -> [String: Int] { try await inner.storedCountsByDevice() }
     func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
         try await inner.feedback(bundleID: bundleID, environment: environment)

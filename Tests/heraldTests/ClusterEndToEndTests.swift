@@ -224,6 +224,8 @@ import Testing
         let stored = try a.gateway.adminCall("GET", "/devices/\(silent.id)/stored")
         let list = (try? JSONSerialization.jsonObject(with: Data(stored.body.utf8))) as? [[String: Any]] ?? []
         #expect(list.map { $0["apnsID"] as? String } == [held.headers["apns-id"]], "\(stored.body)")
+        #expect(try a.gateway.adminCall("GET", "/devices/\(silent.id)").json?["stored"] as? Int == 1)
+        #expect(try a.gateway.adminCall("GET", "/devices/\(listening.id)").json?["stored"] as? Int == 0)
         #expect(try kinds(held.headers["apns-id"]) == ["accepted", "delivered", "stored"])
         #expect(!a.gateway.log.contains("could not forward"))
         #expect(a.gateway.stop() == 0)

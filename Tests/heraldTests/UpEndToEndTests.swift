@@ -121,6 +121,19 @@ import Testing
         #expect(
             up.waitForLine(containing: "through node 2's binary interface").last?.hasPrefix("[dev.herald.demo]") == true
         )
+        // Node 1's binary interface: the notification crosses to node 2, which holds the device.
+        let crossing = try up.herald([
+            "push", "--up", upFile, "--binary", "--alert", "through node 1's binary interface",
+        ])
+        #expect(crossing.status == 0, "\(crossing.stderr)")
+        #expect(
+            up.waitForLine(containing: "through node 1's binary interface").last?.hasPrefix("[dev.herald.demo]") == true
+        )
+        // The pasted curl and that notification went to node 1 and were forwarded to node 2.
+        let metrics = try curl([
+            "-H", "authorization: Bearer \(up.info["adminToken"] ?? "")", (up.info["adminURL"] ?? "") + "/metrics",
+        ])
+        #expect(metrics.body.contains(#"herald_pushes_forwarded_total{result="answered"} 2"#), "\(metrics.body)")
         let feedback = try up.herald(["feedback", "--up", upFile, "--address", up.info["node2FeedbackAddress"] ?? "?"])
         #expect(feedback.stdout == "the feedback list is empty\n", "\(feedback.stderr)")
 

@@ -122,7 +122,12 @@ public struct AdminAPI: Sendable {
             throw HTTPError(.notFound, message: "device \(id) not found")
         }
         let counts: [String: Int]
-        if let stored { counts = stored } else { counts = try await directory.store.storedCountsByDevice() }
+        if let stored {
+            counts = stored
+        } else {
+            // One device: its own count, not every device's.
+            counts = [id: try await directory.store.storedCount(device: id)]
+        }
         let holding: [String: String]
         if let holders {
             holding = holders

@@ -82,6 +82,8 @@ public protocol GatewayStore: Sendable {
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// How many pushes are stored.
     func storedCount() async throws -> Int
+    /// How many pushes are stored for one device.
+    func storedCount(device: String) async throws -> Int
     /// How many pushes are stored for each device that has any.
     func storedCountsByDevice() async throws -> [String: Int]
     /// A topic's feedback list in one environment, oldest first, without emptying it.

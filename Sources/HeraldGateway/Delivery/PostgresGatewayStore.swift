@@ -540,6 +540,10 @@ public final class PostgresGatewayStore: GatewayStore {
         return counts
     }
 
+    public func storedCount(device: String) async throws -> Int {
+        try await rows("SELECT count(*) FROM stored WHERE device_id = \(device)", as: Int.self).first ?? 0
+    }
+
     public func storedCount() async throws -> Int {
         try await rows("SELECT count(*) FROM stored", as: Int.self).first ?? 0
     }

@@ -441,6 +441,12 @@ public final class SQLiteGatewayStore: GatewayStore {
         }
     }
 
+    public func storedCount(device: String) async throws -> Int {
+        try await writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stored WHERE deviceID = ?", arguments: [device]) ?? 0
+        }
+    }
+
     public func storedCount() async throws -> Int {
         try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stored") ?? 0 }
     }
