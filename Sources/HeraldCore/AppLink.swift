@@ -92,6 +92,20 @@ public enum AppLinkEvent: Sendable, Hashable, Codable {
     case tokenChanged(token: String)
     /// The system moved the app to another run state (a notification brought it forward).
     case stateChanged(state: AppRunState)
+    /// A `widgets` or `controls` push (`content-changed: true`): the app's widgets or controls
+    /// should reload their content (WidgetKit's reload of timelines or control values).
+    case contentChanged(kind: ReloadKind)
+    /// A `location` push: the app's location query handler gets the payload (Apple's location push
+    /// service extension); answer with `backgroundFinished` when done (within the background budget).
+    case locationPush(notification: DeliveredNotification)
+}
+
+/// What a `widgets` or `controls` push asks to reload.
+public enum ReloadKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The app's widgets (push type `widgets`, topic `<bundle>.push-type.widgets`).
+    case widgets
+    /// The app's controls (push type `controls`, topic `<bundle>.push-type.controls`).
+    case controls
 }
 
 /// A failure answer: Apple's domain and code where Apple has one, and a message that names the field.

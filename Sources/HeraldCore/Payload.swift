@@ -105,6 +105,9 @@ public struct APS: Sendable, Hashable, Codable {
     public var contentAvailable: Bool = false
     /// `mutable-content: 1`: the device's service extension may rewrite it.
     public var mutableContent: Bool = false
+    /// `content-changed: true`: a `widgets` or `controls` push asks the app's widgets or controls
+    /// to reload.
+    public var contentChanged: Bool = false
     public var targetContentID: String?
     public var interruptionLevel: InterruptionLevel?
     public var relevanceScore: Double?
@@ -290,6 +293,18 @@ public struct Payload: Sendable, Hashable {
         aps.category = try string(m, "category", path: "aps")
         aps.contentAvailable = try flag(m, "content-available")
         aps.mutableContent = try flag(m, "mutable-content")
+        if let value = m["content-changed"] {
+            // Apple's samples send `true`; 1 and 0 are taken as well.
+            switch value {
+            case .bool(let b): aps.contentChanged = b
+            default:
+                guard let n = value.intValue, n == 0 || n == 1 else {
+                    throw PayloadError(
+                        key: "aps.content-changed", rule: "must be true or false, not \(describe(value))")
+                }
+                aps.contentChanged = n == 1
+            }
+        }
         aps.targetContentID = try string(m, "target-content-id", path: "aps")
         if let level = try string(m, "interruption-level", path: "aps") {
             guard let parsed = InterruptionLevel(rawValue: level) else {

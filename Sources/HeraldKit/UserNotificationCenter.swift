@@ -23,6 +23,13 @@ public protocol UserNotificationCenterDelegate: Sendable {
     /// to show it unchanged.
     func serviceExtension(_ notification: DeliveredNotification, center: UserNotificationCenter) async
         -> NotificationContent?
+    /// A `widgets` or `controls` push (`content-changed: true`) asked the app's widgets or controls to
+    /// reload (what WidgetKit does on such a push): reload them. Only while the app runs.
+    func contentChanged(_ kind: ReloadKind, center: UserNotificationCenter) async
+    /// A `location` push (Apple's location push service extension): answer the query, for example by
+    /// reporting where the device is. The app is launched in the background for it when it is not
+    /// running; the daemon waits for this to return, within the background budget.
+    func didReceiveLocationPush(_ notification: DeliveredNotification, center: UserNotificationCenter) async
 }
 
 extension UserNotificationCenterDelegate {
@@ -36,6 +43,8 @@ extension UserNotificationCenterDelegate {
     public func serviceExtension(_ notification: DeliveredNotification, center: UserNotificationCenter) async
         -> NotificationContent?
     { nil }
+    public func contentChanged(_ kind: ReloadKind, center: UserNotificationCenter) async {}
+    public func didReceiveLocationPush(_ notification: DeliveredNotification, center: UserNotificationCenter) async {}
 }
 
 /// Lets the connection's reader find its center once it exists.
@@ -264,6 +273,12 @@ public final class UserNotificationCenter: Sendable {
         case .serviceExtension(let notification, _):
             let content = await delegate?.serviceExtension(notification, center: self)
             _ = try? await call(.serviceExtensionFinished(identifier: notification.identifier, content: content))
+        case .contentChanged(let kind):
+            await delegate?.contentChanged(kind, center: self)
+        case .locationPush(let notification):
+            await delegate?.didReceiveLocationPush(notification, center: self)
+            _ = try? await call(.backgroundFinished(identifier: notification.identifier, result: .newData))
+            launchWorkFinished()
         case .tokenChanged(let token):
             tokenContinuation.yield(token)
         case .stateChanged(let state):

@@ -19,7 +19,8 @@ struct AppCommand: AsyncParsableCommand {
               remove-delivered   remove delivered notifications (identifiers after the action; none = all)
               badge N            set the badge
               register           register for remote notifications and print the device token
-              listen             stay connected and print what the app is told (willPresent, didReceive, pushes)
+              listen             stay connected and print what the app is told (willPresent, didReceive, pushes,
+                                 widget and control reloads, location queries)
             Examples:
               herald app com.example.demo authorize --options alert,sound,badge
               herald app com.example.demo add --id tea --title Tea --body "Steeped" --in 180
@@ -350,7 +351,11 @@ final class EventPrinter: UserNotificationCenterDelegate {
                     + (details.isEmpty ? "" : " (\(details))"))
         }
         fflush(nil)
-        guard counts else { return }
+        if counts { count() }
+    }
+
+    /// Counts an event toward `--count`.
+    func count() {
         let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.count += 1
             guard let limit, state.count >= limit else { return nil }
@@ -378,6 +383,20 @@ final class EventPrinter: UserNotificationCenterDelegate {
     {
         emit("remoteNotification", notification)
         return .newData
+    }
+
+    func contentChanged(_ kind: ReloadKind, center: UserNotificationCenter) async {
+        if json {
+            print(#"{"event":"contentChanged","kind":"\#(kind.rawValue)"}"#)
+        } else {
+            print("contentChanged \(kind.rawValue)")
+        }
+        fflush(nil)
+        count()
+    }
+
+    func didReceiveLocationPush(_ notification: DeliveredNotification, center: UserNotificationCenter) async {
+        emit("locationPush", notification)
     }
 
     /// Ends ``waitUntilDone(_:)``.

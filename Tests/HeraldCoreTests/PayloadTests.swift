@@ -178,4 +178,13 @@ import Testing
         let shown = content.localized(with: bundle, preferredLanguages: ["en"])
         #expect(shown.body == "Jenna invited you" && shown.actionLocKey == "Play")
     }
+
+    @Test func contentChangedIsABoolean() throws {
+        #expect(try Payload(json: #"{"aps":{"content-changed":true}}"#).aps.contentChanged)
+        #expect(try Payload(json: #"{"aps":{"content-changed":1}}"#).aps.contentChanged)
+        #expect(try !Payload(json: #"{"aps":{"content-changed":false}}"#).aps.contentChanged)
+        #expect(try !Payload(json: #"{"aps":{}}"#).aps.contentChanged)
+        let error = #expect(throws: PayloadError.self) { _ = try Payload(json: #"{"aps":{"content-changed":"yes"}}"#) }
+        #expect(error?.key == "aps.content-changed")
+    }
 }

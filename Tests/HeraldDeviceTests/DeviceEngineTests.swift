@@ -291,6 +291,43 @@ import Testing
         #expect(e.apps[app]!.delivered.isEmpty)
     }
 
+    /// `widgets` and `controls` pushes reload the app's widgets or controls and are no notification
+    /// (nothing shown, nothing kept, even with an alert in the payload); without `content-changed`
+    /// they are refused. A `location` push goes to the app's location query handler, launching the
+    /// app in the background when it is not running, whatever the notification settings.
+    @Test func widgetsControlsAndLocationPushesAreNoNotifications() throws {
+        var e = try engine()
+        let changed = try Payload(json: #"{"aps":{"content-changed":true,"alert":"ignored"}}"#)
+        for (type, kind) in [(PushType.widgets, ReloadKind.widgets), (.controls, .controls)] {
+            let actions = try e.handle(
+                .remoteNotification(app: app, payload: changed, apnsID: "r", collapseID: nil, pushType: type), now: t0)
+            #expect(actions == [.reloadContent(app: app, kind: kind, apnsID: "r")])
+        }
+        #expect(e.apps[app]!.delivered.isEmpty)
+        let unchanged = try Payload(json: #"{"aps":{}}"#)
+        #expect(throws: NotificationError.self) {
+            _ = try e.handle(
+                .remoteNotification(app: app, payload: unchanged, apnsID: "u", collapseID: nil, pushType: .widgets),
+                now: t0)
+        }
+
+        let query = try Payload(json: #"{"aps":{},"query":"where"}"#)
+        let notRunning = try e.handle(
+            .remoteNotification(app: app, payload: query, apnsID: "l1", collapseID: nil, pushType: .location), now: t0)
+        guard notRunning.count == 2, case .launchApp(_, .background, _) = notRunning[0],
+            case .locationQuery(_, let n) = notRunning[1]
+        else {
+            Issue.record("\(notRunning)")
+            return
+        }
+        #expect(n.apnsID == "l1" && n.request.content.userInfo["query"] == .string("where"))
+        _ = try e.handle(.appStateChanged(app: app, state: .background), now: t0)
+        let running = try e.handle(
+            .remoteNotification(app: app, payload: query, apnsID: "l2", collapseID: nil, pushType: .location), now: t0)
+        #expect(running.count == 1 && running.first.map { if case .locationQuery = $0 { true } else { false } } == true)
+        #expect(e.apps[app]!.delivered.isEmpty)
+    }
+
     @Test func remoteLocKeysCategoryCollapseIdAndSound() throws {
         var e = try engine()
         _ = try e.handle(

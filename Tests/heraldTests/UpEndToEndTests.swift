@@ -146,6 +146,50 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("postgres/postmaster.pid").path))
     }
 
+    /// `widgets`, `controls` and `location` pushes are no notifications: sent with `herald push` to the
+    /// demo app's suffixed topics, they reach the app (`herald app … listen`) as a reload of its
+    /// widgets or controls and as a location query, and the device shows each as a line. A widgets
+    /// push without `content-changed` is refused by the device.
+    @Test func widgetsControlsAndLocationPushesReachTheApp() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
+        let up = try Up(state: state)
+        let upFile = state.appendingPathComponent("up.json").path
+        let app = try #require(up.info["topic"])
+        let listener = try Child(
+            try heraldExecutable(), ["app", app, "listen", "--count", "3"] + up.device)
+        let pid = listener.process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
+        #expect(listener.waitForLine(containing: "listening as").last?.contains(app) == true)
+        func push(_ type: String, _ topic: String, _ payload: String) throws -> (status: Int32, stderr: String) {
+            let file = state.appendingPathComponent("\(type).json")
+            try Data(payload.utf8).write(to: file)
+            let sent = try up.herald([
+                "push", "--up", upFile, "--push-type", type, "--topic", topic, "--payload", file.path,
+            ])
+            return (sent.status, sent.stderr)
+        }
+        let changed = #"{"aps":{"content-changed":true}}"#
+        #expect(try push("widgets", app + ".push-type.widgets", changed).status == 0)
+        #expect(listener.waitForLine(containing: "contentChanged").last == "contentChanged widgets")
+        #expect(up.waitForLine(containing: "asked to reload").last?.contains("widgets asked to reload") == true)
+        #expect(try push("controls", app + ".push-type.controls", changed).status == 0)
+        #expect(listener.waitForLine(containing: "contentChanged").last == "contentChanged controls")
+        // Accepted by the gateway (it does not read aps for this), refused by the device.
+        #expect(try push("widgets", app + ".push-type.widgets", #"{"aps":{}}"#).status == 0)
+        #expect(
+            up.waitForLine(containing: "refused push").last?.contains(#"needs "content-changed": true"#) == true)
+        #expect(try push("location", app + ".location-query", #"{"aps":{},"query":"where"}"#).status == 0)
+        let located = listener.waitForLine(containing: "locationPush").last ?? ""
+        #expect(located.hasPrefix("locationPush "), "\(located)")
+        #expect(up.waitForLine(containing: "location query").last?.contains("location query handler") == true)
+        // HeraldKit answered for the app once its handler returned.
+        #expect(up.waitForLine(containing: "location query finished").last?.contains("finished after") == true)
+        #expect(listener.finish().status == 0, "the app saw its three events and stopped")
+        #expect(up.stop() == 0)
+    }
+
     @Test func thePastedCurlPushArrivesIsTappedLaunchesTheAppAndRemovalGives410() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
         let up = try Up(state: state)

@@ -50,6 +50,19 @@ extension DeviceService {
                 }
             case .setBadge(let app, let badge):
                 note(.badge, app: app, "badge \(badge)")
+            case .reloadContent(let app, let kind, let apnsID):
+                // Delivered to the app when it runs; widgets and controls reload either way.
+                let reached = deliverEvent(app, .contentChanged(kind: kind))
+                note(
+                    .contentChanged, app: app, apnsID,
+                    "\(kind.rawValue) asked to reload" + (reached ? "" : " (the app is not running)"))
+            case .locationQuery(let app, let notification):
+                note(.locationQuery, app: app, notification.identifier, "given to the app's location query handler")
+                if deliverEvent(app, .locationPush(notification: notification)) {
+                    track(
+                        app, notification.identifier, kind: "location query",
+                        budget: configuration.engine.backgroundBudget)
+                }
             case .pendingDropped(let app, let identifiers):
                 note(
                     .dropped, app: app,

@@ -112,7 +112,11 @@ extension DeviceService {
             }
             return .done
         case .backgroundFinished(let identifier, let result):
-            guard finish(app, identifier, kind: "background fetch", detail: " (\(result.rawValue))") else {
+            // A background fetch, or a location query (both answered this way).
+            guard
+                finish(app, identifier, kind: "background fetch", detail: " (\(result.rawValue))")
+                    || finish(app, identifier, kind: "location query", detail: "")
+            else {
                 throw AppLinkFailure.protocolError("backgroundFinished: no background work \(identifier) is waiting")
             }
             return .done

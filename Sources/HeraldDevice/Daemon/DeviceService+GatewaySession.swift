@@ -26,7 +26,8 @@ extension DeviceService: GatewaySessionHost {
         do {
             _ = try await apply(
                 .remoteNotification(
-                    app: app.app.bundleID, payload: payload, apnsID: push.apnsID, collapseID: push.collapseID))
+                    app: app.app.bundleID, payload: payload, apnsID: push.apnsID, collapseID: push.collapseID,
+                    pushType: push.pushType))
             return .taken
         } catch let error as NotificationError {
             return refuse(push, app: app.app.bundleID, reason: "\(error)")
@@ -45,7 +46,10 @@ extension DeviceService: GatewaySessionHost {
 
     /// `com.example.app.voip` and the like belong to `com.example.app`.
     static func baseApp(of topic: String, in apps: [String: AppRecord]) -> AppRecord? {
-        for suffix in [".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity"]
+        for suffix in [
+            ".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity", ".push-type.widgets",
+            ".push-type.controls", ".location-query",
+        ]
         where topic.hasSuffix(suffix) {
             return apps[String(topic.dropLast(suffix.count))]
         }

@@ -6,14 +6,34 @@ import HeraldCore
 extension DeviceEngine {
     // MARK: - Remote notifications
 
-    mutating func remote(_ app: String, _ payload: Payload, apnsID: String, collapseID: String?, now: Date)
-        throws(NotificationError) -> [DeviceAction]
-    {
+    mutating func remote(
+        _ app: String, _ payload: Payload, apnsID: String, collapseID: String?, pushType: PushType = .alert,
+        now: Date
+    ) throws(NotificationError) -> [DeviceAction] {
         guard let record = apps[app] else { throw unknownApp(app) }
         let content = NotificationContent(payload: payload)
         let request = NotificationRequest(identifier: collapseID ?? apnsID, content: content, trigger: nil)
         let notification = DeliveredNotification(
             request: request, date: now, isRemote: true, late: false, apnsID: apnsID)
+        switch pushType {
+        case .widgets, .controls:
+            // Not a notification: the app's widgets or controls reload; nothing is shown or kept.
+            guard payload.aps.contentChanged else {
+                throw NotificationError(
+                    .invalidArgument, "a \(pushType.rawValue) push needs \"content-changed\": true in aps")
+            }
+            return [.reloadContent(app: app, kind: pushType == .widgets ? .widgets : .controls, apnsID: apnsID)]
+        case .location:
+            // The app's location query handler runs (launched in the background when it is not
+            // running), whatever the user's notification settings; nothing is shown.
+            var actions: [DeviceAction] = []
+            if record.runState == .notRunning {
+                actions.append(.launchApp(app: app, mode: .background, launchOptions: notification))
+            }
+            return actions + [.locationQuery(app: app, notification: notification)]
+        default:
+            break
+        }
         let visible = payload.aps.hasUserVisibleContent
         var actions: [DeviceAction] = []
         if payload.aps.contentAvailable {

@@ -26,7 +26,8 @@ public enum DeviceEvent: Sendable {
     case willPresentAnswered(app: String, identifier: String, options: PresentationOptions)
     case serviceExtensionFinished(app: String, identifier: String, content: NotificationContent?)
     // The push service
-    case remoteNotification(app: String, payload: Payload, apnsID: String, collapseID: String?)
+    case remoteNotification(
+        app: String, payload: Payload, apnsID: String, collapseID: String?, pushType: PushType = .alert)
     // The user
     case updateSettings(app: String, settings: NotificationSettings)
     case setLocationAuthorization(app: String, allowed: Bool)
@@ -200,8 +201,8 @@ public struct DeviceEngine: Sendable {
             extensionDeadlines.remove(.init(app: app, id: identifier))
             if let content { waiting.notification.request.content = content }
             return deliver(app, waiting.notification)
-        case .remoteNotification(let app, let payload, let apnsID, let collapseID):
-            return try remote(app, payload, apnsID: apnsID, collapseID: collapseID, now: now)
+        case .remoteNotification(let app, let payload, let apnsID, let collapseID, let pushType):
+            return try remote(app, payload, apnsID: apnsID, collapseID: collapseID, pushType: pushType, now: now)
         case .updateSettings(let app, let settings):
             try modify(app) { $0.settings = settings }
             return []

@@ -135,4 +135,8 @@ public enum DeviceAction: Sendable, Hashable {
     case pendingDropped(app: String, identifiers: [String])
     /// Delivered notifications removed: take them off the screen.
     case removeFromScreen(app: String, identifiers: [String])
+    /// A `widgets` or `controls` push: tell the app its widgets or controls should reload.
+    case reloadContent(app: String, kind: ReloadKind, apnsID: String)
+    /// A `location` push: give it to the app's location query handler (``AppLinkEvent/locationPush(notification:)``).
+    case locationQuery(app: String, notification: DeliveredNotification)
 }

@@ -33,6 +33,10 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
         case removed
         /// An app's service extension was given a notification to rewrite.
         case serviceExtension
+        /// A `widgets` or `controls` push: the app's widgets or controls were asked to reload.
+        case contentChanged
+        /// A `location` push went to the app's location query handler.
+        case locationQuery
         /// A push the device took but could not use: its payload unreadable (the reason names the
         /// key), its app not installed, or refused by the notification center.
         case refused
