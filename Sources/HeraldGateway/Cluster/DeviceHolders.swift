@@ -43,11 +43,16 @@ public final class DeviceHolders: Sendable {
         var claims: [String: Claim] = [:]
         var nodes: [String: ClusterNode] = [:]
         var nodesReadAt: Date?
+        /// A read of the nodes is under way in the background.
+        var refreshingNodes = false
         /// Grows with every ``ClaimChange/everything``: a read begun before it is not kept.
         var generation = 0
     }
 
-    /// A copy of the nodes older than this is read again before it is trusted.
+    /// A copy of the nodes older than this is read again (in the background, while pushes are still
+    /// answered from it); one older than twice this is not trusted and is read before answering. A
+    /// node's heartbeat is 5 s apart and it counts as dead after 15 s, so a copy 10 s old still tells
+    /// the living from the dead.
     public static let nodesMaximumAge: TimeInterval = 5
 
     let store: PostgresGatewayStore
@@ -70,12 +75,27 @@ public final class DeviceHolders: Sendable {
     /// node holds it"), or `nil` when it must be read (``lookUp(_:)``).
     public func cachedHolder(of device: String) -> Holder?? {
         let now = clock.now()
-        return state.withLock { state -> Holder?? in
-            guard let read = state.nodesReadAt, now.timeIntervalSince(read) < Self.nodesMaximumAge,
-                let claim = state.claims[device], claim.known
-            else { return nil }
-            return .some(holder(claim, state: state, now: now))
+        let (answer, refresh) = state.withLock { state -> (Holder??, Bool) in
+            guard let read = state.nodesReadAt else { return (nil, false) }
+            let age = now.timeIntervalSince(read)
+            var refresh = false
+            if age >= Self.nodesMaximumAge, !state.refreshingNodes {
+                state.refreshingNodes = true
+                refresh = true
+            }
+            guard age < 2 * Self.nodesMaximumAge, let claim = state.claims[device], claim.known else {
+                return (nil, refresh)
+            }
+            return (.some(holder(claim, state: state, now: now)), refresh)
         }
+        if refresh {
+            // One read at a time, off the caller's path.
+            Task {
+                try? await readNodes()
+                state.withLock { $0.refreshingNodes = false }
+            }
+        }
+        return answer
     }
 
     /// The holder of `device`, read from the database when the memory does not know it.
@@ -84,7 +104,7 @@ public final class DeviceHolders: Sendable {
         let now = clock.now()
         let stale = state.withLock { state -> Bool in
             guard let read = state.nodesReadAt else { return true }
-            return now.timeIntervalSince(read) >= Self.nodesMaximumAge
+            return now.timeIntervalSince(read) >= 2 * Self.nodesMaximumAge
         }
         if stale { try await readNodes() }
         let generation = state.withLock { state -> Int? in
@@ -137,8 +157,9 @@ public final class DeviceHolders: Sendable {
     }
 
     private func readNodes() async throws {
-        let nodes = try await store.nodes()
+        // The copy is as old as the moment the read began.
         let now = clock.now()
+        let nodes = try await store.nodes()
         state.withLock { state in
             state.nodes = Dictionary(nodes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             state.nodesReadAt = now
