@@ -82,6 +82,18 @@ final class GatedStore: GatewayStore {
     }
     func storedCount() async throws -> Int { try await inner.storedCount() }
     func storedCount(device: String) async throws -> Int { try await inner.storedCount(device: device) }
+    func createChannel(_ channel: BroadcastChannel, limit: Int) async throws -> Bool {
+        try await inner.createChannel(channel, limit: limit)
+    }
+    func channel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> BroadcastChannel? {
+        try await inner.channel(bundleID: bundleID, environment: environment, id: id)
+    }
+    func deleteChannel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> Bool {
+        try await inner.deleteChannel(bundleID: bundleID, environment: environment, id: id)
+    }
+    func channelIDs(bundleID: String, environment: APNsEnvironment) async throws -> [String] {
+        try await inner.channelIDs(bundleID: bundleID, environment: environment)
+    }
     func storedCountsByDevice() async throws -> [String: Int] { try await inner.storedCountsByDevice() }
     func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
         try await inner.feedback(bundleID: bundleID, environment: environment)

@@ -134,6 +134,39 @@ import X509
         }
     }
 
+    /// Broadcast channels: per app and environment, a limit on creation, read, listed oldest
+    /// first, deleted once.
+    @Test(arguments: StoreKind.allCases) func channelsArePerAppAndEnvironmentWithALimit(kind: StoreKind) async throws {
+        let store = try await kind.store()
+        func channel(
+            _ id: String, _ bundle: String = "com.example.a", _ env: APNsEnvironment = .development, at: Double
+        )
+            -> BroadcastChannel
+        {
+            BroadcastChannel(
+                id: id, bundleID: bundle, environment: env,
+                storagePolicy: id == "AQ==" ? .noStorage : .mostRecentMessage,
+                createdAt: Date(timeIntervalSince1970: at))
+        }
+        #expect(try await store.createChannel(channel("AQ==", at: 1), limit: 2))
+        #expect(try await store.createChannel(channel("Ag==", at: 2), limit: 2))
+        #expect(try await !store.createChannel(channel("Aw==", at: 3), limit: 2), "the app has two already")
+        // Another environment and another app count on their own.
+        #expect(try await store.createChannel(channel("BA==", "com.example.a", .production, at: 4), limit: 2))
+        #expect(try await store.createChannel(channel("BQ==", "com.example.b", at: 5), limit: 2))
+        #expect(try await store.channelIDs(bundleID: "com.example.a", environment: .development) == ["AQ==", "Ag=="])
+        #expect(try await store.channelIDs(bundleID: "com.example.a", environment: .production) == ["BA=="])
+        #expect(
+            try await store.channel(bundleID: "com.example.a", environment: .development, id: "AQ==")
+                == channel("AQ==", at: 1))
+        #expect(try await store.channel(bundleID: "com.example.a", environment: .production, id: "AQ==") == nil)
+        #expect(try await store.channel(bundleID: "com.example.b", environment: .development, id: "AQ==") == nil)
+        #expect(try await store.deleteChannel(bundleID: "com.example.a", environment: .development, id: "AQ=="))
+        #expect(try await !store.deleteChannel(bundleID: "com.example.a", environment: .development, id: "AQ=="))
+        #expect(try await store.createChannel(channel("Aw==", at: 6), limit: 2), "room again after a delete")
+        #expect(try await store.channelIDs(bundleID: "com.example.a", environment: .development) == ["Ag==", "Aw=="])
+    }
+
     @Test func handWrittenEventJSONDecodes() throws {
         let event = DeliveryEvent(
             apnsID: "a", uniqueID: "u", kind: .discarded, at: Date(timeIntervalSince1970: 1.5),

@@ -82,6 +82,15 @@ public protocol GatewayStore: Sendable {
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// How many pushes are stored.
     func storedCount() async throws -> Int
+    /// Creates `channel` unless its app already has `limit` channels in its environment; returns
+    /// whether it was created (docs/broadcast.md).
+    func createChannel(_ channel: BroadcastChannel, limit: Int) async throws -> Bool
+    /// One of an app's channels in an environment.
+    func channel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> BroadcastChannel?
+    /// Deletes one of an app's channels; returns whether it existed.
+    func deleteChannel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> Bool
+    /// The ids of an app's channels in an environment, oldest first.
+    func channelIDs(bundleID: String, environment: APNsEnvironment) async throws -> [String]
     /// How many pushes are stored for one device.
     func storedCount(device: String) async throws -> Int
     /// How many pushes are stored for each device that has any.

@@ -540,6 +540,65 @@ public final class PostgresGatewayStore: GatewayStore {
         return counts
     }
 
+    // MARK: Broadcast channels
+
+    public func createChannel(_ channel: BroadcastChannel, limit: Int) async throws -> Bool {
+        try await transaction { connection in
+            // One creation at a time per app and environment, across nodes: the count holds.
+            try await self.drain(
+                """
+                SELECT pg_advisory_xact_lock(hashtext(\(channel.bundleID) || chr(9) || \(channel.environment.rawValue)))
+                """, on: connection)
+            let count =
+                try await self.rows(
+                    """
+                    SELECT count(*) FROM channel WHERE bundle_id = \(channel.bundleID)
+                    AND environment = \(channel.environment.rawValue)
+                    """, as: Int.self, on: connection
+                ).first ?? 0
+            guard count < limit else { return false }
+            try await self.drain(
+                """
+                INSERT INTO channel (bundle_id, environment, id, storage_policy, created_at)
+                VALUES (\(channel.bundleID), \(channel.environment.rawValue), \(channel.id),
+                        \(channel.storagePolicy.rawValue), \(channel.createdAt.timeIntervalSince1970))
+                """, on: connection)
+            return true
+        }
+    }
+
+    public func channel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> BroadcastChannel? {
+        try await rows(
+            """
+            SELECT storage_policy, created_at FROM channel
+            WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue) AND id = \(id)
+            """, as: (Int, Double).self
+        ).first.flatMap { policy, created in
+            ChannelStoragePolicy(rawValue: policy).map {
+                BroadcastChannel(
+                    id: id, bundleID: bundleID, environment: environment, storagePolicy: $0,
+                    createdAt: Date(timeIntervalSince1970: created))
+            }
+        }
+    }
+
+    public func deleteChannel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> Bool {
+        try await !rows(
+            """
+            DELETE FROM channel WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue) AND id = \(id)
+            RETURNING id
+            """, as: String.self
+        ).isEmpty
+    }
+
+    public func channelIDs(bundleID: String, environment: APNsEnvironment) async throws -> [String] {
+        try await rows(
+            """
+            SELECT id FROM channel WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue)
+            ORDER BY created_at, id
+            """, as: String.self)
+    }
+
     public func storedCount(device: String) async throws -> Int {
         try await rows("SELECT count(*) FROM stored WHERE device_id = \(device)", as: Int.self).first ?? 0
     }

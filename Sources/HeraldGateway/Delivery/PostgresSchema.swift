@@ -92,6 +92,17 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX device_node_node ON device_node (node_id)",
             ]),
+        Migration(
+            version: 4, name: "broadcast channels",
+            statements: [
+                // The apps' broadcast channels (``BroadcastChannel``, docs/broadcast.md).
+                """
+                CREATE TABLE channel (
+                    bundle_id text NOT NULL, environment text NOT NULL, id text NOT NULL,
+                    storage_policy integer NOT NULL, created_at double precision NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, id))
+                """
+            ]),
     ]
 
     /// The newest version this binary knows.

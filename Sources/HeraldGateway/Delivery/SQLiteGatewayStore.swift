@@ -93,6 +93,17 @@ public final class SQLiteGatewayStore: GatewayStore {
                 t.column("seq", .integer).notNull()
             }
         }
+        // Broadcast channels (docs/broadcast.md).
+        migrator.registerMigration("gateway-v3-channels") { db in
+            try db.create(table: "channel") { t in
+                t.column("bundleID", .text).notNull()
+                t.column("environment", .text).notNull()
+                t.column("id", .text).notNull()
+                t.column("storagePolicy", .integer).notNull()
+                t.column("createdAt", .double).notNull()
+                t.primaryKey(["bundleID", "environment", "id"])
+            }
+        }
         return migrator
     }
 
@@ -438,6 +449,60 @@ public final class SQLiteGatewayStore: GatewayStore {
                 counts[row["deviceID"]] = row["n"]
             }
             return counts
+        }
+    }
+
+    // MARK: Broadcast channels
+
+    public func createChannel(_ channel: BroadcastChannel, limit: Int) async throws -> Bool {
+        try await writer.write { db in
+            let count =
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM channel WHERE bundleID = ? AND environment = ?",
+                    arguments: [channel.bundleID, channel.environment.rawValue]) ?? 0
+            guard count < limit else { return false }
+            try db.execute(
+                sql: """
+                    INSERT INTO channel (bundleID, environment, id, storagePolicy, createdAt) VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    channel.bundleID, channel.environment.rawValue, channel.id, channel.storagePolicy.rawValue,
+                    channel.createdAt.timeIntervalSince1970,
+                ])
+            return true
+        }
+    }
+
+    public func channel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> BroadcastChannel? {
+        try await writer.read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT storagePolicy, createdAt FROM channel WHERE bundleID = ? AND environment = ? AND id = ?",
+                arguments: [bundleID, environment.rawValue, id]
+            ).flatMap { row in
+                ChannelStoragePolicy(rawValue: row["storagePolicy"]).map {
+                    BroadcastChannel(
+                        id: id, bundleID: bundleID, environment: environment, storagePolicy: $0,
+                        createdAt: Date(timeIntervalSince1970: row["createdAt"]))
+                }
+            }
+        }
+    }
+
+    public func deleteChannel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(
+                sql: "DELETE FROM channel WHERE bundleID = ? AND environment = ? AND id = ?",
+                arguments: [bundleID, environment.rawValue, id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func channelIDs(bundleID: String, environment: APNsEnvironment) async throws -> [String] {
+        try await writer.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT id FROM channel WHERE bundleID = ? AND environment = ? ORDER BY createdAt, id",
+                arguments: [bundleID, environment.rawValue])
         }
     }
 
