@@ -33,6 +33,12 @@ public final class Gateway: Sendable {
         public var binaryPort: Int? = 2195
         /// Port of the feedback service (2196; 0 picks a free port; `nil` = off).
         public var feedbackPort: Int? = 2196
+        /// Port of the channel management API over TLS (2295; 0 picks a free port; `nil` = off),
+        /// docs/broadcast.md. Apple's are 2195 and 2196, which are the legacy interface's here.
+        public var channelsPort: Int? = 2295
+        /// Port of the channel management API in cleartext on loopback, for development (2296; 0 picks
+        /// a free port; `nil` = off).
+        public var channelsDevelopmentPort: Int? = 2296
         /// Acknowledgement timeout, batching window and background budget of the device link.
         public var link = DeviceLinkServer.Configuration()
         /// The environment requests address when their authority names none.
@@ -300,6 +306,22 @@ public final class Gateway: Sendable {
                     log: log, clock: clock)
             }
         }
+        // The channel management API: the provider API's transports, its own listeners.
+        let channelsAPI = api.managingChannels(store: directory.store)
+        var channels: [ProviderServer] = []
+        for (port, secure) in [(configuration.channelsPort, true), (configuration.channelsDevelopmentPort, false)] {
+            guard let port else { continue }
+            let host = secure ? address : "127.0.0.1"
+            channels.append(
+                try await Self.listening(
+                    secure ? "channel management API" : "channel management development listener", host, port
+                ) {
+                    try await ProviderServer.start(
+                        host: host, port: port, transport: secure ? .tls(tls, ca: ca) : .cleartext, api: channelsAPI,
+                        router: router, environment: configuration.environment, group: group, logger: logger,
+                        firstBytes: firstBytes, log: log, clock: clock)
+                })
+        }
         let linkTLS = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca, deviceLink: true)
         let link = try await Self.listening("device link", address, configuration.linkPort) {
@@ -384,12 +406,13 @@ public final class Gateway: Sendable {
         services.insert(contentsOf: followers, at: 0)
         services += legacy as [any Service]
         if let development { services.append(development) }
+        services += channels as [any Service]
         services += [provider, app] as [any Service]
         try forwarder?.start(group: group)
         do {
             try await runServices(
-                services, provider: provider, development: development, link: link, legacy: legacy,
-                adminTLS: adminTLS, adminReady: adminReady, onReady: onReady)
+                services, provider: provider, development: development, channels: channels, link: link,
+                legacy: legacy, adminTLS: adminTLS, adminReady: adminReady, onReady: onReady)
         } catch {
             await forwarder?.shutdown()
             throw error
@@ -400,7 +423,8 @@ public final class Gateway: Sendable {
     }
 
     private func runServices(
-        _ services: [any Service], provider: ProviderServer, development: ProviderServer?, link: DeviceLinkServer,
+        _ services: [any Service], provider: ProviderServer, development: ProviderServer?, channels: [ProviderServer],
+        link: DeviceLinkServer,
         legacy: [LegacyServer], adminTLS: NIOSSLContext?, adminReady: ServiceRunner.Readiness,
         onReady: @Sendable ([String: String]) -> Void
     ) async throws {
@@ -429,6 +453,14 @@ public final class Gateway: Sendable {
                 info[key] = "localhost:\(server.localAddress?.port ?? 0)"
             }
             if let development { info["developmentURL"] = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
+            for server in channels {
+                let port = server.localAddress?.port ?? 0
+                if server.isCleartext {
+                    info["channelsDevelopmentURL"] = "http://127.0.0.1:\(port)"
+                } else {
+                    info["channelsURL"] = "https://localhost:\(port)"
+                }
+            }
             if let presence {
                 info["nodeID"] = presence.id
                 // Where the other nodes forward pushes for devices linked here: the TLS provider API.

@@ -28,7 +28,12 @@ public final class GatewayMetrics: Sendable {
         var requests: [String: Counter] = [:]
         requests[Self.key(200, nil)] = Self.requestCounter(registry, 200, nil)
         for reason in APNsReason.allCases {
-            requests[Self.key(reason.status, reason)] = Self.requestCounter(registry, reason.status, reason)
+            requests[Self.key(reason.status, reason.rawValue)] = Self.requestCounter(
+                registry, reason.status, reason.rawValue)
+        }
+        for reason in BroadcastReason.allCases {
+            requests[Self.key(reason.status, reason.rawValue)] = Self.requestCounter(
+                registry, reason.status, reason.rawValue)
         }
         self.requests = requests
         latency = registry.makeDurationHistogram(
@@ -86,26 +91,26 @@ public final class GatewayMetrics: Sendable {
             "deliveries", "total", "Notifications written to a device link, by whether the device acknowledged them")
     }
 
-    static func key(_ status: Int, _ reason: APNsReason?) -> String { "\(status) \(reason?.rawValue ?? "")" }
+    static func key(_ status: Int, _ reason: String?) -> String { "\(status) \(reason ?? "")" }
 
-    static func requestCounter(_ registry: PrometheusCollectorRegistry, _ status: Int, _ reason: APNsReason?)
+    static func requestCounter(_ registry: PrometheusCollectorRegistry, _ status: Int, _ reason: String?)
         -> Counter
     {
         registry.makeCounter(
             descriptor: name("provider_requests", "total", "Provider API answers by status and reason"),
-            labels: [("status", String(status)), ("reason", reason?.rawValue ?? "")])
+            labels: [("status", String(status)), ("reason", reason ?? "")])
     }
 
     /// Counts an answer to a provider and how long it took.
     public func answered(_ response: ProviderResponse, after elapsed: TimeAmount) {
-        let key = Self.key(response.status, response.reason)
+        let key = Self.key(response.status, response.reasonText)
         if let counter = requests[key] {
             counter.increment()
         } else {
             // A fault rule can pair any status with any reason.
             let counter = otherRequests.withLock { others in
                 if let c = others[key] { return c }
-                let c = Self.requestCounter(registry, response.status, response.reason)
+                let c = Self.requestCounter(registry, response.status, response.reasonText)
                 others[key] = c
                 return c
             }

@@ -65,6 +65,8 @@ public final class TestGateway: Sendable {
         configuration.linkPort = 0
         configuration.binaryPort = legacy ? 0 : nil
         configuration.feedbackPort = legacy ? 0 : nil
+        configuration.channelsPort = 0
+        configuration.channelsDevelopmentPort = 0
         configuration.providerThreads = 1
         configuration.linkThreads = 1
         var logger = Logger(label: "herald.testing.gateway")

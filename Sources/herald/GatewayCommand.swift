@@ -82,6 +82,16 @@ struct GatewayCommand: AsyncParsableCommand {
     var noLegacy = false
     @Option(
         name: .long,
+        help: "Port of the broadcast channel management API over TLS (HTTP/2 and HTTP/1.1; 0 = any free port).")
+    var channelsPort = 2295
+    @Option(
+        name: .long,
+        help: "Port of the channel management API in cleartext on loopback, for development (0 = any free port).")
+    var channelsDevPort = 2296
+    @Flag(name: .long, help: "Do not open the channel management listeners.")
+    var noChannels = false
+    @Option(
+        name: .long,
         help: "Seconds a provider's answer waits for a connected device's acknowledgement before the push is stored.")
     var ackTimeout: Double = 2
     @Option(name: .long, help: "Seconds a priority-5 push may wait to go to a device with others (0 = at once).")
@@ -185,6 +195,8 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.linkPort = linkPort
         configuration.binaryPort = noLegacy ? nil : binaryPort
         configuration.feedbackPort = noLegacy ? nil : feedbackPort
+        configuration.channelsPort = noChannels ? nil : channelsPort
+        configuration.channelsDevelopmentPort = noChannels ? nil : channelsDevPort
         configuration.link.acknowledgementTimeout = .nanoseconds(Int64(ackTimeout * 1e9))
         configuration.link.qos = LinkQoS.Configuration(batchWindow: batchWindow, backgroundBudget: backgroundBudget)
         let gateway = try await Gateway.open(configuration, logger: logger)
@@ -192,7 +204,7 @@ struct GatewayCommand: AsyncParsableCommand {
             var text = "herald gateway ready\n"
             for key in [
                 "providerURL", "developmentURL", "linkURL", "linkDevelopmentURL", "binaryAddress", "feedbackAddress",
-                "adminURL", "caCertificate", "nodeID", "clusterURL",
+                "channelsURL", "channelsDevelopmentURL", "adminURL", "caCertificate", "nodeID", "clusterURL",
             ] {
                 if let value = info[key] { text += "  \(key): \(value)\n" }
             }

@@ -34,6 +34,10 @@ struct UpCommand: AsyncParsableCommand {
     var binaryPort = 2195
     @Option(name: .long, help: "Port of the legacy feedback service, on loopback (0 = any free port).")
     var feedbackPort = 2196
+    @Option(name: .long, help: "Port of the channel management API over TLS (0 = any free port).")
+    var channelsPort = 2295
+    @Option(name: .long, help: "Port of the channel management API in cleartext, on loopback (0 = any free port).")
+    var channelsDevPort = 2296
     @Option(name: .long, help: "Port of the device API (0 = any free port).")
     var devicePort = 8081
     @Option(name: .long, help: "The demo app's bundle id (its topic).")
@@ -139,7 +143,8 @@ struct UpCommand: AsyncParsableCommand {
                 arguments: [
                     "gateway", "--state", state.path, "--port", shifted(port), "--dev-port", shifted(devPort),
                     "--link-port", shifted(linkPort), "--admin-port", shifted(adminPort), "--binary-port",
-                    shifted(binaryPort), "--feedback-port", shifted(feedbackPort), "--log-level", "notice",
+                    shifted(binaryPort), "--feedback-port", shifted(feedbackPort), "--channels-port",
+                    shifted(channelsPort), "--channels-dev-port", shifted(channelsDevPort), "--log-level", "notice",
                 ] + (database.map { ["--database", $0.url] } ?? []),
                 log: log, stdout: false, events: sink)
             nodeInfos.append(
@@ -286,6 +291,7 @@ struct UpCommand: AsyncParsableCommand {
             "binaryAddress": try info("binaryAddress"), "feedbackAddress": try info("feedbackAddress"),
             "binaryCertificate": binaryCertificate.path, "binaryPrivateKey": binaryKey.path,
             "consoleURL": try info("adminURL") + "/console",
+            "channelsURL": try info("channelsURL"), "channelsDevelopmentURL": try info("channelsDevelopmentURL"),
         ]
         if let id = status["deviceID"] as? String { up["deviceID"] = id }
         // Flat keys, like the rest: node k's as node<k><Key>.
@@ -325,6 +331,7 @@ struct UpCommand: AsyncParsableCommand {
               provider API (TLS, h2):   \(up["providerURL"]!)   CA \(up["caCertificate"]!)
               development (h2c/HTTP1):  \(development)
               binary / feedback (TLS):  \(up["binaryAddress"]!) / \(up["feedbackAddress"]!)   certificate \(binaryCertificate.path)
+              channel management:       \(up["channelsURL"]!) (TLS), \(up["channelsDevelopmentURL"]!) (development)
               admin API:                \(up["adminURL"]!)   (token in \(root.path)/gateway/admin-token)
               device API:               \(deviceAPI)
               demo app:                 \(app)   device token \(token)

@@ -96,6 +96,8 @@ struct LinkHarness {
             return await withCheckedContinuation { continuation in
                 router.route(push) { continuation.resume(returning: $0) }
             }
+        case .perform(let work):
+            return await work()
         }
     }
 

@@ -64,6 +64,8 @@ struct VirtualLink {
                 return await withCheckedContinuation { continuation in
                     router.route(push) { continuation.resume(returning: $0) }
                 }
+            case .perform(let work):
+                return await work()
             }
         }
     }

@@ -67,7 +67,7 @@ struct Fixture {
     func reason(_ r: ProviderRequest, connection: inout ProviderConnectionState, at time: Date? = nil) -> APNsReason? {
         switch api.handle(r, connection: &connection, now: time ?? now) {
         case .respond(let response, _): return response.reason
-        case .accept: return nil
+        case .accept, .perform: return nil
         }
     }
 
@@ -89,6 +89,8 @@ extension Gateway.Configuration {
         configuration.linkPort = 0
         configuration.binaryPort = nil
         configuration.feedbackPort = nil
+        configuration.channelsPort = nil
+        configuration.channelsDevelopmentPort = nil
         return configuration
     }
 }

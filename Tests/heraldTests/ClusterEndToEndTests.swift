@@ -417,7 +417,9 @@ import Testing
         // A state directory that ran on its own (SQLite) has a CA of its own.
         let alone = try GatewayProcess()
         #expect(alone.stop() == 0)
-        let ports = ["--port", "0", "--dev-port", "0", "--admin-port", "0", "--link-port", "0", "--no-legacy"]
+        let ports = [
+            "--port", "0", "--dev-port", "0", "--admin-port", "0", "--link-port", "0", "--no-legacy", "--no-channels",
+        ]
         let refused = try run(
             try heraldExecutable().path, ["gateway", "--state", alone.state.path, "--database", url] + ports)
         #expect(refused.status != 0)

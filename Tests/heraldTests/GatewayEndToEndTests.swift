@@ -79,7 +79,8 @@ final class GatewayProcess {
         process.arguments =
             [
                 "gateway", "--state", self.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
-                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0", "--channels-port", "0",
+                "--channels-dev-port", "0",
             ] + arguments
         process.standardOutput = output
         // The gateway's log, for tests that read what it says (and for a failing test's reader).
@@ -368,7 +369,8 @@ struct Provisioned {
             try heraldExecutable().path,
             [
                 "gateway", "--state", state, "--port", "\(tlsPort)", "--dev-port", "0", "--admin-port", "0",
-                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0", "--channels-port", "0",
+                "--channels-dev-port", "0",
             ])
         #expect(provider.status != 0)
         #expect(provider.stderr.contains("provider API could not listen on 127.0.0.1:\(tlsPort)"), "\(provider.stderr)")
@@ -376,7 +378,8 @@ struct Provisioned {
             try heraldExecutable().path,
             [
                 "gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "\(adminPort)",
-                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0", "--channels-port", "0",
+                "--channels-dev-port", "0",
             ])
         #expect(admin.status != 0)
         #expect(admin.stderr.contains("admin API could not listen on 127.0.0.1:\(adminPort)"), "\(admin.stderr)")
@@ -385,7 +388,8 @@ struct Provisioned {
             try heraldExecutable().path,
             [
                 "gateway", "--state", state, "--port", "0", "--dev-port", "0", "--admin-port", "0",
-                "--link-port", "\(linkPort)", "--binary-port", "0", "--feedback-port", "0",
+                "--link-port", "\(linkPort)", "--binary-port", "0", "--feedback-port", "0", "--channels-port", "0",
+                "--channels-dev-port", "0",
             ])
         #expect(link.status != 0)
         #expect(link.stderr.contains("device link could not listen on 127.0.0.1:\(linkPort)"), "\(link.stderr)")
@@ -423,18 +427,24 @@ struct Provisioned {
     @Test func everyListenerBindsLoopbackUnlessToldOtherwise() throws {
         let local = try GatewayProcess()
         let addresses = listeningAddresses(pid: local.process.processIdentifier)
-        // Provider API, development listener, device link, binary, feedback, admin API.
-        #expect(addresses.count == 6, "\(addresses)")
+        // Provider API, development listener, device link, binary, feedback, admin API, channel
+        // management over TLS and its development listener.
+        #expect(addresses.count == 8, "\(addresses)")
         #expect(addresses.allSatisfy { $0.hasPrefix("127.0.0.1:") }, "\(addresses)")
         #expect(local.admin.hasPrefix("http://127.0.0.1:"))
         #expect(local.stop() == 0)
 
-        // --listen 0.0.0.0: everything but the development listener on every address, and the admin
+        // --listen 0.0.0.0: everything but the development listeners on every address, and the admin
         // API over TLS only, with its token.
         let open = try GatewayProcess(arguments: ["--listen", "0.0.0.0"])
         let wide = listeningAddresses(pid: open.process.processIdentifier)
-        #expect(wide.filter { $0.hasPrefix("0.0.0.0:") }.count == 5, "\(wide)")
-        #expect(wide.filter { $0.hasPrefix("127.0.0.1:") } == ["127.0.0.1:\(URL.port(open.dev))"], "\(wide)")
+        #expect(wide.filter { $0.hasPrefix("0.0.0.0:") }.count == 6, "\(wide)")
+        #expect(
+            Set(wide.filter { $0.hasPrefix("127.0.0.1:") })
+                == [
+                    "127.0.0.1:\(URL.port(open.dev))",
+                    "127.0.0.1:\(URL.port(open.info["channelsDevelopmentURL"] ?? ""))",
+                ], "\(wide)")
         #expect(open.admin.hasPrefix("https://127.0.0.1:"), "\(open.admin)")
         let port = URL.port(open.admin)
         let secure = try curl([
@@ -457,7 +467,8 @@ struct Provisioned {
             try heraldExecutable().path,
             [
                 "gateway", "--state", first.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
-                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0",
+                "--link-port", "0", "--binary-port", "0", "--feedback-port", "0", "--channels-port", "0",
+                "--channels-dev-port", "0",
             ])
         #expect(second.status != 0)
         let pid = first.process.processIdentifier

@@ -20,7 +20,8 @@ import Testing
             process.arguments =
                 [
                     "up", "--state", state.path, "--port", "0", "--dev-port", "0", "--link-port", "0", "--admin-port",
-                    "0", "--device-port", "0", "--binary-port", "0", "--feedback-port", "0", "--time-zone",
+                    "0", "--device-port", "0", "--binary-port", "0", "--feedback-port", "0", "--channels-port", "0",
+                    "--channels-dev-port", "0", "--time-zone",
                     "Europe/Paris",
                 ] + extra
             process.standardOutput = output

@@ -40,7 +40,8 @@ bench_setup() {
 
     WORK=$(mktemp -d)
     trap bench_cleanup EXIT
-    "$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --link-port 0 --log-level warning \
+    "$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --link-port 0 --no-channels \
+        --log-level warning \
         "$@" > "$WORK/gw.out" 2>&1 &
     GW_PID=$!
     until grep -q "herald gateway ready" "$WORK/gw.out" 2>/dev/null; do

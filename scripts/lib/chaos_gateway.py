@@ -111,7 +111,7 @@ class Gateway:
         self.process = subprocess.Popen(
             [self.herald, "gateway", "--state", self.state, "--port", str(self.ports["tls"]),
              "--dev-port", str(self.ports["dev"]), "--admin-port", str(self.ports["admin"]),
-             "--link-port", str(self.ports["link"]), "--no-legacy", "--log-level", "warning"]
+             "--link-port", str(self.ports["link"]), "--no-legacy", "--no-channels", "--log-level", "warning"]
             + (["--database", self.database] if self.database else []),
             stdout=subprocess.PIPE, stderr=log, text=True)
         for line in self.process.stdout:

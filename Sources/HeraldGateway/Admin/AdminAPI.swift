@@ -67,7 +67,7 @@ public struct AdminAPI: Sendable {
             self.privateKey = privateKey
         }
     }
-    struct AppBody: Codable { var bundleID: String; var teamID: String }
+    struct AppBody: Codable { var bundleID: String; var teamID: String; var broadcast: Bool? }
     struct CertificateBody: Codable { var environments: [APNsEnvironment]?; var topics: [String]?; var days: Int? }
     struct CertificateView: Codable, ResponseEncodable { var certificate: String; var privateKey: String }
     struct DeviceBody: Codable { var id: String? }
@@ -253,7 +253,10 @@ public struct AdminAPI: Sendable {
         api.get("/apps") { _, _ in directory.registry.apps }
         api.post("/apps") { request, context -> EditedResponse<TeamApp> in
             let body = try await request.decode(as: AppBody.self, context: context)
-            let app = try await Self.mapped { try await directory.putApp(bundleID: body.bundleID, teamID: body.teamID) }
+            let app = try await Self.mapped {
+                try await directory.putApp(
+                    bundleID: body.bundleID, teamID: body.teamID, broadcast: body.broadcast ?? true)
+            }
             return EditedResponse(status: .created, response: app)
         }
         api.delete("/apps/{bundleID}") { _, context -> HTTPResponse.Status in

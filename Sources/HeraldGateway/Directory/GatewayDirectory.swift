@@ -107,9 +107,10 @@ public struct GatewayDirectory: Sendable {
         registry.removeKey(id)
     }
 
-    /// Registers an app (its bundle id) for a team.
+    /// Registers an app (its bundle id) for a team, or changes it; `broadcast`: whether it may use
+    /// broadcast channels.
     @discardableResult
-    public func putApp(bundleID: String, teamID: String) async throws -> TeamApp {
+    public func putApp(bundleID: String, teamID: String, broadcast: Bool = true) async throws -> TeamApp {
         guard APNsTopic.isValid(bundleID), bundleID.contains(".") else {
             throw Failure.invalid("bundle id must be a reverse-DNS name without spaces, like com.example.app")
         }
@@ -117,7 +118,7 @@ public struct GatewayDirectory: Sendable {
         if let existing = registry.app(bundleID), existing.teamID != teamID {
             throw Failure(status: 409, description: "app \(bundleID) belongs to team \(existing.teamID)")
         }
-        let app = TeamApp(bundleID: bundleID, teamID: teamID)
+        let app = TeamApp(bundleID: bundleID, teamID: teamID, broadcast: broadcast)
         try await store.save(app)
         registry.put(app)
         return app

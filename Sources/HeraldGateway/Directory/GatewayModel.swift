@@ -58,11 +58,25 @@ public struct TeamApp: Sendable, Codable, Equatable {
     public var bundleID: String
     /// The owning team.
     public var teamID: String
+    /// Whether the app may use broadcast channels (Apple's Broadcast capability); on unless the
+    /// admin API turns it off. Off, the channel and broadcast APIs answer `FeatureNotEnabled`.
+    public var broadcast: Bool
 
     /// Creates a team app.
-    public init(bundleID: String, teamID: String) {
+    public init(bundleID: String, teamID: String, broadcast: Bool = true) {
         self.bundleID = bundleID
         self.teamID = teamID
+        self.broadcast = broadcast
+    }
+
+    enum CodingKeys: String, CodingKey { case bundleID, teamID, broadcast }
+
+    /// Reads an app; one saved before `broadcast` existed has it on.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        bundleID = try c.decode(String.self, forKey: .bundleID)
+        teamID = try c.decode(String.self, forKey: .teamID)
+        broadcast = try c.decodeIfPresent(Bool.self, forKey: .broadcast) ?? true
     }
 }
 

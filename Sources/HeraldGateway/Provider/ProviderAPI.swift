@@ -35,6 +35,8 @@ public struct ProviderAPI: Sendable {
         case respond(ProviderResponse, delay: TimeAmount?)
         /// Route the push; answer 200 once the router has delivered or stored it.
         case accept(AcceptedPush, delay: TimeAmount?)
+        /// Do this work (on the store) and answer with what it returns.
+        case perform(@Sendable () async -> ProviderResponse)
     }
 
     /// The directory of teams, keys, apps and tokens.
@@ -50,6 +52,8 @@ public struct ProviderAPI: Sendable {
     /// (``ClusterForwarding``); without, such a request is answered 404 `BadPath` like any
     /// unknown path.
     public let cluster: ClusterForwarding.Credential?
+    /// On the channel management listeners: the channel API every request goes to.
+    public private(set) var channels: ChannelAPI?
 
     /// Creates the provider API over a registry; `cluster` when it is one node of a cluster.
     public init(
@@ -70,23 +74,26 @@ public struct ProviderAPI: Sendable {
     /// Whether ``beginShutdown()`` was called.
     public var isShuttingDown: Bool { shuttingDown.isSet }
 
-    /// The environment a request addresses: named by the authority's host
-    /// (`api.sandbox.…`, `api.development.…`, `sandbox.…`, `development.…` → development;
-    /// `api.push.apple.com`, `production.…` → production), else the listener's default.
+    /// The environment a request addresses (``ProviderChecks/environment(authority:default:)``).
     public static func environment(authority: String?, default fallback: APNsEnvironment) -> APNsEnvironment {
-        guard let authority, !authority.isEmpty else { return fallback }
-        func starts(with prefix: StaticString) -> Bool { ASCIICase.hasPrefix(authority.utf8, prefix) }
-        if starts(with: "api.sandbox.") || starts(with: "api.development.") || starts(with: "sandbox.")
-            || starts(with: "development.")
-        {
-            return .development
-        }
-        if starts(with: "api.push.apple.com") || starts(with: "production.") { return .production }
-        return fallback
+        ProviderChecks.environment(authority: authority, default: fallback)
+    }
+
+    /// The same API serving the channel management API instead (its own listeners, docs/broadcast.md).
+    public func managingChannels(store: any GatewayStore, limit: Int = ChannelAPI.limit) -> ProviderAPI {
+        var api = self
+        api.channels = ChannelAPI(registry: registry, store: store, shuttingDown: shuttingDown, limit: limit)
+        return api
     }
 
     /// Decides a request.
     public func handle(_ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date) -> Decision {
+        if let channels {
+            switch channels.handle(request, connection: &connection, now: now) {
+            case .respond(let response): return .respond(response, delay: nil)
+            case .perform(let work): return .perform(work)
+            }
+        }
         // apns-id: echoed, or generated.
         let apnsID: String
         if let given = request.apnsID {
@@ -204,25 +211,14 @@ public struct ProviderAPI: Sendable {
         if shuttingDown.isSet { return failLater(.shutdown) }
 
         // Authentication.
-        var keyTopics: [String]?
+        let keyTopics: [String]?
         let teamID: String
-        if let grant = connection.certificate {
-            if grant.problem != nil { return failLater(.badCertificate) }
-            guard grant.environments.contains(environment) else { return failLater(.badCertificateEnvironment) }
-            guard grant.covers(topic) else { return failLater(.topicDisallowed) }
-            guard let app = registry.app(grant.bundleID) else { return failLater(.badCertificate) }
-            teamID = app.teamID
-        } else {
-            switch connection.authenticate(
-                authorization: authorization, environment: environment, registry: registry, now: now)
-            {
-            case .failure(let reason): return failLater(reason)
-            case .success(let key):
-                keyTopics = key.topics
-                teamID = key.teamID
-            }
+        switch caller(
+            topic: topic, environment: environment, authorization: authorization, connection: &connection, now: now)
+        {
+        case .failure(let reason): return failLater(reason)
+        case .success(let who): (teamID, keyTopics) = (who.teamID, who.keyTopics)
         }
-        if registry.team(teamID)?.suspended == true { return failLater(.forbidden) }
 
         // Body.
         let size = body.readableBytes
@@ -319,18 +315,18 @@ public struct ProviderAPI: Sendable {
         return .accept(push, delay: nil)
     }
 
-    /// `8-4-4-4-12` hex digits, either case.
-    static func isCanonicalUUID(_ text: String) -> Bool {
-        let u = text.utf8
-        guard u.count == 36 else { return false }
-        for (i, c) in u.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard c == UInt8(ascii: "-") else { return false }
-            } else {
-                let isHex = (c >= 0x30 && c <= 0x39) || (c | 0x20 >= 0x61 && c | 0x20 <= 0x66)
-                guard isHex else { return false }
-            }
-        }
-        return true
+    /// Who sends a request for `topic` in `environment`: the team of the connection's certificate or
+    /// of the request's provider token (with the topics the key is limited to, if it is), or why
+    /// neither is good for it. A suspended team is `Forbidden`.
+    func caller(
+        topic: String, environment: APNsEnvironment, authorization: String?,
+        connection: inout ProviderConnectionState, now: Date
+    ) -> Result<(teamID: String, keyTopics: [String]?), APNsReason> {
+        ProviderChecks.caller(
+            registry: registry, topic: topic, environment: environment, authorization: authorization,
+            connection: &connection, now: now)
     }
+
+    /// `8-4-4-4-12` hex digits, either case (``ProviderChecks/isCanonicalUUID(_:)``).
+    static func isCanonicalUUID(_ text: String) -> Bool { ProviderChecks.isCanonicalUUID(text) }
 }

@@ -29,6 +29,10 @@ public struct ProviderRequest: Sendable {
     /// `herald-forward`: only on a push another node of the cluster forwards
     /// (``ClusterForwarding/header``).
     public var forward: String?
+    /// `apns-channel-id` (the channel management and broadcast APIs).
+    public var channelID: String?
+    /// `apns-request-id` (the channel management and broadcast APIs).
+    public var requestID: String?
     /// The first header that appeared twice, if any.
     public var duplicateHeader: String?
     /// The body bytes.
@@ -67,6 +71,8 @@ public struct ProviderRequest: Sendable {
         case 14 where Self.is(name, "apns-push-type"): set(&pushType, "apns-push-type")
         case 14 where Self.is(name, "herald-forward"): set(&forward, "herald-forward")
         case 15 where Self.is(name, "apns-expiration"): set(&expiration, "apns-expiration")
+        case 15 where Self.is(name, "apns-channel-id"): set(&channelID, "apns-channel-id")
+        case 15 where Self.is(name, "apns-request-id"): set(&requestID, "apns-request-id")
         case 16 where Self.is(name, "apns-collapse-id"): set(&collapseID, "apns-collapse-id")
         default: break
         }
@@ -88,6 +94,49 @@ public struct ProviderResponse: Sendable, Equatable {
     /// Why the request was refused, in more words than the reason, for the gateway's log; never
     /// sent to the client.
     public var note: String?
+    /// Answers of the channel management and broadcast APIs name their identifier
+    /// `apns-request-id` (its value is ``apnsID``) instead of `apns-id`.
+    public var identifiesRequest = false
+    /// `apns-channel-id`: on a channel created.
+    public var channelID: String?
+    /// A reason of the broadcast and channel management APIs, for their errors.
+    public var broadcastReason: BroadcastReason?
+    /// A JSON body other than a reason's (a channel's settings, a list of channels).
+    public var json: String?
+
+    /// The reason's name, whichever API's it is.
+    public var reasonText: String? { reason?.rawValue ?? broadcastReason?.rawValue }
+
+    /// An answer of the channel management or broadcast API.
+    public static func request(
+        _ status: Int, requestID: String, channelID: String? = nil, uniqueID: String? = nil, json: String? = nil
+    ) -> ProviderResponse {
+        var response = ProviderResponse(
+            status: status, apnsID: requestID, uniqueID: uniqueID, reason: nil, timestamp: nil)
+        response.identifiesRequest = true
+        response.channelID = channelID
+        response.json = json
+        return response
+    }
+
+    /// An error of the channel management or broadcast API with one of their own reasons.
+    public static func requestError(_ reason: BroadcastReason, requestID: String, note: String? = nil)
+        -> ProviderResponse
+    {
+        var response = ProviderResponse(
+            status: reason.status, apnsID: requestID, uniqueID: nil, reason: nil, timestamp: nil, note: note)
+        response.identifiesRequest = true
+        response.broadcastReason = reason
+        return response
+    }
+
+    /// An error of the channel management or broadcast API with a reason they share with the
+    /// provider API.
+    public static func requestError(_ reason: APNsReason, requestID: String, note: String? = nil) -> ProviderResponse {
+        var response = ProviderResponse.error(reason, apnsID: requestID, note: note)
+        response.identifiesRequest = true
+        return response
+    }
 
     /// A 200.
     public static func ok(apnsID: String, uniqueID: String?) -> ProviderResponse {
@@ -103,8 +152,11 @@ public struct ProviderResponse: Sendable, Equatable {
             timestamp: reason.status == 410 ? timestamp : nil, note: note)
     }
 
-    /// The JSON body: empty for 200, `{"reason":"…"}` (plus `"timestamp"` for 410) otherwise.
+    /// The JSON body: empty for 200, `{"reason":"…"}` (plus `"timestamp"` for 410) otherwise; a
+    /// channel's settings or a list of channels for those answers.
     public var body: String? {
+        if let json { return json }
+        if let broadcastReason { return #"{"reason":"\#(broadcastReason.rawValue)"}"# }
         guard let reason else { return nil }
         if let timestamp { return #"{"reason":"\#(reason.rawValue)","timestamp":\#(timestamp)}"# }
         return #"{"reason":"\#(reason.rawValue)"}"#

@@ -134,11 +134,13 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
         busy = false
         if idle.isWatching { idle.touch(at: context.eventLoop.now) }
         var headers = HTTPHeaders()
-        headers.add(name: "apns-id", value: response.apnsID)
+        headers.add(name: response.identifiesRequest ? "apns-request-id" : "apns-id", value: response.apnsID)
+        if let channel = response.channelID { headers.add(name: "apns-channel-id", value: channel) }
         if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }
         let body = response.body
         if body != nil { headers.add(name: "content-type", value: "application/json") }
-        headers.add(name: "content-length", value: String(body?.utf8.count ?? 0))
+        // A 204 (a channel deleted) has no body and, by RFC 9110, no content-length either.
+        if response.status != 204 { headers.add(name: "content-length", value: String(body?.utf8.count ?? 0)) }
         let close = !keepAlive || draining
         if close { headers.add(name: "connection", value: "close") }
         let head = HTTPResponseHead(

@@ -278,8 +278,16 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler, IdleWatching {
         // (Huffman-coded) again. Nothing else answered here is entered except a handful of fixed
         // statuses and `content-type`, so that entry is not evicted in practice; if it were, the
         // encoder would simply spell the name out again.
-        headers.add(name: "apns-id", value: response.apnsID, indexing: idNameIndexed ? .nonIndexable : .indexable)
-        idNameIndexed = true
+        if response.identifiesRequest {
+            headers.add(name: "apns-request-id", value: response.apnsID, indexing: .nonIndexable)
+        } else {
+            headers.add(
+                name: "apns-id", value: response.apnsID, indexing: idNameIndexed ? .nonIndexable : .indexable)
+            idNameIndexed = true
+        }
+        if let channel = response.channelID {
+            headers.add(name: "apns-channel-id", value: channel, indexing: .nonIndexable)
+        }
         if let unique = response.uniqueID {
             headers.add(
                 name: "apns-unique-id", value: unique, indexing: uniqueIDNameIndexed ? .nonIndexable : .indexable)

@@ -28,6 +28,8 @@ public final class ProviderServer: Sendable {
     let clock: any WallClock
     let logger: Logger
     let serverChannel: any Channel
+    /// Whether it speaks cleartext (the development listeners).
+    public let isCleartext: Bool
 
     /// The bound address.
     public var localAddress: SocketAddress? { serverChannel.localAddress }
@@ -45,9 +47,11 @@ public final class ProviderServer: Sendable {
         let holder = ChannelRegistry()
         let log = log ?? ListenerLog(logger: logger)
         let name: String
-        switch transport {
-        case .cleartext: name = "development listener"
-        case .tls: name = "provider API"
+        switch (transport, api.channels != nil) {
+        case (.cleartext, false): name = "development listener"
+        case (.tls, false): name = "provider API"
+        case (.cleartext, true): name = "channel management development listener"
+        case (.tls, true): name = "channel management API"
         }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
@@ -88,9 +92,11 @@ public final class ProviderServer: Sendable {
                 }
             }
         let channel = try await bootstrap.bind(host: host, port: port).get()
+        var cleartext = false
+        if case .cleartext = transport { cleartext = true }
         let server = ProviderServer(
             api: api, router: router, environment: environment, clock: clock, logger: logger, serverChannel: channel,
-            registry: holder)
+            registry: holder, isCleartext: cleartext)
         return server
     }
 
@@ -98,8 +104,9 @@ public final class ProviderServer: Sendable {
 
     init(
         api: ProviderAPI, router: PushRouter, environment: APNsEnvironment, clock: any WallClock,
-        logger: Logger, serverChannel: any Channel, registry: ChannelRegistry
+        logger: Logger, serverChannel: any Channel, registry: ChannelRegistry, isCleartext: Bool
     ) {
+        self.isCleartext = isCleartext
         self.api = api
         self.router = router
         self.environment = environment

@@ -12,7 +12,7 @@ extension PushRouter {
             logger.notice(
                 "provider request refused",
                 metadata: [
-                    "apns-id": "\(response.apnsID)", "reason": "\(response.reason?.rawValue ?? "\(response.status)")",
+                    "apns-id": "\(response.apnsID)", "reason": "\(response.reasonText ?? "\(response.status)")",
                     "why": "\(note)",
                 ])
         }
@@ -35,6 +35,16 @@ extension PushRouter {
             loop.assumeIsolated().scheduleTask(in: delay) { [self] in
                 answered(response, after: loop.now - start)
                 answer(response)
+            }
+        case .perform(let work):
+            // Work on the store (the channel management API): its answer comes back to the loop.
+            let bound = NIOLoopBound(answer, eventLoop: loop)
+            Task {
+                let response = await work()
+                loop.execute {
+                    metrics.answered(response, after: loop.now - start)
+                    bound.value(response)
+                }
             }
         case .accept(let push, let delay):
             let bound = NIOLoopBound(answer, eventLoop: loop)
