@@ -119,18 +119,27 @@ public struct APNsError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Reason: Sendable, Equatable, CustomStringConvertible {
         /// One of the 32 documented reasons.
         case known(APNsReason)
+        /// One of the reasons the broadcast and channel management APIs add (spec/APNS.md §8).
+        case broadcast(BroadcastReason)
         /// A reason string not in spec/APNS.md (or no reason at all: the empty string).
         case unknown(String)
 
         /// Reads a reason string.
         public init(_ text: String) {
-            self = APNsReason(rawValue: text).map(Reason.known) ?? .unknown(text)
+            if let known = APNsReason(rawValue: text) {
+                self = .known(known)
+            } else if let broadcast = BroadcastReason(rawValue: text) {
+                self = .broadcast(broadcast)
+            } else {
+                self = .unknown(text)
+            }
         }
 
         /// The reason string.
         public var description: String {
             switch self {
             case .known(let r): r.rawValue
+            case .broadcast(let r): r.rawValue
             case .unknown(let s): s
             }
         }
@@ -140,7 +149,7 @@ public struct APNsError: Error, Sendable, Equatable, CustomStringConvertible {
     public var status: Int
     /// The reason.
     public var reason: Reason
-    /// `apns-id` of the refused notification.
+    /// `apns-id` of the refused notification (`apns-request-id` of a refused channel request).
     public var apnsID: String?
     /// For 410: when the token stopped being valid for the topic.
     public var timestamp: Date?

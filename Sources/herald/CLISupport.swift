@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldProvider
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -102,4 +103,24 @@ struct HTTPJSONClient {
 func currentExecutable() -> String {
     if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
     return URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+}
+
+/// How a provider command authenticates: the certificate and key when given, else a provider token
+/// from the `.p8` key, its key id and team (each from `up.json`'s `defaults` when not given).
+func providerAuthentication(
+    cert: String?, certKey: String?, p8: String?, keyID: String?, team: String?, defaults: [String: Any]
+) throws -> APNsAuthentication {
+    if let cert, let certKey {
+        return .certificate(
+            chainPEM: try String(contentsOfFile: cert, encoding: .utf8),
+            privateKeyPEM: try String(contentsOfFile: certKey, encoding: .utf8))
+    }
+    guard let p8 = p8 ?? defaults["p8"] as? String, let keyID = keyID ?? defaults["keyID"] as? String,
+        let team = team ?? defaults["teamID"] as? String
+    else { throw ValidationError("give --p8, --key-id and --team (or --cert and --cert-key)") }
+    do {
+        return .token(try APNsSigningKey(p8File: p8, keyID: keyID, teamID: team))
+    } catch {
+        throw ValidationError("--p8: \(p8): \(error)")
+    }
 }

@@ -9,8 +9,9 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Apple's local and remote notification system, open and self-hostable.",
         subcommands: [
-            UpCommand.self, GatewayCommand.self, DeviceCommand.self, PushCommand.self, FeedbackCommand.self, AppCommand.self,
-            RespondCommand.self, KeysCommand.self, TestDeviceCommand.self, TriggerCommand.self,
+            UpCommand.self, GatewayCommand.self, DeviceCommand.self, PushCommand.self, FeedbackCommand.self,
+            AppCommand.self,
+            RespondCommand.self, KeysCommand.self, TestDeviceCommand.self, TriggerCommand.self, ChannelCommand.self,
         ])
 }
 

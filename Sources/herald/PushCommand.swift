@@ -184,20 +184,8 @@ struct PushCommand: AsyncParsableCommand {
             }
             server = APNsServer(url: base)
         }
-        let authentication: APNsAuthentication
-        if let cert, let certKey {
-            authentication = .certificate(
-                chainPEM: try String(contentsOfFile: cert, encoding: .utf8),
-                privateKeyPEM: try String(contentsOfFile: certKey, encoding: .utf8))
-        } else {
-            guard let p8 = p8 ?? fromUp("p8"), let keyId = keyId ?? fromUp("keyID"), let team = team ?? fromUp("teamID")
-            else { throw ValidationError("give --p8, --key-id and --team (or --cert and --cert-key)") }
-            do {
-                authentication = .token(try APNsSigningKey(p8File: p8, keyID: keyId, teamID: team))
-            } catch {
-                throw ValidationError("--p8: \(p8): \(error)")
-            }
-        }
+        let authentication = try providerAuthentication(
+            cert: cert, certKey: certKey, p8: p8, keyID: keyId, team: team, defaults: defaults)
         let caPEM = try (ca ?? (apple == nil ? fromUp("caCertificate") : nil)).map {
             try String(contentsOfFile: $0, encoding: .utf8)
         }

@@ -303,3 +303,47 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
         #expect(APNsTokenCache(key: key, refreshAge: 7200).refreshAge == 59 * 60)
     }
 }
+
+/// The channel management API through ``APNsClient`` against a gateway in this process.
+@Suite(.serialized) struct APNsChannelTests {
+    @Test func channelsAreCreatedReadListedAndDeletedWithTypedErrors() async throws {
+        let g = try await RunningGateway.start()
+        let server = APNsServer(url: try #require(g.info["channelsURL"]))
+        try await with(g, try g.client()) { client async throws in
+            let kept = try await client.createChannel(
+                bundleID: RunningGateway.bundle, storagePolicy: .mostRecentMessage, on: server)
+            let live = try await client.createChannel(
+                bundleID: RunningGateway.bundle, storagePolicy: .noStorage, on: server)
+            #expect(kept.requestID.count == 36 && kept.channelID != live.channelID)
+            #expect(
+                try await client.channelStoragePolicy(
+                    bundleID: RunningGateway.bundle, channelID: kept.channelID, on: server)
+                    == .mostRecentMessage)
+            #expect(
+                try await client.channelStoragePolicy(
+                    bundleID: RunningGateway.bundle, channelID: live.channelID, on: server)
+                    == .noStorage)
+            #expect(
+                try await client.channelIDs(bundleID: RunningGateway.bundle, on: server)
+                    == [kept.channelID, live.channelID])
+            try await client.deleteChannel(bundleID: RunningGateway.bundle, channelID: kept.channelID, on: server)
+            #expect(try await client.channelIDs(bundleID: RunningGateway.bundle, on: server) == [live.channelID])
+            // The reasons the channel API adds come back typed; the shared ones as before.
+            for (channel, reason) in [(kept.channelID, BroadcastReason.channelNotRegistered), ("%%%", .badChannelId)] {
+                do {
+                    try await client.deleteChannel(bundleID: RunningGateway.bundle, channelID: channel, on: server)
+                    Issue.record("deleted \(channel)")
+                } catch let error as APNsError {
+                    #expect(error.reason == .broadcast(reason) && error.status == reason.status, "\(error)")
+                    #expect(error.apnsID?.count == 36, "the apns-request-id")
+                }
+            }
+            do {
+                _ = try await client.channelIDs(bundleID: "com.example.nobody", on: server)
+                Issue.record("listed another team's app")
+            } catch let error as APNsError {
+                #expect(error.reason == .known(.topicDisallowed))
+            }
+        }
+    }
+}

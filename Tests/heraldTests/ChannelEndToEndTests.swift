@@ -106,6 +106,18 @@ import Testing
         let gone = try c.both("GET", Self.path, headers: ["apns-channel-id: \(first)"])
         #expect(gone.curl.status == 404 && gone.curl.reason == "ChannelNotRegistered")
 
+        // HTTP/1.1 as well (the development listener takes both): a 204 carries no content-length.
+        let h1 = try curl([
+            "--http1.1", "-X", "POST", c.dev + Self.path, "-H", "authorization: bearer \(c.p.jwt)", "--data-binary",
+            Self.create,
+        ])
+        #expect(h1.status == 201 && h1.version == "HTTP/1.1", "\(h1)")
+        let h1Deleted = try curl([
+            "--http1.1", "-X", "DELETE", c.dev + Self.path, "-H", "authorization: bearer \(c.p.jwt)", "-H",
+            "apns-channel-id: \(h1.headers["apns-channel-id"] ?? "")",
+        ])
+        #expect(h1Deleted.status == 204 && h1Deleted.headers["content-length"] == nil, "\(h1Deleted)")
+
         // Every reason of the channel API.
         let unknown = Data(repeating: 7, count: 16).base64EncodedString()
         let cases: [(String, String, [String], String?, Bool, Int, String)] = [
@@ -201,5 +213,33 @@ import Testing
         let disabled = try c.both("GET", Self.all)
         #expect(disabled.curl.status == 403 && disabled.curl.reason == "FeatureNotEnabled")
         #expect(c.p.gateway.stop() == 0)
+    }
+
+    /// `herald channel` (HeraldProvider's channel client) against the gateway's TLS channel listener.
+    @Test func theChannelCommandManagesAnAppsChannels() throws {
+        let p = try Provisioned()
+        let herald = try heraldExecutable().path
+        let common = [
+            "--url", try #require(p.gateway.info["channelsURL"]), "--ca", p.gateway.ca, "--p8", p.p8, "--key-id",
+            Provisioned.key, "--team", Provisioned.team, "--topic", Provisioned.topic, "--up", "/nonexistent/up.json",
+        ]
+        let made = try run(herald, ["channel", "create", "--policy", "1"] + common)
+        #expect(made.status == 0, "\(made.stderr)")
+        let id = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Data(base64Encoded: id)?.count == 16, "\(made.stdout)")
+        let read = try run(herald, ["channel", "read", "--channel-id", id] + common)
+        #expect(read.stdout == "message-storage-policy 1 (latest kept)\n", "\(read.stderr)")
+        let listed = try run(herald, ["channel", "list", "--json"] + common)
+        let ids = ((try? JSONSerialization.jsonObject(with: Data(listed.stdout.utf8))) as? [String: Any])?["channels"]
+        #expect(ids as? [String] == [id], "\(listed.stdout) \(listed.stderr)")
+        let deleted = try run(herald, ["channel", "delete", "--channel-id", id] + common)
+        #expect(deleted.status == 0 && deleted.stdout == "deleted \(id)\n", "\(deleted.stderr)")
+        let again = try run(herald, ["channel", "read", "--channel-id", id] + common)
+        #expect(again.status == 1 && again.stderr.contains("404 ChannelNotRegistered"), "\(again.stderr)")
+        let bad = try run(herald, ["channel", "create", "--policy", "2"] + common)
+        #expect(bad.status != 0 && bad.stderr.contains("--policy must be 0 or 1"), "\(bad.stderr)")
+        let noID = try run(herald, ["channel", "delete"] + common)
+        #expect(noID.status != 0 && noID.stderr.contains("delete needs --channel-id"), "\(noID.stderr)")
+        #expect(p.gateway.stop() == 0)
     }
 }

@@ -1,0 +1,141 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldProvider
+
+struct ChannelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "channel",
+        abstract: "Manage an app's broadcast channels (the channel management API, docs/broadcast.md).",
+        discussion: """
+            Actions:
+              create   create a channel (--policy 0: no storage, 1: the latest message kept) and print its id
+              read     print a channel's storage policy (--channel-id)
+              delete   delete a channel (--channel-id)
+              list     print the app's channel ids, oldest first
+            Examples:
+              herald channel create --policy 1
+              herald channel read --channel-id 3q2+7wAAAAAAAAAAAAAAAA==
+              herald channel list --apple sandbox --p8 AuthKey.p8 --key-id ABC123DEFG --team DEF123GHIJ --topic com.example.app
+            Defaults (server, CA, key, topic) come from `herald up`'s up.json.
+            """)
+
+    enum Action: String, ExpressibleByArgument, CaseIterable {
+        case create, read, delete, list
+    }
+
+    @Argument(help: "What to do: create, read, delete or list.")
+    var action: Action
+    @Option(name: .long, help: "The app's bundle id (default: up.json's topic).")
+    var topic: String?
+    @Option(name: .long, help: "read, delete: the channel's id (apns-channel-id).")
+    var channelId: String?
+    @Option(name: .long, help: "create: message-storage-policy, 0 (no storage) or 1 (the latest message kept).")
+    var policy = 0
+    @Option(name: .long, help: "Use Apple's channel management service instead: sandbox or production.")
+    var apple: String?
+    @Option(
+        name: .long,
+        help: "The channel management API's base URL, e.g. https://localhost:2295 (default: up.json's channelsURL).")
+    var url: String?
+    @Option(name: .long, help: "CA certificate (PEM) to trust, e.g. the gateway's ca.pem.")
+    var ca: String?
+    @Option(name: .long, help: "Token authentication: the .p8 key file.")
+    var p8: String?
+    @Option(name: .long, help: "Token authentication: key id.")
+    var keyId: String?
+    @Option(name: .long, help: "Token authentication: team id.")
+    var team: String?
+    @Option(name: .long, help: "Certificate authentication: the client certificate (PEM).")
+    var cert: String?
+    @Option(name: .long, help: "Certificate authentication: the certificate's private key (PEM).")
+    var certKey: String?
+    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
+    var up = ".herald/up.json"
+    @Option(name: .long, help: "Seconds the request may take.")
+    var timeout: Double = 30
+    @Flag(name: .long, help: "Print the result as JSON.")
+    var json = false
+
+    func validate() throws {
+        if let apple, apple != "sandbox" && apple != "production" {
+            throw ValidationError("--apple must be sandbox or production")
+        }
+        if ChannelStoragePolicy(rawValue: policy) == nil { throw ValidationError("--policy must be 0 or 1") }
+        if (action == .read || action == .delete) && channelId == nil {
+            throw ValidationError("\(action.rawValue) needs --channel-id")
+        }
+        if (cert == nil) != (certKey == nil) { throw ValidationError("--cert and --cert-key go together") }
+        if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
+    }
+
+    func run() async throws {
+        let defaults = apple == nil ? readRuntime(up) ?? [:] : [:]
+        guard let bundleID = topic ?? defaults["topic"] as? String else {
+            throw ValidationError("--topic is required (no \(up) from `herald up` found)")
+        }
+        let server: APNsServer
+        switch apple {
+        case "sandbox": server = .channelsSandbox
+        case "production": server = .channelsProduction
+        default:
+            guard let base = url ?? defaults["channelsURL"] as? String else {
+                throw ValidationError("--url is required (no \(up) from `herald up` found)")
+            }
+            server = APNsServer(url: base)
+        }
+        let authentication = try providerAuthentication(
+            cert: cert, certKey: certKey, p8: p8, keyID: keyId, team: team, defaults: defaults)
+        let caPEM = try (ca ?? (apple == nil ? defaults["caCertificate"] as? String : nil)).map {
+            try String(contentsOfFile: $0, encoding: .utf8)
+        }
+        let client = try APNsClient(
+            configuration: .init(
+                server: server, authentication: authentication, trustedCAPEM: caPEM,
+                timeout: .milliseconds(Int64(timeout * 1000))))
+        do {
+            try await perform(client, bundleID: bundleID, server: server)
+        } catch {
+            try? await client.shutdown()
+            if let error = error as? APNsError {
+                FileHandle.standardError.write(Data("herald channel: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            throw error
+        }
+        try await client.shutdown()
+    }
+
+    func perform(_ client: APNsClient, bundleID: String, server: APNsServer) async throws {
+        switch action {
+        case .create:
+            let created = try await client.createChannel(
+                bundleID: bundleID, storagePolicy: ChannelStoragePolicy(rawValue: policy) ?? .noStorage, on: server)
+            if json {
+                try printJSONObject(["channelID": created.channelID, "requestID": created.requestID])
+            } else {
+                print(created.channelID)
+            }
+        case .read:
+            let stored = try await client.channelStoragePolicy(
+                bundleID: bundleID, channelID: channelId ?? "", on: server)
+            if json {
+                try printJSONObject(["message-storage-policy": stored.rawValue, "push-type": BroadcastChannel.pushType])
+            } else {
+                print(
+                    "message-storage-policy \(stored.rawValue) (\(stored == .noStorage ? "no storage" : "latest kept"))"
+                )
+            }
+        case .delete:
+            try await client.deleteChannel(bundleID: bundleID, channelID: channelId ?? "", on: server)
+            if !json { print("deleted \(channelId ?? "")") }
+        case .list:
+            let ids = try await client.channelIDs(bundleID: bundleID, on: server)
+            if json {
+                try printJSONObject(["channels": ids])
+            } else {
+                for id in ids { print(id) }
+            }
+        }
+    }
+}
