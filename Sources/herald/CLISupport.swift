@@ -105,22 +105,48 @@ func currentExecutable() -> String {
     return URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
 }
 
-/// How a provider command authenticates: the certificate and key when given, else a provider token
-/// from the `.p8` key, its key id and team (each from `up.json`'s `defaults` when not given).
-func providerAuthentication(
-    cert: String?, certKey: String?, p8: String?, keyID: String?, team: String?, defaults: [String: Any]
-) throws -> APNsAuthentication {
-    if let cert, let certKey {
-        return .certificate(
-            chainPEM: try String(contentsOfFile: cert, encoding: .utf8),
-            privateKeyPEM: try String(contentsOfFile: certKey, encoding: .utf8))
+/// How a provider command authenticates and what it trusts: `herald push` and `herald channel`
+/// take the same options.
+struct ProviderCredentials: ParsableArguments {
+    @Option(name: .long, help: "CA certificate (PEM) to trust, e.g. the gateway's ca.pem.")
+    var ca: String?
+    @Option(name: .long, help: "Token authentication: the .p8 key file.")
+    var p8: String?
+    @Option(name: .long, help: "Token authentication: key id.")
+    var keyId: String?
+    @Option(name: .long, help: "Token authentication: team id.")
+    var team: String?
+    @Option(name: .long, help: "Certificate authentication: the client certificate (PEM).")
+    var cert: String?
+    @Option(name: .long, help: "Certificate authentication: the certificate's private key (PEM).")
+    var certKey: String?
+
+    func validate() throws {
+        if (cert == nil) != (certKey == nil) { throw ValidationError("--cert and --cert-key go together") }
     }
-    guard let p8 = p8 ?? defaults["p8"] as? String, let keyID = keyID ?? defaults["keyID"] as? String,
-        let team = team ?? defaults["teamID"] as? String
-    else { throw ValidationError("give --p8, --key-id and --team (or --cert and --cert-key)") }
-    do {
-        return .token(try APNsSigningKey(p8File: p8, keyID: keyID, teamID: team))
-    } catch {
-        throw ValidationError("--p8: \(p8): \(error)")
+
+    /// The certificate and key when given, else a provider token from the `.p8` key, its key id and
+    /// team (each from `up.json`'s `defaults` when not given).
+    func authentication(defaults: [String: Any]) throws -> APNsAuthentication {
+        if let cert, let certKey {
+            return .certificate(
+                chainPEM: try String(contentsOfFile: cert, encoding: .utf8),
+                privateKeyPEM: try String(contentsOfFile: certKey, encoding: .utf8))
+        }
+        guard let p8 = p8 ?? defaults["p8"] as? String, let keyID = keyId ?? defaults["keyID"] as? String,
+            let team = team ?? defaults["teamID"] as? String
+        else { throw ValidationError("give --p8, --key-id and --team (or --cert and --cert-key)") }
+        do {
+            return .token(try APNsSigningKey(p8File: p8, keyID: keyID, teamID: team))
+        } catch {
+            throw ValidationError("--p8: \(p8): \(error)")
+        }
+    }
+
+    /// The CA to trust: `--ca`, else `up.json`'s when `useUp` (not for Apple's hosts).
+    func trustedCAPEM(defaults: [String: Any], useUp: Bool) throws -> String? {
+        try (ca ?? (useUp ? defaults["caCertificate"] as? String : nil)).map {
+            try String(contentsOfFile: $0, encoding: .utf8)
+        }
     }
 }

@@ -38,18 +38,7 @@ struct ChannelCommand: AsyncParsableCommand {
         name: .long,
         help: "The channel management API's base URL, e.g. https://localhost:2295 (default: up.json's channelsURL).")
     var url: String?
-    @Option(name: .long, help: "CA certificate (PEM) to trust, e.g. the gateway's ca.pem.")
-    var ca: String?
-    @Option(name: .long, help: "Token authentication: the .p8 key file.")
-    var p8: String?
-    @Option(name: .long, help: "Token authentication: key id.")
-    var keyId: String?
-    @Option(name: .long, help: "Token authentication: team id.")
-    var team: String?
-    @Option(name: .long, help: "Certificate authentication: the client certificate (PEM).")
-    var cert: String?
-    @Option(name: .long, help: "Certificate authentication: the certificate's private key (PEM).")
-    var certKey: String?
+    @OptionGroup var credentials: ProviderCredentials
     @Option(name: .long, help: "The `herald up` state file to take defaults from.")
     var up = ".herald/up.json"
     @Option(name: .long, help: "Seconds the request may take.")
@@ -65,7 +54,6 @@ struct ChannelCommand: AsyncParsableCommand {
         if (action == .read || action == .delete) && channelId == nil {
             throw ValidationError("\(action.rawValue) needs --channel-id")
         }
-        if (cert == nil) != (certKey == nil) { throw ValidationError("--cert and --cert-key go together") }
         if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
     }
 
@@ -84,11 +72,8 @@ struct ChannelCommand: AsyncParsableCommand {
             }
             server = APNsServer(url: base)
         }
-        let authentication = try providerAuthentication(
-            cert: cert, certKey: certKey, p8: p8, keyID: keyId, team: team, defaults: defaults)
-        let caPEM = try (ca ?? (apple == nil ? defaults["caCertificate"] as? String : nil)).map {
-            try String(contentsOfFile: $0, encoding: .utf8)
-        }
+        let authentication = try credentials.authentication(defaults: defaults)
+        let caPEM = try credentials.trustedCAPEM(defaults: defaults, useUp: apple == nil)
         let client = try APNsClient(
             configuration: .init(
                 server: server, authentication: authentication, trustedCAPEM: caPEM,

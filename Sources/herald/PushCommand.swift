@@ -86,18 +86,7 @@ struct PushCommand: AsyncParsableCommand {
     var apple: String?
     @Option(name: .long, help: "The gateway's base URL, e.g. https://localhost:2197.")
     var url: String?
-    @Option(name: .long, help: "CA certificate (PEM) to trust, e.g. the gateway's ca.pem.")
-    var ca: String?
-    @Option(name: .long, help: "Token authentication: the .p8 key file.")
-    var p8: String?
-    @Option(name: .long, help: "Token authentication: key id.")
-    var keyId: String?
-    @Option(name: .long, help: "Token authentication: team id.")
-    var team: String?
-    @Option(name: .long, help: "Certificate authentication: the client certificate (PEM).")
-    var cert: String?
-    @Option(name: .long, help: "Certificate authentication: the certificate's private key (PEM).")
-    var certKey: String?
+    @OptionGroup var credentials: ProviderCredentials
     @Flag(
         name: .long,
         help: "Send over the legacy binary interface (TLS with an app certificate, which names the topic).")
@@ -138,13 +127,12 @@ struct PushCommand: AsyncParsableCommand {
         if let priority, PushPriority(rawValue: priority) == nil {
             throw ValidationError("--priority must be 10, 5 or 1")
         }
-        if (cert == nil) != (certKey == nil) { throw ValidationError("--cert and --cert-key go together") }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
         if payload != nil && apnsFile != nil { throw ValidationError("give --payload or an .apns file, not both") }
         if binary {
             if apple != nil { throw ValidationError("--binary: Apple retired the binary interface in 2021") }
-            if p8 != nil || keyId != nil || team != nil {
+            if credentials.p8 != nil || credentials.keyId != nil || credentials.team != nil {
                 throw ValidationError("--binary authenticates with --cert and --cert-key, not a .p8 key")
             }
             guard binaryCommand <= 2 else { throw ValidationError("--binary-command must be 0, 1 or 2") }
@@ -184,11 +172,8 @@ struct PushCommand: AsyncParsableCommand {
             }
             server = APNsServer(url: base)
         }
-        let authentication = try providerAuthentication(
-            cert: cert, certKey: certKey, p8: p8, keyID: keyId, team: team, defaults: defaults)
-        let caPEM = try (ca ?? (apple == nil ? fromUp("caCertificate") : nil)).map {
-            try String(contentsOfFile: $0, encoding: .utf8)
-        }
+        let authentication = try credentials.authentication(defaults: defaults)
+        let caPEM = try credentials.trustedCAPEM(defaults: defaults, useUp: apple == nil)
         let targets = try await targetTokens(defaults, topic: topic)
         let client = try APNsClient(
             configuration: .init(
@@ -303,7 +288,8 @@ struct PushCommand: AsyncParsableCommand {
     /// back as error packets (the client sends what followed a refused one again).
     func sendBinary(_ body: Data, defaults: [String: Any]) async throws {
         let endpoint = try legacyEndpoint(
-            address: binaryAddress, addressKey: "binaryAddress", cert: cert, certKey: certKey, ca: ca,
+            address: binaryAddress, addressKey: "binaryAddress", cert: credentials.cert, certKey: credentials.certKey,
+            ca: credentials.ca,
             serverName: serverName, defaults: defaults)
         let targets = try await targetTokens(defaults)
         let client = APNsBinaryClient(endpoint: endpoint)
