@@ -65,21 +65,12 @@ import Testing
         let a = try Provisioned(arguments: ["--database", url])
         // 127.0.0.2 is loopback, but B listens on 127.0.0.1 only: A's connection is refused.
         let b = try GatewayProcess(arguments: ["--database", url, "--cluster-address", "127.0.0.2"])
-        let device = try Child(
-            try heraldExecutable(),
-            [
-                "test-device", "--gateway-state", b.state.path, "--identity",
-                b.state.appendingPathComponent("test-device.json").path, "--topic", Provisioned.topic, "--json",
-                "--count", "3",
-            ])
-        // A safety net, not a wait: a push that never arrives ends the test instead of hanging it.
-        let pid = device.process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        defer { watchdog.cancel() }
-        let ready = try #require(device.reader.json())
-        let id = try #require(ready["device"] as? String)
-        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
+        let linked = try LinkedTestDevice([
+            "--gateway-state", b.state.path, "--identity", b.state.appendingPathComponent("test-device.json").path,
+            "--count", "3",
+        ])
+        defer { linked.watchdog.cancel() }
+        let (device, id, token) = (linked.child, linked.id, linked.token)
         try eventually("B to hold the device") {
             try b.adminCall("GET", "/devices/\(id)").json?["online"] as? Bool == true
         }
@@ -157,20 +148,13 @@ import Testing
         var watchdogs: [DispatchWorkItem] = []
         defer { for w in watchdogs { w.cancel() } }
         func device(_ name: String, _ extra: [String]) throws -> (child: Child, id: String, token: String) {
-            let child = try Child(
-                try heraldExecutable(),
+            let linked = try LinkedTestDevice(
                 [
-                    "test-device", "--gateway", try #require(b.info["linkDevelopmentURL"]), "--identity",
-                    b.state.appendingPathComponent("\(name).json").path, "--topic", Provisioned.topic, "--json",
+                    "--gateway", try #require(b.info["linkDevelopmentURL"]), "--identity",
+                    b.state.appendingPathComponent("\(name).json").path,
                 ] + extra)
-            // A safety net, not a wait: a push that never arrives ends the test instead of hanging it.
-            let pid = child.process.processIdentifier
-            let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-            watchdogs.append(watchdog)
-            let ready = try #require(child.reader.json())
-            let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
-            let id = try #require(ready["device"] as? String)
+            watchdogs.append(linked.watchdog)
+            let (child, id, token) = (linked.child, linked.id, linked.token)
             try eventually("A to know the device's token and that B holds it") {
                 let seen = try a.gateway.adminCall("GET", "/devices/\(id)")
                 return seen.body.contains(token) && seen.json?["node"] as? String == b.info["nodeID"]
@@ -238,21 +222,13 @@ import Testing
         let url = try TestPostgres.blockingDatabase()
         let a = try Provisioned(arguments: ["--database", url])
         let b = try GatewayProcess(arguments: ["--database", url, "--ack-timeout", "30"])
-        let device = try Child(
-            try heraldExecutable(),
-            [
-                "test-device", "--gateway", try #require(b.info["linkDevelopmentURL"]), "--gateway",
-                try #require(a.gateway.info["linkDevelopmentURL"]), "--identity",
-                b.state.appendingPathComponent("moving.json").path, "--topic", Provisioned.topic, "--json",
-                "--no-ack", "--reconnect",
-            ])
-        let pid = device.process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        defer { watchdog.cancel() }
-        let ready = try #require(device.reader.json())
-        let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
-        let id = try #require(ready["device"] as? String)
+        let linked = try LinkedTestDevice([
+            "--gateway", try #require(b.info["linkDevelopmentURL"]), "--gateway",
+            try #require(a.gateway.info["linkDevelopmentURL"]), "--identity",
+            b.state.appendingPathComponent("moving.json").path, "--no-ack", "--reconnect",
+        ])
+        defer { linked.watchdog.cancel() }
+        let (device, id, token) = (linked.child, linked.id, linked.token)
         try eventually("A to know the device's token and that B holds it") {
             let seen = try a.gateway.adminCall("GET", "/devices/\(id)")
             return seen.body.contains(token) && seen.json?["node"] as? String == b.info["nodeID"]
@@ -298,21 +274,12 @@ import Testing
         var watchdogs: [DispatchWorkItem] = []
         defer { for w in watchdogs { w.cancel() } }
         for (i, node) in nodes.enumerated() {
-            let child = try Child(
-                try heraldExecutable(),
-                [
-                    "test-device", "--gateway", try #require(node.info["linkDevelopmentURL"]), "--identity",
-                    node.state.appendingPathComponent("spread-\(i).json").path, "--topic", Provisioned.topic, "--json",
-                    "--count", "3",
-                ])
-            // A safety net, not a wait: a push that never arrives ends the test instead of hanging it.
-            let pid = child.process.processIdentifier
-            let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-            watchdogs.append(watchdog)
-            let ready = try #require(child.reader.json())
-            let token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
-            devices.append((child, try #require(ready["device"] as? String), token))
+            let linked = try LinkedTestDevice([
+                "--gateway", try #require(node.info["linkDevelopmentURL"]), "--identity",
+                node.state.appendingPathComponent("spread-\(i).json").path, "--count", "3",
+            ])
+            watchdogs.append(linked.watchdog)
+            devices.append((linked.child, linked.id, linked.token))
         }
         // Every node knows every device's registration (herald_directory) before the pushes.
         for node in nodes {
@@ -498,5 +465,26 @@ import Testing
         try server.restart()
         try eventually("the gateway to store again") { try p.push().status == 200 }
         #expect(p.gateway.stop() == 0)
+    }
+}
+
+/// A `herald test-device --json` registered for ``Provisioned/topic``, read up to its ready line.
+/// Its watchdog kills it after 60 s: a safety net, not a wait (a push that never arrives ends the
+/// test instead of hanging it); cancel it when the test is done.
+struct LinkedTestDevice {
+    let child: Child
+    let id: String
+    let token: String
+    let watchdog: DispatchWorkItem
+
+    init(_ arguments: [String]) throws {
+        child = try Child(
+            try heraldExecutable(), ["test-device", "--topic", Provisioned.topic, "--json"] + arguments)
+        let pid = child.process.processIdentifier
+        watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        let ready = try #require(child.reader.json())
+        id = try #require(ready["device"] as? String)
+        token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
     }
 }
