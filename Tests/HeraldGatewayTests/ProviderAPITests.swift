@@ -201,6 +201,16 @@ import Testing
             ProviderAPI.environment(authority: "api.development.push.apple.com:443", default: .production)
                 == .development)
         #expect(ProviderAPI.environment(authority: "localhost:2197", default: .production) == .production)
+        // Apple's broadcast and channel management hosts name their environment the same way.
+        for (host, environment) in [
+            ("api-manage-broadcast.sandbox.push.apple.com:2195", APNsEnvironment.development),
+            ("api-broadcast.sandbox.push.apple.com:443", .development),
+            ("api-manage-broadcast.push.apple.com:2196", .production),
+            ("api-broadcast.push.apple.com:443", .production),
+        ] {
+            let other: APNsEnvironment = environment == .development ? .production : .development
+            #expect(ProviderAPI.environment(authority: host, default: other) == environment, "\(host)")
+        }
     }
 
     @Test func jwtRulesInVirtualTime() async throws {
@@ -454,5 +464,31 @@ import Testing
         #expect(ClusterForwarding.Fields(text: fields.text) == fields)
         #expect(ClusterForwarding.Fields(text: "development 12 u 4294967296") == nil, "a binary id is 32 bits")
         #expect(ClusterForwarding.Fields(text: "development 12 u") == nil)
+    }
+}
+
+/// The channel management API's logic where the end-to-end test cannot reach: a stopping gateway
+/// and a suspended team (docs/broadcast.md's table).
+@Suite struct ChannelAPITests {
+    func reason(_ api: ProviderAPI, _ f: Fixture) -> String? {
+        var connection = ProviderConnectionState(defaultEnvironment: .development)
+        var request = ProviderRequest(method: "GET", path: "/1/apps/\(Fixture.bundle)/all-channels")
+        request.addHeader(name: "authorization", value: "bearer \(f.jwt())")
+        guard case .respond(let response, _) = api.handle(request, connection: &connection, now: f.now) else {
+            return nil
+        }
+        #expect(response.identifiesRequest && response.apnsID.count == 36)
+        return response.reasonText
+    }
+
+    @Test func aStoppingGatewayAndASuspendedTeamAreRefused() async throws {
+        let f = try await Fixture()
+        let api = f.api.managingChannels(store: f.store)
+        #expect(reason(api, f) == nil, "the listing is work on the store")
+        _ = try await f.directory.putTeam(id: Fixture.team, suspended: true)
+        #expect(reason(api, f) == "Forbidden")
+        _ = try await f.directory.putTeam(id: Fixture.team, suspended: false)
+        api.beginShutdown()
+        #expect(reason(api, f) == "Shutdown")
     }
 }
