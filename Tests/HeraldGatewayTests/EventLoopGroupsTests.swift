@@ -16,6 +16,9 @@ import Testing
         var configuration = Gateway.Configuration.testing(directory: directory)
         configuration.providerThreads = 1
         configuration.linkThreads = 2
+        // What is asserted is the route, not the timeout: a loaded machine must not turn the
+        // acknowledgement into a timed-out, stored push.
+        configuration.link.acknowledgementTimeout = .seconds(30)
         let gateway = try await Gateway.open(configuration, logger: .testGateway)
         #expect(Array(gateway.group.makeIterator()).count == 1)
         #expect(Array(gateway.linkGroup.makeIterator()).count == 2)
