@@ -55,6 +55,40 @@ public struct LinkPush: Sendable, Equatable {
     }
 }
 
+/// A broadcast as it travels down the device link to every device subscribed to its channel
+/// (docs/broadcast.md): not acknowledged, since the channel's stored message (storage policy 1)
+/// is what a device that missed it gets when it connects again.
+public struct LinkBroadcast: Sendable, Equatable {
+    /// The broadcast's `apns-unique-id`; a device drops a second copy by it.
+    public var uniqueID: String
+    /// `apns-channel-id`.
+    public var channelID: String
+    /// The app's Live Activity topic, `<bundle id>.push-type.liveactivity`.
+    public var topic: String
+    /// The channel's environment.
+    public var environment: APNsEnvironment
+    /// `apns-priority`.
+    public var priority: PushPriority
+    /// `apns-expiration` as UNIX seconds (0 = now only); `nil` when the provider gave none.
+    public var expiration: Int64?
+    /// The payload, byte for byte.
+    public var payload: Data
+
+    /// Creates a broadcast.
+    public init(
+        uniqueID: String, channelID: String, topic: String, environment: APNsEnvironment, priority: PushPriority,
+        expiration: Int64?, payload: Data
+    ) {
+        self.uniqueID = uniqueID
+        self.channelID = channelID
+        self.topic = topic
+        self.environment = environment
+        self.priority = priority
+        self.expiration = expiration
+        self.payload = payload
+    }
+}
+
 /// One app registered on a device: its topic, environment and token.
 public struct LinkRegistration: Sendable, Equatable, Codable {
     /// The app's bundle id (its topic).
@@ -87,6 +121,10 @@ public enum LinkMessage: Sendable, Equatable {
     case reset(request: Int?, generation: Int)
     /// A notification; the device answers with `ack`.
     case push(LinkPush)
+    /// Answer to `subscribe` and `unsubscribe`: every channel the app is subscribed to now.
+    case subscribed(request: Int?, topic: String, environment: APNsEnvironment, channels: [String])
+    /// An update broadcast on a channel the device subscribed to; not acknowledged.
+    case broadcast(LinkBroadcast)
     /// A request failed (`request` says which), or the connection is refused (`request` nil).
     case error(request: Int?, code: LinkErrorCode, message: String)
 
@@ -103,6 +141,11 @@ public enum LinkMessage: Sendable, Equatable {
     case resetDevice(request: Int?)
     /// Acknowledges notifications by `apns-id`.
     case ack([String])
+    /// Subscribes an app (its bundle id, in one environment) to broadcast channels, for as long as
+    /// this connection lasts: a device sends its subscriptions again each time it connects.
+    case subscribe(request: Int?, topic: String, environment: APNsEnvironment, channels: [String])
+    /// Ends an app's subscriptions to channels.
+    case unsubscribe(request: Int?, topic: String, environment: APNsEnvironment, channels: [String])
     /// A notification the device acknowledged but could not use (its payload unreadable, its app
     /// not installed, or refused by the notification center): the gateway writes it into the push's
     /// delivery log. `reason` names the key when the payload is at fault.
@@ -141,13 +184,15 @@ extension LinkMessage {
         var expiration: Int64?
         var collapseID: String?
         var payload: Data?
+        var channelID: String?
+        var channels: [String]?
 
         /// The fields by name, as `Codable` reads and writes them; the flat reader knows them by
         /// their bytes and their position (a bit each).
         enum CodingKeys: String, CodingKey, CaseIterable {
             case type, request, nonce, device, generation, registrations, topic, environment, token, code,
                 message, publicKey, signature, ids, apnsID, uniqueID, pushType, priority, expiration,
-                collapseID, payload
+                collapseID, payload, channelID, channels
         }
 
         init(type: String) { self.type = type }
@@ -212,6 +257,7 @@ extension LinkMessage {
             case (.apnsID, .text(let v)): apnsID = v.string
             case (.uniqueID, .text(let v)): uniqueID = v.string
             case (.collapseID, .text(let v)): collapseID = v.string
+            case (.channelID, .text(let v)): channelID = v.string
             case (.environment, .text(let v)):
                 guard let e = APNsEnvironment(rawValue: v.string) else { return false }
                 environment = e
@@ -239,6 +285,7 @@ extension LinkMessage {
                 guard let d = Self.base64(v) else { return false }
                 payload = d
             case (.ids, .strings(let v)): ids = v
+            case (.channels, .strings(let v)): channels = v
             default:
                 return false
             }
@@ -312,6 +359,30 @@ extension LinkMessage {
             e = Envelope(type: "refused")
             e.apnsID = apnsID
             e.message = reason
+        case .subscribe(let request, let topic, let environment, let channels),
+            .unsubscribe(let request, let topic, let environment, let channels),
+            .subscribed(let request, let topic, let environment, let channels):
+            e = Envelope(
+                type: {
+                    switch self {
+                    case .subscribe: "subscribe"
+                    case .unsubscribe: "unsubscribe"
+                    default: "subscribed"
+                    }
+                }())
+            e.request = request
+            e.topic = topic
+            e.environment = environment
+            e.channels = channels
+        case .broadcast(let b):
+            e = Envelope(type: "broadcast")
+            e.uniqueID = b.uniqueID
+            e.channelID = b.channelID
+            e.topic = b.topic
+            e.environment = b.environment
+            e.priority = b.priority
+            e.expiration = b.expiration
+            e.payload = b.payload
         case .push, .ack:
             preconditionFailure("handled above")
         }
@@ -390,6 +461,25 @@ extension LinkMessage {
         case "resetDevice": self = .resetDevice(request: e.request)
         case "ack": self = .ack(try need(e.ids, "ids"))
         case "refused": self = .refused(apnsID: try need(e.apnsID, "apnsID"), reason: try need(e.message, "message"))
+        case "subscribe", "unsubscribe", "subscribed":
+            let topic = try need(e.topic, "topic")
+            let environment = try need(e.environment, "environment")
+            let channels = try need(e.channels, "channels")
+            switch e.type {
+            case "subscribe":
+                self = .subscribe(request: e.request, topic: topic, environment: environment, channels: channels)
+            case "unsubscribe":
+                self = .unsubscribe(request: e.request, topic: topic, environment: environment, channels: channels)
+            default:
+                self = .subscribed(request: e.request, topic: topic, environment: environment, channels: channels)
+            }
+        case "broadcast":
+            self = .broadcast(
+                LinkBroadcast(
+                    uniqueID: try need(e.uniqueID, "uniqueID"), channelID: try need(e.channelID, "channelID"),
+                    topic: try need(e.topic, "topic"), environment: try need(e.environment, "environment"),
+                    priority: try need(e.priority, "priority"), expiration: e.expiration,
+                    payload: try need(e.payload, "payload")))
         default: throw LinkMessageError("unknown message type \"\(e.type)\"")
         }
     }

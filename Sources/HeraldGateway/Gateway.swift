@@ -120,13 +120,16 @@ public final class Gateway: Sendable {
     public let presence: NodePresence?
     /// With PostgreSQL: what sends a push for a device linked to another node there.
     let forwarder: ClusterForwarder?
+    /// The broadcast channels' subscribers here, and the fan-out of what is broadcast on them.
+    public let broadcasts: BroadcastHub
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
         router: PushRouter, faults: FaultInjector, ca: GatewayCA, adminToken: String, logger: Logger,
         lock: StateDirectoryLock, clock: any WallClock, closeStore: @escaping @Sendable () -> Void,
-        followers: [any Service], presence: NodePresence?, forwarder: ClusterForwarder?
+        followers: [any Service], presence: NodePresence?, forwarder: ClusterForwarder?, broadcasts: BroadcastHub
     ) {
+        self.broadcasts = broadcasts
         self.forwarder = forwarder
         self.closeStore = closeStore
         self.followers = followers
@@ -203,8 +206,10 @@ public final class Gateway: Sendable {
                 // The holder answers once the device acknowledged or the push is stored.
                 timeout: configuration.link.acknowledgementTimeout + .seconds(5), logger: logger)
         }
+        let broadcasts = BroadcastHub(store: store, logger: logger)
         let api = ProviderAPI(
-            registry: directory.registry, faults: faults, configuration: configuration.provider, cluster: credential)
+            registry: directory.registry, faults: faults, configuration: configuration.provider, cluster: credential
+        ).broadcasting(through: broadcasts, logger: logger)
         let router = PushRouter(
             committer: GroupCommitter(store: store, policy: configuration.offline, logBatch: 4096),
             links: DeviceLinks(presence: presence),
@@ -217,6 +222,7 @@ public final class Gateway: Sendable {
                 ClusterFollower<FaultChange>(store: postgres, logger: logger) { _ in
                     faults.replace(with: try await postgres.faultRules())
                 },
+                ClusterFollower<BroadcastChange>(store: postgres, logger: logger, apply: broadcasts.apply),
             ]
             if let holders {
                 followers.append(ClusterFollower<ClaimChange>(store: postgres, logger: logger, apply: holders.apply))
@@ -226,7 +232,7 @@ public final class Gateway: Sendable {
         return Gateway(
             configuration: configuration, state: state, directory: directory, api: api, router: router, faults: faults,
             ca: ca, adminToken: try state.adminToken(), logger: logger, lock: lock, clock: clock, closeStore: close,
-            followers: followers, presence: presence, forwarder: forwarder)
+            followers: followers, presence: presence, forwarder: forwarder, broadcasts: broadcasts)
     }
 
     /// Sends a device held here what another node stored for it (its provider's push arrived there):
@@ -328,7 +334,7 @@ public final class Gateway: Sendable {
             try await DeviceLinkServer.start(
                 host: address, port: configuration.linkPort, tls: linkTLS, directory: directory,
                 links: router.links, offline: router.offline, configuration: configuration.link, group: linkGroup,
-                logger: logger, log: log, clock: clock)
+                logger: logger, log: log, clock: clock, broadcasts: broadcasts)
         }
         let legacyTLS = try GatewayStateDirectory.legacyTLSContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)

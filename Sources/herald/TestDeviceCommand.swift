@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldDevice
+import Synchronization
 
 struct TestDeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -35,7 +36,14 @@ struct TestDeviceCommand: AsyncParsableCommand {
     var environment: APNsEnvironment = .development
     @Flag(name: .long, help: "Do not acknowledge notifications (the gateway stores them and sends them again).")
     var noAck = false
-    @Option(name: .long, help: "Stop after this many notifications.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Subscribe the first --topic's app to this broadcast channel (apns-channel-id); repeat for more. "
+                + "With --idle-devices, every idle device subscribes too.",
+            valueName: "channel-id"))
+    var channel: [String] = []
+    @Option(name: .long, help: "Stop after this many notifications (pushes and broadcasts).")
     var count: Int?
     @Flag(name: .long, help: "Print only the ready line and the final count, not every notification.")
     var quiet = false
@@ -60,6 +68,9 @@ struct TestDeviceCommand: AsyncParsableCommand {
 
     func validate() throws {
         if idleDevices < 0 { throw ValidationError("--idle-devices must be 0 or more") }
+        if !channel.isEmpty, topic.isEmpty {
+            throw ValidationError("--channel needs --topic: channels are subscribed to for the first --topic's app")
+        }
     }
 
     func run() async throws {
@@ -82,16 +93,23 @@ struct TestDeviceCommand: AsyncParsableCommand {
             let token = try await client.register(topic: t, environment: environment)
             tokens.append((t, token.hex))
         }
-        let idle = try await Self.connectIdle(idleDevices, url: url, caCertificatePEM: pem, reconnect: reconnect)
+        let subscription =
+            channel.isEmpty ? nil : Subscription(topic: topic[0], environment: environment, channels: channel)
+        if let subscription { try await subscription.apply(to: client) }
+        let idle = try await Self.connectIdle(
+            idleDevices, url: url, caCertificatePEM: pem, reconnect: reconnect, subscription: subscription,
+            fanout: json ? FanoutReport(devices: idleDevices, emit: emit) : nil)
         defer { idle.cancel() }
         if json {
             emit([
                 "event": "ready", "device": client.deviceID, "generation": client.generation,
                 "tokens": Dictionary(tokens, uniquingKeysWith: { $1 }), "idleDevices": idleDevices,
+                "channels": channel,
             ])
         } else {
             var text = "herald test-device ready\n  device: \(client.deviceID)\n"
             for (t, hex) in tokens { text += "  token \(t) (\(environment.rawValue)): \(hex)\n" }
+            if !channel.isEmpty { text += "  subscribed \(topic[0]) to: \(channel.joined(separator: ", "))\n" }
             if idleDevices > 0 { text += "  idle devices connected: \(idleDevices)\n" }
             write(text)
         }
@@ -116,6 +134,10 @@ struct TestDeviceCommand: AsyncParsableCommand {
                         if !quiet { show(push) }
                         if let count, received >= count { break connection }
                     }
+                case .broadcast(let broadcast):
+                    received += 1
+                    if !quiet { show(broadcast) }
+                    if let count, received >= count { break connection }
                 case .reset(let generation):
                     if json {
                         emit(["event": "reset", "generation": generation])
@@ -137,6 +159,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
                     urls: urls, from: linked + 1, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
                 do {
                     for t in topic { _ = try await client.register(topic: t, environment: environment) }
+                    if let subscription { try await subscription.apply(to: client) }
                     break
                 } catch {
                     // The link dropped again while registering (the gateway went down once more).
@@ -199,12 +222,68 @@ struct TestDeviceCommand: AsyncParsableCommand {
         }
     }
 
+    func show(_ broadcast: LinkBroadcast) {
+        if json {
+            var line: [String: Any] = [
+                "event": "broadcast", "uniqueID": broadcast.uniqueID, "channel": broadcast.channelID,
+                "topic": broadcast.topic, "priority": broadcast.priority.rawValue,
+                "payload": String(decoding: broadcast.payload, as: UTF8.self),
+            ]
+            if let e = broadcast.expiration { line["expiration"] = e }
+            emit(line)
+        } else {
+            write(
+                "broadcast \(broadcast.uniqueID) channel \(broadcast.channelID) \(broadcast.topic) "
+                    + "priority \(broadcast.priority.rawValue): \(String(decoding: broadcast.payload, as: UTF8.self))\n"
+            )
+        }
+    }
+
+    /// The channels a device subscribes to, each time it connects.
+    struct Subscription: Sendable {
+        var topic: String
+        var environment: APNsEnvironment
+        var channels: [String]
+
+        func apply(to client: GatewayLinkClient) async throws {
+            try await client.subscribe(topic: topic, environment: environment, channels: channels)
+        }
+    }
+
+    /// Tells when every idle device has a broadcast: one JSON line per broadcast, with the time the
+    /// last of them got it (what a fan-out measurement reads).
+    final class FanoutReport: Sendable {
+        let devices: Int
+        let emit: @Sendable ([String: Any]) -> Void
+        private let arrivals = Mutex<[String: Int]>([:])
+
+        init(devices: Int, emit: @escaping @Sendable ([String: Any]) -> Void) {
+            self.devices = devices
+            self.emit = emit
+        }
+
+        func arrived(_ uniqueID: String) {
+            let count = arrivals.withLock { arrivals in
+                arrivals[uniqueID, default: 0] += 1
+                return arrivals[uniqueID]!
+            }
+            if count == devices {
+                emit([
+                    "event": "fanout", "uniqueID": uniqueID, "devices": devices,
+                    "at": Date().timeIntervalSince1970,
+                ])
+            }
+        }
+    }
+
     /// Connects `count` devices with fresh identities, 64 handshakes at a time, and keeps them: with
-    /// `reconnect`, each connects again (same id and key) whenever its link drops. Cancel the task
-    /// to close them all.
-    static func connectIdle(_ count: Int, url: String, caCertificatePEM: String?, reconnect: Bool) async throws
-        -> Task<Void, Never>
-    {
+    /// `reconnect`, each connects again (same id and key) whenever its link drops. With a
+    /// `subscription`, each subscribes (again on each connection) and `fanout` hears of each
+    /// broadcast each gets. Cancel the task to close them all.
+    static func connectIdle(
+        _ count: Int, url: String, caCertificatePEM: String?, reconnect: Bool, subscription: Subscription? = nil,
+        fanout: FanoutReport? = nil
+    ) async throws -> Task<Void, Never> {
         var clients: [(DeviceIdentity, GatewayLinkClient)] = []
         clients.reserveCapacity(count)
         var next = 0
@@ -217,6 +296,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
                         let client = try await GatewayLinkClient.connect(
                             url: url, identity: identity, caCertificatePEM: caCertificatePEM)
                         identity.deviceID = client.deviceID
+                        if let subscription { try await subscription.apply(to: client) }
                         return (identity, client)
                     }
                 }
@@ -231,7 +311,9 @@ struct TestDeviceCommand: AsyncParsableCommand {
                     group.addTask {
                         var client = first
                         while !Task.isCancelled {
-                            for await _ in client.events {}
+                            for await event in client.events {
+                                if case .broadcast(let broadcast) = event { fanout?.arrived(broadcast.uniqueID) }
+                            }
                             await client.close()
                             guard reconnect, !Task.isCancelled,
                                 let again = try? await connect(
@@ -240,6 +322,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
                                     failed: true)
                             else { break }
                             client = again.0
+                            if let subscription { try? await subscription.apply(to: client) }
                         }
                         await client.close()
                     }
@@ -260,7 +343,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
 
     func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
 
-    func emit(_ object: [String: Any]) {
+    @Sendable func emit(_ object: [String: Any]) {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }

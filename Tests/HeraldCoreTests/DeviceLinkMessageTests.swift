@@ -31,7 +31,32 @@ import Testing
             LinkPush(
                 apnsID: "x", topic: "t", token: token, environment: .production, pushType: .alert,
                 priority: .immediate, expiration: nil, collapseID: nil, payload: Data([0x7B, 0x7D]))),
+        .subscribe(request: 7, topic: "com.example.a", environment: .development, channels: ["3q2+7w==", "AAAA"]),
+        .unsubscribe(request: nil, topic: "com.example.a", environment: .production, channels: []),
+        .subscribed(request: 7, topic: "com.example.a", environment: .development, channels: ["AAAA"]),
+        .broadcast(
+            LinkBroadcast(
+                uniqueID: "u-1", channelID: "3q2+7w==", topic: "com.example.a.push-type.liveactivity",
+                environment: .production, priority: .normal, expiration: 0,
+                payload: Data(#"{"aps":{"event":"end","timestamp":1}}"#.utf8))),
+        .broadcast(
+            LinkBroadcast(
+                uniqueID: "u-2", channelID: "AAAA", topic: "t", environment: .development, priority: .immediate,
+                expiration: nil, payload: Data([0x7B, 0x7D]))),
     ]
+
+    /// Every field of a subscription and a broadcast is named on the wire as docs/device-link.md says.
+    @Test func subscriptionsAndBroadcastsNameTheirFields() throws {
+        let text = String(decoding: Self.messages[Self.messages.count - 5].encoded(), as: UTF8.self)
+        #expect(
+            text
+                == #"{"channels":["3q2+7w==","AAAA"],"environment":"development","request":7,"topic":"com.example.a","type":"subscribe"}"#
+        )
+        let missing = #"{"type":"subscribe","topic":"com.example.a","environment":"development"}"#
+        #expect(throws: LinkMessageError("subscribe needs \"channels\"")) {
+            try LinkMessage(json: Data(missing.utf8))
+        }
+    }
 
     @Test(arguments: messages)
     func roundTrips(_ message: LinkMessage) throws {

@@ -55,6 +55,11 @@ final class GatedStore: GatewayStore {
     init(_ inner: any GatewayStore) { self.inner = inner }
 
     func loadDirectory() async throws -> DirectorySnapshot { try await inner.loadDirectory() }
+    func saveBroadcast(_ message: BroadcastMessage) async throws { try await inner.saveBroadcast(message) }
+    func broadcast(uniqueID: String) async throws -> BroadcastMessage? { try await inner.broadcast(uniqueID: uniqueID) }
+    func latestBroadcast(channelID: String, environment: APNsEnvironment) async throws -> BroadcastMessage? {
+        try await inner.latestBroadcast(channelID: channelID, environment: environment)
+    }
     func save(_ team: Team) async throws { try await inner.save(team) }
     func deleteTeam(_ id: String) async throws { try await inner.deleteTeam(id) }
     func save(_ key: ProviderKey) async throws { try await inner.save(key) }

@@ -167,6 +167,45 @@ import X509
         #expect(try await store.channelIDs(bundleID: "com.example.a", environment: .development) == ["Ag==", "Aw=="])
     }
 
+    /// Broadcast messages: read back by id exactly, the latest per channel and environment, those
+    /// more than a minute older than a new one forgotten, and all of a channel's gone with it.
+    @Test(arguments: StoreKind.allCases) func broadcastMessagesAndTheLatestPerChannel(kind: StoreKind) async throws {
+        let store = try await kind.store()
+        for env in [APNsEnvironment.development, .production] {
+            #expect(
+                try await store.createChannel(
+                    BroadcastChannel(
+                        id: "AQ==", bundleID: "com.example.a", environment: env, storagePolicy: .mostRecentMessage,
+                        createdAt: Date(timeIntervalSince1970: 1)), limit: 10))
+        }
+        func message(_ id: String, at: Double, _ env: APNsEnvironment = .development, expiration: Int64? = nil)
+            -> BroadcastMessage
+        {
+            BroadcastMessage(
+                uniqueID: id, requestID: "r-\(id)", channelID: "AQ==", bundleID: "com.example.a", environment: env,
+                storagePolicy: .mostRecentMessage, priority: .normal, expiration: expiration,
+                payload: Data(#"{"aps":{"event":"update","timestamp":\#(Int(at))}}"#.utf8),
+                sentAt: Date(timeIntervalSince1970: at))
+        }
+        #expect(try await store.latestBroadcast(channelID: "AQ==", environment: .development) == nil)
+        try await store.saveBroadcast(message("m1", at: 1000, expiration: 1_900_000_000))
+        try await store.saveBroadcast(message("m2", at: 1030))
+        try await store.saveBroadcast(message("p1", at: 1040, .production))
+        #expect(try await store.broadcast(uniqueID: "m1") == message("m1", at: 1000, expiration: 1_900_000_000))
+        #expect(
+            try await store.latestBroadcast(channelID: "AQ==", environment: .development) == message("m2", at: 1030))
+        #expect(try await store.latestBroadcast(channelID: "AQ==", environment: .production)?.uniqueID == "p1")
+        // 70 s after m1 and 40 s after m2: m1 goes, m2 stays for nodes still to read it.
+        try await store.saveBroadcast(message("m3", at: 1070))
+        #expect(try await store.broadcast(uniqueID: "m1") == nil)
+        #expect(try await store.broadcast(uniqueID: "m2") != nil)
+        #expect(try await store.latestBroadcast(channelID: "AQ==", environment: .development)?.uniqueID == "m3")
+        #expect(try await store.deleteChannel(bundleID: "com.example.a", environment: .development, id: "AQ=="))
+        #expect(try await store.latestBroadcast(channelID: "AQ==", environment: .development) == nil)
+        #expect(try await store.broadcast(uniqueID: "m3") == nil)
+        #expect(try await store.latestBroadcast(channelID: "AQ==", environment: .production)?.uniqueID == "p1")
+    }
+
     @Test func handWrittenEventJSONDecodes() throws {
         let event = DeliveryEvent(
             apnsID: "a", uniqueID: "u", kind: .discarded, at: Date(timeIntervalSince1970: 1.5),
@@ -529,5 +568,28 @@ struct SeededRandom {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// How long a broadcast message is kept for late subscribers (docs/broadcast.md).
+@Suite struct BroadcastRetentionTests {
+    func message(_ policy: ChannelStoragePolicy, expiration: Int64?) -> BroadcastMessage {
+        BroadcastMessage(
+            uniqueID: "u", requestID: "r", channelID: "AQ==", bundleID: "com.example.a", environment: .development,
+            storagePolicy: policy, priority: .immediate, expiration: expiration, payload: Data(),
+            sentAt: Date(timeIntervalSince1970: 1_000_000))
+    }
+
+    @Test func policyOneKeepsEightHoursOrUntilASoonerExpirationAndPolicyZeroNothing() {
+        let sent = Date(timeIntervalSince1970: 1_000_000)
+        let eightHours = message(.mostRecentMessage, expiration: nil)
+        #expect(eightHours.keptUntil == sent.addingTimeInterval(8 * 3600))
+        #expect(eightHours.isKept(at: sent.addingTimeInterval(8 * 3600 - 1)))
+        #expect(!eightHours.isKept(at: sent.addingTimeInterval(8 * 3600)))
+        #expect(message(.mostRecentMessage, expiration: 1_000_600).keptUntil == Date(timeIntervalSince1970: 1_000_600))
+        #expect(message(.mostRecentMessage, expiration: 2_000_000).keptUntil == sent.addingTimeInterval(8 * 3600))
+        #expect(message(.mostRecentMessage, expiration: 0).keptUntil == nil)
+        #expect(message(.noStorage, expiration: 0).keptUntil == nil)
+        #expect(!message(.noStorage, expiration: nil).isKept(at: sent))
     }
 }

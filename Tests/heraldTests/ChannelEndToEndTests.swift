@@ -16,11 +16,18 @@ import Testing
         var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] }
     }
 
-    /// A gateway with the demo team, key and app, and both clients.
+    /// A gateway with the demo team, key and app, and both clients: on the channel management
+    /// listeners, or (`provider`) on the provider API's (where broadcasts are sent).
     struct Channels {
         let p: Provisioned
-        var dev: String { p.gateway.info["channelsDevelopmentURL"] ?? "" }
-        var tls: String { p.gateway.info["channelsURL"] ?? "" }
+        let dev: String
+        let tls: String
+
+        init(p: Provisioned, provider: Bool = false) {
+            self.p = p
+            dev = (provider ? p.gateway.info["developmentURL"] : p.gateway.info["channelsDevelopmentURL"]) ?? ""
+            tls = (provider ? p.gateway.info["providerURL"] : p.gateway.info["channelsURL"]) ?? ""
+        }
 
         /// Sends the same request with curl (h2c, development listener) and then with Python's h2
         /// (TLS); both must see the same status and reason unless `alike` is false (a delete: the

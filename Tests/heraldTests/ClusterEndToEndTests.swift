@@ -305,6 +305,35 @@ import Testing
         for node in nodes { #expect(node.stop() == 0) }
     }
 
+    /// A broadcast sent to one node reaches the devices subscribed on every node (herald_broadcast),
+    /// and a device that subscribes on another node later gets the channel's kept message.
+    @Test func aBroadcastOnOneNodeReachesTheSubscribersOfEveryNode() throws {
+        let url = try TestPostgres.blockingDatabase()
+        let a = try Provisioned(arguments: ["--database", url])
+        let b = try GatewayProcess(arguments: ["--database", url])
+        let channel = try BroadcastEndToEndTests.channel(a, policy: 1)
+        let onA = try BroadcastEndToEndTests.device(a, "on-a", channels: [channel])
+        let onB = try BroadcastEndToEndTests.device(a, "on-b", channels: [channel], on: b)
+        defer { for d in [onA, onB] { d.watchdog.cancel() } }
+        try eventually("B to know the app") {
+            try b.adminCall("GET", "/apps").body.contains(Provisioned.topic)
+        }
+        let sent = try BroadcastEndToEndTests.send(a, channel: channel, to: b.dev)
+        #expect(sent.status == 200, "\(sent)")
+        let uniqueID = try #require(sent.headers["apns-unique-id"])
+        for device in [onA, onB] {
+            let got = try #require(device.child.reader.json())
+            #expect(
+                got["uniqueID"] as? String == uniqueID && got["payload"] as? String == BroadcastEndToEndTests.update,
+                "\(got)")
+        }
+        let late = try BroadcastEndToEndTests.device(a, "late-b", channels: [channel], on: b)
+        defer { late.watchdog.cancel() }
+        #expect(try #require(late.child.reader.json())["uniqueID"] as? String == uniqueID)
+        #expect(a.gateway.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+
     /// A fault rule added through A's admin API is answered by B within moments; removed through B,
     /// A forgets it. `remaining` counts on each node.
     @Test func aFaultRuleAddedOnOneNodeIsAnsweredByEveryNode() throws {

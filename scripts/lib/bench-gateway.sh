@@ -40,7 +40,10 @@ bench_setup() {
 
     WORK=$(mktemp -d)
     trap bench_cleanup EXIT
-    "$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --link-port 0 --no-channels \
+    # BENCH_CHANNELS=1: with the channel management listeners (a broadcast benchmark creates channels).
+    local channels=(--no-channels)
+    [ "${BENCH_CHANNELS:-0}" = 1 ] && channels=(--channels-port 0 --channels-dev-port 0)
+    "$HERALD" gateway --state "$WORK/gw" --port 0 --dev-port 0 --admin-port 0 --link-port 0 "${channels[@]}" \
         --log-level warning \
         "$@" > "$WORK/gw.out" 2>&1 &
     GW_PID=$!

@@ -56,6 +56,9 @@ public enum GatewayLinkEvent: Sendable, Equatable {
     /// was already seen on this client). One event per read rather than per notification: under
     /// load a read carries many, and each event wakes the consumer.
     case pushes([LinkPush])
+    /// An update broadcast on a channel an app subscribed to (never one whose `apns-unique-id`
+    /// was already seen on this client).
+    case broadcast(LinkBroadcast)
     /// The device was reset: every token it had is void.
     case reset(generation: Int)
     /// The link closed; `reason` says why when the gateway said.
@@ -220,6 +223,33 @@ public final class GatewayLinkClient: Sendable {
         return generation
     }
 
+    /// Subscribes an app to broadcast channels for as long as this connection lasts (docs/broadcast.md)
+    /// and returns every channel the app is subscribed to now; each channel's kept message (storage
+    /// policy 1) follows as a ``GatewayLinkEvent/broadcast(_:)``. A channel that is not the app's in
+    /// that environment fails with `NotFound`, and none is subscribed.
+    @discardableResult
+    public func subscribe(
+        topic: String, environment: APNsEnvironment = .development, channels: [String]
+    ) async throws -> [String] {
+        let answer = try await request {
+            .subscribe(request: $0, topic: topic, environment: environment, channels: channels)
+        }
+        guard case .subscribed(_, _, _, let all) = answer else { throw Self.unexpected(answer) }
+        return all
+    }
+
+    /// Ends an app's subscriptions to channels; returns those it still has.
+    @discardableResult
+    public func unsubscribe(
+        topic: String, environment: APNsEnvironment = .development, channels: [String]
+    ) async throws -> [String] {
+        let answer = try await request {
+            .unsubscribe(request: $0, topic: topic, environment: environment, channels: channels)
+        }
+        guard case .subscribed(_, _, _, let all) = answer else { throw Self.unexpected(answer) }
+        return all
+    }
+
     /// Acknowledges notifications (when not acknowledging automatically).
     public func acknowledge(_ apnsIDs: [String]) {
         let handler = self.handler
@@ -271,6 +301,8 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     var nextRequest = 0
     var pending: [Int: EventLoopPromise<LinkMessage>] = [:]
     var toAcknowledge: [String] = []
+    /// Broadcasts already handed over, by `apns-unique-id`.
+    var seenBroadcasts = RecentIDs(capacity: 1024)
     /// Notifications read in this read cycle, handed over together at its end.
     var arrived: [LinkPush] = []
     /// `apns-id`s already seen, at most ``seenLimit``; `seenOrder[seenHead...]` holds them oldest first.
@@ -352,8 +384,15 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
                 }
             }
             arrived.append(push)
-        case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _):
+        case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _),
+            .subscribed(let request?, _, _, _):
             pending.removeValue(forKey: request)?.succeed(message)
+        case .broadcast(let broadcast):
+            guard !seenBroadcasts.contains(broadcast.uniqueID) else { return }
+            seenBroadcasts.insert(broadcast.uniqueID)
+            // After the notifications read before it, in the order they came.
+            handOver()
+            events.yield(.broadcast(broadcast))
         case .reset(let request, let generation):
             if let request { pending.removeValue(forKey: request)?.succeed(message) }
             handOver()

@@ -188,6 +188,12 @@ actor GatewaySession {
                     case .pushes(let pushes):
                         for push in pushes { await take(push, from: client) }
                     case .reset: await registerAll(client)
+                    case .broadcast(let broadcast):
+                        // The daemon does not subscribe to channels yet (Live Activities are not on
+                        // the device side yet), so this is a gateway's stray message: logged only.
+                        logger.notice(
+                            "broadcast received that no Live Activity takes",
+                            metadata: ["channel": "\(broadcast.channelID)", "topic": "\(broadcast.topic)"])
                     case .closed(let reason):
                         logger.notice("device link closed", metadata: ["reason": "\(reason ?? "none")"])
                     }

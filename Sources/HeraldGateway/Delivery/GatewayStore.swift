@@ -91,6 +91,15 @@ public protocol GatewayStore: Sendable {
     func deleteChannel(bundleID: String, environment: APNsEnvironment, id: String) async throws -> Bool
     /// The ids of an app's channels in an environment, oldest first.
     func channelIDs(bundleID: String, environment: APNsEnvironment) async throws -> [String]
+    /// Records a message broadcast on a channel, forgetting the channel's messages sent more than
+    /// a minute before it (others nodes of a cluster read a message by its id after hearing of it;
+    /// a late subscriber gets only the most recent). On PostgreSQL every node hears of it
+    /// (``BroadcastChange``) when it commits.
+    func saveBroadcast(_ message: BroadcastMessage) async throws
+    /// A broadcast message by its `apns-unique-id`, while it is kept.
+    func broadcast(uniqueID: String) async throws -> BroadcastMessage?
+    /// A channel's most recent broadcast message, if any is kept.
+    func latestBroadcast(channelID: String, environment: APNsEnvironment) async throws -> BroadcastMessage?
     /// How many pushes are stored for one device.
     func storedCount(device: String) async throws -> Int
     /// How many pushes are stored for each device that has any.

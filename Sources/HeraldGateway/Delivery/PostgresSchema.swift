@@ -101,7 +101,16 @@ enum PostgresSchema {
                     bundle_id text NOT NULL, environment text NOT NULL, id text NOT NULL,
                     storage_policy integer NOT NULL, created_at double precision NOT NULL,
                     PRIMARY KEY (bundle_id, environment, id))
+                """,
+                // Messages broadcast on them (``BroadcastMessage``): the recent ones, and the most recent.
                 """
+                CREATE TABLE broadcast (
+                    unique_id text PRIMARY KEY, channel_id text NOT NULL, bundle_id text NOT NULL,
+                    environment text NOT NULL, storage_policy integer NOT NULL, request_id text NOT NULL,
+                    priority integer NOT NULL, expiration bigint, payload bytea NOT NULL,
+                    sent_at double precision NOT NULL)
+                """,
+                "CREATE INDEX broadcast_channel ON broadcast (channel_id, environment, sent_at)",
             ]),
     ]
 

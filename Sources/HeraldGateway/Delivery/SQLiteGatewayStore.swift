@@ -103,6 +103,20 @@ public final class SQLiteGatewayStore: GatewayStore {
                 t.column("createdAt", .double).notNull()
                 t.primaryKey(["bundleID", "environment", "id"])
             }
+            // Messages broadcast on them (``BroadcastMessage``): the recent ones, and the most recent.
+            try db.create(table: "broadcast") { t in
+                t.primaryKey("uniqueID", .text)
+                t.column("channelID", .text).notNull()
+                t.column("bundleID", .text).notNull()
+                t.column("environment", .text).notNull()
+                t.column("storagePolicy", .integer).notNull()
+                t.column("requestID", .text).notNull()
+                t.column("priority", .integer).notNull()
+                t.column("expiration", .integer)
+                t.column("payload", .blob).notNull()
+                t.column("sentAt", .double).notNull()
+            }
+            try db.create(index: "broadcast_channel", on: "broadcast", columns: ["channelID", "environment", "sentAt"])
         }
         return migrator
     }
@@ -494,8 +508,62 @@ public final class SQLiteGatewayStore: GatewayStore {
             try db.execute(
                 sql: "DELETE FROM channel WHERE bundleID = ? AND environment = ? AND id = ?",
                 arguments: [bundleID, environment.rawValue, id])
-            return db.changesCount > 0
+            let existed = db.changesCount > 0
+            try db.execute(
+                sql: "DELETE FROM broadcast WHERE channelID = ? AND environment = ? AND bundleID = ?",
+                arguments: [id, environment.rawValue, bundleID])
+            return existed
         }
+    }
+
+    public func saveBroadcast(_ m: BroadcastMessage) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "DELETE FROM broadcast WHERE channelID = ? AND environment = ? AND sentAt < ?",
+                arguments: [m.channelID, m.environment.rawValue, m.sentAt.timeIntervalSince1970 - 60])
+            try db.execute(
+                sql: """
+                    INSERT INTO broadcast (uniqueID, channelID, bundleID, environment, storagePolicy, requestID,
+                        priority, expiration, payload, sentAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    m.uniqueID, m.channelID, m.bundleID, m.environment.rawValue, m.storagePolicy.rawValue, m.requestID,
+                    m.priority.rawValue, m.expiration, m.payload, m.sentAt.timeIntervalSince1970,
+                ])
+        }
+    }
+
+    public func broadcast(uniqueID: String) async throws -> BroadcastMessage? {
+        try await writer.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM broadcast WHERE uniqueID = ?", arguments: [uniqueID])
+                .flatMap(Self.broadcast(row:))
+        }
+    }
+
+    public func latestBroadcast(channelID: String, environment: APNsEnvironment) async throws -> BroadcastMessage? {
+        try await writer.read { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT * FROM broadcast WHERE channelID = ? AND environment = ?
+                    ORDER BY sentAt DESC, uniqueID DESC LIMIT 1
+                    """,
+                arguments: [channelID, environment.rawValue]
+            ).flatMap(Self.broadcast(row:))
+        }
+    }
+
+    static func broadcast(row: Row) -> BroadcastMessage? {
+        guard let environment = APNsEnvironment(rawValue: row["environment"]),
+            let policy = ChannelStoragePolicy(rawValue: row["storagePolicy"]),
+            let priority = PushPriority(rawValue: row["priority"])
+        else { return nil }
+        return BroadcastMessage(
+            uniqueID: row["uniqueID"], requestID: row["requestID"], channelID: row["channelID"],
+            bundleID: row["bundleID"], environment: environment, storagePolicy: policy, priority: priority,
+            expiration: row["expiration"], payload: row["payload"],
+            sentAt: Date(timeIntervalSince1970: row["sentAt"]))
     }
 
     public func channelIDs(bundleID: String, environment: APNsEnvironment) async throws -> [String] {

@@ -1,4 +1,5 @@
 import HeraldCore
+import NIOCore
 
 /// A connected device's link as the registry drives it; every call runs on the link's event loop.
 /// (`DeviceLinkHandler` is the one kind; the registry does not need to know it.)
@@ -9,6 +10,9 @@ protocol DeviceConnection: AnyObject {
     func offerStored(_ pushes: [StoredPush])
     /// Sends a message.
     func send(_ message: LinkMessage)
+    /// Sends a message already encoded (a broadcast, encoded once for all its subscribers), flushed
+    /// once per turn of the event loop.
+    func send(frame: ByteBuffer)
     /// Sends an error and closes.
     func refuse(code: LinkErrorCode, message: String)
     /// Closes for shutdown (1001, going away).

@@ -67,6 +67,14 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     var lastHeard = NIODeadline.distantPast
     var pinged = false
     var livenessTimer: Scheduled<Void>?
+    /// The broadcast channels each app (bundle id, environment) is subscribed to on this link.
+    var subscriptions: [Subscription: Set<String>] = [:]
+
+    /// An app's subscriptions are kept by its bundle id and environment.
+    struct Subscription: Hashable {
+        var topic: String
+        var environment: APNsEnvironment
+    }
 
     init(service: DeviceLinkService) {
         self.service = service
@@ -155,6 +163,14 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         case (.online(let device), .refused(let apnsID, let reason)):
             // Acknowledged already; the delivery log says what became of it on the device.
             service.offline.refused(apnsID, device: device, reason: reason, at: service.clock.now())
+        case (.online, .subscribe(let request, let topic, let environment, let channels)):
+            subscribe(request: request, Subscription(topic: topic, environment: environment), channels: channels)
+        case (.online, .unsubscribe(let request, let topic, let environment, let channels)):
+            let subscription = Subscription(topic: topic, environment: environment)
+            service.broadcasts?.unsubscribe(id: ObjectIdentifier(self), channels: channels, environment: environment)
+            subscriptions[subscription]?.subtract(channels)
+            if subscriptions[subscription]?.isEmpty == true { subscriptions[subscription] = nil }
+            send(subscribedAnswer(request: request, subscription))
         case (.online(let device), .register), (.online(let device), .unregister),
             (.online(let device), .resetDevice):
             guard let context else { return }
@@ -170,6 +186,67 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         case (.closed, _):
             break
         }
+    }
+
+    // MARK: Broadcast channels
+
+    /// Subscribes an app on this link to channels (docs/broadcast.md): the hub checks that each is
+    /// the app's; the answer lists all the app's channels, and each channel's kept message follows.
+    func subscribe(request: Int?, _ subscription: Subscription, channels: [String]) {
+        guard let context else { return }
+        guard let hub = service.broadcasts else {
+            send(.error(request: request, code: .refused, message: "this gateway has no broadcast channels"))
+            return
+        }
+        if let bad = channels.first(where: { !BroadcastChannel.isWellFormed($0) }) {
+            send(.error(request: request, code: .badMessage, message: "\"\(bad)\" is not a channel id (base64)"))
+            return
+        }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let subscriber = BroadcastHub.Subscriber(
+            loop: context.eventLoop, connection: NIOLoopBound<any DeviceConnection>(self, eventLoop: context.eventLoop))
+        let id = ObjectIdentifier(self)
+        let loop = context.eventLoop
+        let now = service.clock.now()
+        Task {
+            do {
+                let kept = try await hub.subscribe(
+                    subscriber, id: id, bundleID: subscription.topic, environment: subscription.environment,
+                    channels: channels, now: now)
+                loop.execute { bound.value.subscribed(request: request, subscription, channels: channels, kept: kept) }
+            } catch let refusal as BroadcastHub.Refusal {
+                loop.execute {
+                    bound.value.send(.error(request: request, code: refusal.code, message: refusal.message))
+                }
+            } catch {
+                loop.execute { bound.value.send(.error(request: request, code: .`internal`, message: "\(error)")) }
+            }
+        }
+    }
+
+    /// The hub took the subscription: answer, then send what the channels keep.
+    func subscribed(request: Int?, _ subscription: Subscription, channels: [String], kept: [BroadcastMessage]) {
+        guard deviceID != nil else {
+            // The link closed meanwhile; its subscriptions end with it.
+            service.broadcasts?.unsubscribe(
+                id: ObjectIdentifier(self), channels: channels, environment: subscription.environment)
+            return
+        }
+        subscriptions[subscription, default: []].formUnion(channels)
+        send(subscribedAnswer(request: request, subscription))
+        for message in kept { send(.broadcast(message.linkBroadcast)) }
+    }
+
+    func subscribedAnswer(request: Int?, _ subscription: Subscription) -> LinkMessage {
+        .subscribed(
+            request: request, topic: subscription.topic, environment: subscription.environment,
+            channels: (subscriptions[subscription] ?? []).sorted())
+    }
+
+    func send(frame: ByteBuffer) {
+        guard let context, deviceID != nil else { return }
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: frame)), promise: nil)
+        scheduleFlush()
     }
 
     func authenticate(device: String?, publicKey: Data?, signature: Data, nonce: Data) {
@@ -535,6 +612,11 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         livenessTimer?.cancel()
         livenessTimer = nil
         deadlines.removeAll()
+        for (subscription, channels) in subscriptions {
+            service.broadcasts?.unsubscribe(
+                id: ObjectIdentifier(self), channels: Array(channels), environment: subscription.environment)
+        }
+        subscriptions = [:]
         if let device {
             service.links.detach(device, key: ObjectIdentifier(self))
             service.links.saw(device, at: service.clock.now())

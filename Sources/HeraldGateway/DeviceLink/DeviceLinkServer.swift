@@ -37,12 +37,12 @@ public final class DeviceLinkServer: Sendable {
         host: String, port: Int, tls: NIOSSLContext?, directory: GatewayDirectory, links: DeviceLinks,
         offline: OfflineStore,
         configuration: Configuration = Configuration(), group: any EventLoopGroup, logger: Logger,
-        log: ListenerLog? = nil, clock: any WallClock = SystemClock()
+        log: ListenerLog? = nil, clock: any WallClock = SystemClock(), broadcasts: BroadcastHub? = nil
     ) async throws -> DeviceLinkServer {
         let channels = ChannelRegistry()
         let service = DeviceLinkService(
             directory: directory, links: links, offline: offline, configuration: configuration, logger: logger,
-            log: log ?? ListenerLog(logger: logger), clock: clock)
+            log: log ?? ListenerLog(logger: logger), clock: clock, broadcasts: broadcasts)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

@@ -22,12 +22,15 @@ final class DeviceLinkService: Sendable {
     let logger: Logger
     let log: ListenerLog
     let clock: any WallClock
+    /// The broadcast channels devices subscribe to; `nil`: subscriptions are refused.
+    let broadcasts: BroadcastHub?
 
     init(
         directory: GatewayDirectory, links: DeviceLinks, offline: OfflineStore,
         configuration: DeviceLinkConfiguration,
-        logger: Logger, log: ListenerLog, clock: any WallClock
+        logger: Logger, log: ListenerLog, clock: any WallClock, broadcasts: BroadcastHub? = nil
     ) {
+        self.broadcasts = broadcasts
         self.directory = directory
         self.offline = offline
         self.links = links
@@ -126,7 +129,9 @@ extension LinkMessage {
     /// The request id a device put on its message, if any.
     var requestID: Int? {
         switch self {
-        case .register(let r, _, _), .unregister(let r, _, _), .resetDevice(let r): return r
+        case .register(let r, _, _), .unregister(let r, _, _), .resetDevice(let r), .subscribe(let r, _, _, _),
+            .unsubscribe(let r, _, _, _):
+            return r
         default: return nil
         }
     }

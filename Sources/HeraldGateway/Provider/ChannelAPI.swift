@@ -57,20 +57,12 @@ public struct ChannelAPI: Sendable {
         }
         if shuttingDown.isSet { return fail(.shutdown) }
 
-        let environment = ProviderChecks.environment(
-            authority: request.authority, default: connection.defaultEnvironment)
-        let keyTopics: [String]?
-        let teamID: String
-        switch ProviderChecks.caller(
-            registry: registry, topic: bundleID, environment: environment, authorization: request.authorization,
-            connection: &connection, now: now)
-        {
-        case .failure(let reason): return fail(reason)
-        case .success(let who): (teamID, keyTopics) = (who.teamID, who.keyTopics)
+        let environment: APNsEnvironment
+        switch Self.admit(request, bundleID: bundleID, registry: registry, connection: &connection, now: now) {
+        case .admitted(let e): environment = e
+        case .refused(let reason, let note): return fail(reason, note)
+        case .refusedAPNs(let reason): return fail(reason)
         }
-        guard let app = registry.app(bundleID), app.teamID == teamID else { return fail(.topicDisallowed) }
-        if let keyTopics, !keyTopics.contains(bundleID) { return fail(.topicDisallowed) }
-        guard app.broadcast else { return fail(.featureNotEnabled, "the app's broadcast is off") }
 
         let store = self.store
         let limit = self.limit
@@ -129,6 +121,40 @@ public struct ChannelAPI: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether a request may manage or broadcast on an app's channels, which both APIs ask alike.
+    enum Admission {
+        /// Yes, in this environment.
+        case admitted(APNsEnvironment)
+        /// No, for a reason of these APIs.
+        case refused(BroadcastReason, String?)
+        /// No, for a reason they share with the provider API.
+        case refusedAPNs(APNsReason)
+    }
+
+    /// The environment the request names, its caller (provider token or certificate, as on the
+    /// provider API), and that the caller's team owns the app, the key's topics include it and its
+    /// broadcast is on.
+    static func admit(
+        _ request: ProviderRequest, bundleID: String, registry: Registry, connection: inout ProviderConnectionState,
+        now: Date
+    ) -> Admission {
+        let environment = ProviderChecks.environment(
+            authority: request.authority, default: connection.defaultEnvironment)
+        let keyTopics: [String]?
+        let teamID: String
+        switch ProviderChecks.caller(
+            registry: registry, topic: bundleID, environment: environment, authorization: request.authorization,
+            connection: &connection, now: now)
+        {
+        case .failure(let reason): return .refusedAPNs(reason)
+        case .success(let who): (teamID, keyTopics) = (who.teamID, who.keyTopics)
+        }
+        guard let app = registry.app(bundleID), app.teamID == teamID else { return .refusedAPNs(.topicDisallowed) }
+        if let keyTopics, !keyTopics.contains(bundleID) { return .refusedAPNs(.topicDisallowed) }
+        guard app.broadcast else { return .refused(.featureNotEnabled, "the app's broadcast is off") }
+        return .admitted(environment)
     }
 
     /// `/1/apps/<bundle id>/channels` or `…/all-channels` (a query string ignored).

@@ -1,7 +1,8 @@
 import Foundation
-import Synchronization
 import HeraldCore
+import Logging
 import NIOCore
+import Synchronization
 
 /// The HTTP/2 provider API's request logic (spec/APNS.md §1–2), free of any transport: a request,
 /// the connection's authentication state and the time go in; an answer or an accepted push comes
@@ -54,6 +55,9 @@ public struct ProviderAPI: Sendable {
     public let cluster: ClusterForwarding.Credential?
     /// On the channel management listeners: the channel API every request goes to.
     public private(set) var channels: ChannelAPI?
+    /// The broadcast API (`/4/broadcasts/…`), when the gateway has a broadcast hub; without,
+    /// such a path is answered 404 `BadPath`.
+    public private(set) var broadcasts: BroadcastAPI?
 
     /// Creates the provider API over a registry; `cluster` when it is one node of a cluster.
     public init(
@@ -86,13 +90,27 @@ public struct ProviderAPI: Sendable {
         return api
     }
 
+    /// The same API also serving the broadcast API, which sends through `hub` (docs/broadcast.md).
+    public func broadcasting(through hub: BroadcastHub, logger: Logger) -> ProviderAPI {
+        var api = self
+        api.broadcasts = BroadcastAPI(registry: registry, hub: hub, shuttingDown: shuttingDown, logger: logger)
+        return api
+    }
+
     /// Decides a request.
     public func handle(_ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date) -> Decision {
+        let other: ChannelAPI.Answer?
         if let channels {
-            switch channels.handle(request, connection: &connection, now: now) {
-            case .respond(let response): return .respond(response, delay: nil)
-            case .perform(let work): return .perform(work)
-            }
+            other = channels.handle(request, connection: &connection, now: now)
+        } else if let broadcasts, BroadcastAPI.claims(request.path) {
+            other = broadcasts.handle(request, connection: &connection, now: now)
+        } else {
+            other = nil
+        }
+        switch other {
+        case .respond(let response): return .respond(response, delay: nil)
+        case .perform(let work): return .perform(work)
+        case nil: break
         }
         // apns-id: echoed, or generated.
         let apnsID: String

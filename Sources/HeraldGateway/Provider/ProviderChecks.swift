@@ -70,3 +70,17 @@ enum ProviderChecks {
         return true
     }
 }
+
+extension ProviderResponse {
+    /// `PayloadTooLarge` for a request whose body went over what any path takes, named as its
+    /// API names it (`apns-request-id` on the channel and broadcast APIs, `apns-id` elsewhere).
+    static func tooLarge(_ request: ProviderRequest, now: Date) -> ProviderResponse {
+        if request.path.hasPrefix("/1/") || request.path.hasPrefix("/4/") {
+            return .requestError(
+                .payloadTooLarge,
+                requestID: request.requestID.flatMap { ProviderChecks.isCanonicalUUID($0) ? $0 : nil }
+                    ?? RandomUUID.timeOrderedLowercaseString(at: now))
+        }
+        return .error(.payloadTooLarge, apnsID: request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: now))
+    }
+}

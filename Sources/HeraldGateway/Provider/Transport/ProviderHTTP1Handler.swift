@@ -117,8 +117,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
             request = nil
             busy = true
             if tooLarge {
-                let response = ProviderResponse.error(
-                    .payloadTooLarge, apnsID: r.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: clock.now()))
+                let response = ProviderResponse.tooLarge(r, now: clock.now())
                 router.answered(response, after: .zero)
                 write(response, context: context)
                 return

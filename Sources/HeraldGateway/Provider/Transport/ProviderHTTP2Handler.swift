@@ -172,9 +172,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler, IdleWatching {
                     if stream.bodyLimitExceeded && !stream.answered {
                         // Answer now: the client may be blocked on flow control and never finish.
                         stream.answered = true
-                        let response = ProviderResponse.error(
-                            .payloadTooLarge,
-                            apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: clock.now()))
+                        let response = ProviderResponse.tooLarge(stream.request, now: clock.now())
                         router.answered(response, after: .zero)
                         // Reset the stream (NO_ERROR: stop sending the body) only once the answer is out:
                         // a reset written earlier would discard the DATA frame still queued for flow control.
@@ -225,9 +223,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler, IdleWatching {
     private func complete(_ id: HTTP2StreamID, _ stream: inout Stream, context: ChannelHandlerContext) {
         if stream.answered { return }
         if stream.bodyLimitExceeded {
-            let response = ProviderResponse.error(
-                .payloadTooLarge,
-                apnsID: stream.request.apnsID ?? RandomUUID.timeOrderedLowercaseString(at: clock.now()))
+            let response = ProviderResponse.tooLarge(stream.request, now: clock.now())
             router.answered(response, after: .zero)
             write(response, on: id, context: context)
             return
