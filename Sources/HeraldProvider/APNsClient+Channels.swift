@@ -9,6 +9,18 @@ extension APNsServer {
     public static let channelsSandbox = APNsServer(url: "https://api-manage-broadcast.sandbox.push.apple.com:2195")
     /// Apple's channel management service for production, `api-manage-broadcast.push.apple.com:2196`.
     public static let channelsProduction = APNsServer(url: "https://api-manage-broadcast.push.apple.com:2196")
+    /// Apple's broadcast service for development, `api-broadcast.sandbox.push.apple.com:443`.
+    public static let broadcastSandbox = APNsServer(url: "https://api-broadcast.sandbox.push.apple.com")
+    /// Apple's broadcast service for production, `api-broadcast.push.apple.com:443`.
+    public static let broadcastProduction = APNsServer(url: "https://api-broadcast.push.apple.com")
+}
+
+/// A broadcast the service accepted.
+public struct APNsBroadcastSent: Sendable, Equatable {
+    /// `apns-request-id` of the request.
+    public var requestID: String
+    /// `apns-unique-id`: the message's identity at the service.
+    public var uniqueID: String
 }
 
 /// A broadcast channel just created.
@@ -67,20 +79,59 @@ extension APNsClient {
         return ids
     }
 
+    /// Broadcasts a Live Activity update (or end) on one of `bundleID`'s channels, to every activity
+    /// subscribed to it (`POST /4/broadcasts/apps/<bundle>`, docs/broadcast.md). The server is the
+    /// broadcast service (``APNsServer/broadcastSandbox``, ``APNsServer/broadcastProduction``) or,
+    /// by default, the client's server (a Herald gateway takes broadcasts on its provider API).
+    /// `expiration` must be 0 on a channel that keeps no message.
+    public func broadcast(
+        _ activity: APNsLiveActivity, bundleID: String, channelID: String, priority: PushPriority = .immediate,
+        expiration: Int64? = nil, on server: APNsServer? = nil
+    ) async throws -> APNsBroadcastSent {
+        try await broadcast(
+            payload: activity.payload(), bundleID: bundleID, channelID: channelID, priority: priority,
+            expiration: expiration, on: server)
+    }
+
+    /// Broadcasts a payload as written (``broadcast(_:bundleID:channelID:priority:expiration:on:)``).
+    public func broadcast(
+        payload: Data, bundleID: String, channelID: String, priority: PushPriority = .immediate,
+        expiration: Int64? = nil, on server: APNsServer? = nil
+    ) async throws -> APNsBroadcastSent {
+        var headers = [("apns-push-type", PushType.liveactivity.rawValue), ("apns-priority", "\(priority.rawValue)")]
+        if let expiration { headers.append(("apns-expiration", "\(expiration)")) }
+        let answer = try await call(
+            .POST, server ?? configuration.server, "/4/broadcasts/apps/\(bundleID)", channelID: channelID,
+            headers: headers, body: ByteBuffer(bytes: payload))
+        guard let unique = answer.headers.first(name: "apns-unique-id") else {
+            throw APNsClientError.transport("the answer has no apns-unique-id", attempts: 1)
+        }
+        return APNsBroadcastSent(requestID: answer.requestID, uniqueID: unique)
+    }
+
     private func channelCall(
         _ method: HTTPMethod, _ server: APNsServer, _ bundleID: String, _ resource: String, channelID: String?,
         body: String?
     ) async throws -> (requestID: String, headers: HTTPHeaders, body: ByteBuffer) {
+        try await call(
+            method, server, "/1/apps/\(bundleID)/\(resource)", channelID: channelID,
+            headers: body == nil ? [] : [("content-type", "application/json")],
+            body: body.map { ByteBuffer(string: $0) })
+    }
+
+    /// One request of the channel management or broadcast API, with a new `apns-request-id`.
+    private func call(
+        _ method: HTTPMethod, _ server: APNsServer, _ path: String, channelID: String?, headers: [(String, String)],
+        body: ByteBuffer?
+    ) async throws -> (requestID: String, headers: HTTPHeaders, body: ByteBuffer) {
         let requestID = RandomUUID.lowercaseString()
-        var request = HTTPClientRequest(url: server.url + "/1/apps/\(bundleID)/\(resource)")
+        var request = HTTPClientRequest(url: server.url + path)
         request.method = method
         if let tokens { request.headers.add(name: "authorization", value: "bearer " + (try tokens.token())) }
         request.headers.add(name: "apns-request-id", value: requestID)
         if let channelID { request.headers.add(name: "apns-channel-id", value: channelID) }
-        if let body {
-            request.headers.add(name: "content-type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: body))
-        }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(body) }
         let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
         let response: HTTPClientResponse
         let bytes: ByteBuffer

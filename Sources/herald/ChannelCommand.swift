@@ -13,22 +13,25 @@ struct ChannelCommand: AsyncParsableCommand {
               read     print a channel's storage policy (--channel-id)
               delete   delete a channel (--channel-id)
               list     print the app's channel ids, oldest first
+              broadcast  send a Live Activity update (--event update or end) to every activity subscribed to
+                       --channel-id; it goes to the provider API (--provider-url, default up.json's providerURL)
             Examples:
               herald channel create --policy 1
               herald channel read --channel-id 3q2+7wAAAAAAAAAAAAAAAA==
+              herald channel broadcast --channel-id 3q2+7wAAAAAAAAAAAAAAAA== --content-state '{"score":"2-1"}'
               herald channel list --apple sandbox --p8 AuthKey.p8 --key-id ABC123DEFG --team DEF123GHIJ --topic com.example.app
             Defaults (server, CA, key, topic) come from `herald up`'s up.json.
             """)
 
     enum Action: String, ExpressibleByArgument, CaseIterable {
-        case create, read, delete, list
+        case create, read, delete, list, broadcast
     }
 
-    @Argument(help: "What to do: create, read, delete or list.")
+    @Argument(help: "What to do: create, read, delete, list or broadcast.")
     var action: Action
     @Option(name: .long, help: "The app's bundle id (default: up.json's topic).")
     var topic: String?
-    @Option(name: .long, help: "read, delete: the channel's id (apns-channel-id).")
+    @Option(name: .long, help: "read, delete, broadcast: the channel's id (apns-channel-id).")
     var channelId: String?
     @Option(name: .long, help: "create: message-storage-policy, 0 (no storage) or 1 (the latest message kept).")
     var policy = 0
@@ -38,6 +41,25 @@ struct ChannelCommand: AsyncParsableCommand {
         name: .long,
         help: "The channel management API's base URL, e.g. https://localhost:2295 (default: up.json's channelsURL).")
     var url: String?
+    @Option(
+        name: .long,
+        help: "broadcast: the provider API's base URL, e.g. https://localhost:2197 (default: up.json's providerURL).")
+    var providerUrl: String?
+    @Option(name: .long, help: "broadcast: update or end (a broadcast cannot start an activity).")
+    var event: APNsLiveActivity.Event = .update
+    @Option(name: .long, help: "broadcast: apns-priority, 10 or 5.")
+    var priority = 10
+    @Option(name: .long, help: "broadcast: apns-expiration in UNIX seconds (0 on a channel that keeps nothing).")
+    var expiration: Int64?
+    @Option(name: .long, help: "broadcast: the alert's title.")
+    var title: String?
+    @Option(name: .long, help: "broadcast: the alert's text.")
+    var alert: String?
+    @Option(name: .long, help: "broadcast: the alert's sound.")
+    var sound: String?
+    @Option(name: .long, help: "broadcast: a file with the whole JSON payload instead.")
+    var payload: String?
+    @OptionGroup(title: "Live Activity (broadcast)") var activity: LiveActivityOptions
     @OptionGroup var credentials: ProviderCredentials
     @Option(name: .long, help: "The `herald up` state file to take defaults from.")
     var up = ".herald/up.json"
@@ -51,7 +73,16 @@ struct ChannelCommand: AsyncParsableCommand {
             throw ValidationError("--apple must be sandbox or production")
         }
         if ChannelStoragePolicy(rawValue: policy) == nil { throw ValidationError("--policy must be 0 or 1") }
-        if (action == .read || action == .delete) && channelId == nil {
+        if action == .broadcast {
+            if event == .start {
+                throw ValidationError("a broadcast cannot start a Live Activity: --event update or end")
+            }
+            if priority != 10 && priority != 5 { throw ValidationError("--priority must be 10 or 5") }
+            if payload != nil && activity.anyGiven {
+                throw ValidationError("give --payload or the Live Activity options, not both")
+            }
+        }
+        if (action == .read || action == .delete || action == .broadcast) && channelId == nil {
             throw ValidationError("\(action.rawValue) needs --channel-id")
         }
         if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
@@ -63,9 +94,16 @@ struct ChannelCommand: AsyncParsableCommand {
             throw ValidationError("--topic is required (no \(up) from `herald up` found)")
         }
         let server: APNsServer
-        switch apple {
-        case "sandbox": server = .channelsSandbox
-        case "production": server = .channelsProduction
+        switch (apple, action) {
+        case ("sandbox", .broadcast): server = .broadcastSandbox
+        case ("production", .broadcast): server = .broadcastProduction
+        case ("sandbox", _): server = .channelsSandbox
+        case ("production", _): server = .channelsProduction
+        case (_, .broadcast):
+            guard let base = providerUrl ?? defaults["providerURL"] as? String else {
+                throw ValidationError("--provider-url is required (no \(up) from `herald up` found)")
+            }
+            server = APNsServer(url: base)
         default:
             guard let base = url ?? defaults["channelsURL"] as? String else {
                 throw ValidationError("--url is required (no \(up) from `herald up` found)")
@@ -114,6 +152,27 @@ struct ChannelCommand: AsyncParsableCommand {
         case .delete:
             try await client.deleteChannel(bundleID: bundleID, channelID: channelId ?? "", on: server)
             if !json { print("deleted \(channelId ?? "")") }
+        case .broadcast:
+            let body: Data
+            if let payload {
+                guard let data = FileManager.default.contents(atPath: payload) else {
+                    throw ValidationError("cannot read \(payload)")
+                }
+                body = data
+            } else {
+                let shown =
+                    title == nil && alert == nil && sound == nil
+                    ? nil : APNsLiveActivity.Alert(title: title, body: alert, sound: sound)
+                body = try activity.activity(event: event, alert: shown).payload()
+            }
+            let sent = try await client.broadcast(
+                payload: body, bundleID: bundleID, channelID: channelId ?? "",
+                priority: PushPriority(rawValue: priority) ?? .immediate, expiration: expiration, on: server)
+            if json {
+                try printJSONObject(["status": 200, "requestID": sent.requestID, "uniqueID": sent.uniqueID])
+            } else {
+                print("200 apns-request-id \(sent.requestID) apns-unique-id \(sent.uniqueID)")
+            }
         case .list:
             let ids = try await client.channelIDs(bundleID: bundleID, on: server)
             if json {

@@ -22,6 +22,7 @@ struct PushCommand: AsyncParsableCommand {
               herald push payload.apns                          # "Simulator Target Bundle" gives the topic
               herald push --tokens-file tokens.txt --alert "Sale" --concurrency 200 --rate 5000
               herald push --device all --alert "Everyone"       # every device with the app, from the admin API
+              herald push --live-activity update --token <64 hex> --content-state '{"stop":3}' --alert "Almost there"
               herald push --apple sandbox --p8 AuthKey_ABC.p8 --key-id ABC1234567 --team DEF1234567 \\
                   --topic com.example.app --token <64 hex> --alert Hi
             """)
@@ -68,6 +69,14 @@ struct PushCommand: AsyncParsableCommand {
     var contentAvailable = false
     @Flag(name: .long, help: "Set mutable-content: the app's service extension may change it.")
     var mutableContent = false
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Send a Live Activity push (start, update or end) built from the Live Activity options, with "
+                + "--alert/--title/--sound as its alert; the topic gets .push-type.liveactivity.",
+            valueName: "event"))
+    var liveActivity: APNsLiveActivity.Event?
+    @OptionGroup(title: "Live Activity") var activity: LiveActivityOptions
     @Option(name: .long, help: "A file with the whole JSON payload.")
     var payload: String?
 
@@ -130,6 +139,19 @@ struct PushCommand: AsyncParsableCommand {
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
         if payload != nil && apnsFile != nil { throw ValidationError("give --payload or an .apns file, not both") }
+        if liveActivity == nil, activity.anyGiven {
+            throw ValidationError("the Live Activity options (--content-state, …) go with --live-activity")
+        }
+        if liveActivity != nil {
+            for (given, name) in [
+                (payload != nil || apnsFile != nil, "--payload or an .apns file"), (badge != nil, "--badge"),
+                (category != nil, "--category"), (thread != nil, "--thread"),
+                (contentAvailable, "--content-available"), (mutableContent, "--mutable-content"), (binary, "--binary"),
+                (pushType.map { $0 != .liveactivity } ?? false, "--push-type other than liveactivity"),
+            ] where given {
+                throw ValidationError("\(name) has no place in a Live Activity push")
+            }
+        }
         if binary {
             if apple != nil { throw ValidationError("--binary: Apple retired the binary interface in 2021") }
             if credentials.p8 != nil || credentials.keyId != nil || credentials.team != nil {
@@ -179,9 +201,14 @@ struct PushCommand: AsyncParsableCommand {
             configuration: .init(
                 server: server, authentication: authentication, trustedCAPEM: caPEM,
                 timeout: .milliseconds(Int64(timeout * 1000))))
-        let notification = APNsNotification(
+        var notification = APNsNotification(
             payload: body, topic: topic, pushType: pushType, priority: priority.flatMap(PushPriority.init(rawValue:)),
             expiration: expiration, collapseID: collapseId, apnsID: apnsId)
+        if liveActivity != nil {
+            let suffix = PushType.liveactivity.topicSuffix ?? ""
+            notification.pushType = .liveactivity
+            if !topic.hasSuffix(suffix) { notification.topic = topic + suffix }
+        }
         do {
             if targets.count == 1 && device != "all" {
                 try await sendOne(client, notification, to: targets[0])
@@ -414,6 +441,12 @@ struct PushCommand: AsyncParsableCommand {
             }
             // The payload goes as written, less the simulator's key.
             return (parsed.payload, parsed.topic)
+        }
+        if let liveActivity {
+            let alert =
+                title == nil && self.alert == nil && sound == nil
+                ? nil : APNsLiveActivity.Alert(title: title, body: self.alert, sound: sound)
+            return (try activity.activity(event: liveActivity, alert: alert).payload(), nil)
         }
         var aps: [String: Any] = [:]
         if let title {

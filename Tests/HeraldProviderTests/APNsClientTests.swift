@@ -346,4 +346,69 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
             }
         }
     }
+
+    /// Broadcasts go to the provider API (the client's server by default) and come back with the
+    /// unique id; the broadcast API's refusals are typed like the channel API's.
+    @Test func broadcastsAreSentToTheProviderAPIWithTypedErrors() async throws {
+        let g = try await RunningGateway.start()
+        let channels = APNsServer(url: try #require(g.info["channelsURL"]))
+        try await with(g, try g.client()) { client async throws in
+            let kept = try await client.createChannel(
+                bundleID: RunningGateway.bundle, storagePolicy: .mostRecentMessage, on: channels)
+            let live = try await client.createChannel(
+                bundleID: RunningGateway.bundle, storagePolicy: .noStorage, on: channels)
+            let update = APNsLiveActivity(
+                event: .update, timestamp: Date(timeIntervalSince1970: 1_700_000_000),
+                contentState: .object(["eta": .int(5)]))
+            let sent = try await client.broadcast(update, bundleID: RunningGateway.bundle, channelID: kept.channelID)
+            #expect(sent.requestID.count == 36 && sent.uniqueID.count == 36 && sent.uniqueID != sent.requestID)
+            let ended = try await client.broadcast(
+                APNsLiveActivity(event: .end), bundleID: RunningGateway.bundle, channelID: live.channelID,
+                priority: .normal, expiration: 0)
+            #expect(ended.uniqueID != sent.uniqueID)
+            let refusals: [(APNsLiveActivity, String, Int64?, APNsError.Reason)] = [
+                (update, live.channelID, 100, .known(.badExpirationDate)),
+                (
+                    APNsLiveActivity(event: .start, attributesType: "Trip"), kept.channelID, nil,
+                    .broadcast(.badRequestPayload)
+                ),
+                (update, Data(repeating: 1, count: 16).base64EncodedString(), nil, .broadcast(.channelNotRegistered)),
+            ]
+            for (activity, channel, expiration, reason) in refusals {
+                do {
+                    _ = try await client.broadcast(
+                        activity, bundleID: RunningGateway.bundle, channelID: channel, expiration: expiration)
+                    Issue.record("broadcast \(activity.event) on \(channel) was taken")
+                } catch let error as APNsError {
+                    #expect(error.reason == reason, "\(error)")
+                    #expect(error.apnsID?.count == 36, "the apns-request-id")
+                }
+            }
+        }
+    }
+}
+
+/// A Live Activity's payload as ActivityKit reads it.
+@Suite struct APNsLiveActivityTests {
+    @Test func everyFieldLandsInApsWithDatesAsSeconds() throws {
+        let start = APNsLiveActivity(
+            event: .start, timestamp: Date(timeIntervalSince1970: 1_700_000_000.9),
+            contentState: .object(["stop": .int(3)]), staleDate: Date(timeIntervalSince1970: 1_700_000_600),
+            dismissalDate: Date(timeIntervalSince1970: 1_700_003_600), relevanceScore: 75,
+            alert: .init(title: "Delivery", body: "On its way", sound: "default"), attributesType: "DeliveryAttributes",
+            attributes: .object(["order": .string("A-17")]), inputPushToken: true, inputPushChannel: "AQ==")
+        #expect(
+            String(decoding: start.payload(), as: UTF8.self)
+                == #"{"aps":{"alert":{"body":"On its way","title":"Delivery"},"attributes":{"order":"A-17"},"#
+                + #""attributes-type":"DeliveryAttributes","content-state":{"stop":3},"dismissal-date":1700003600,"#
+                + #""event":"start","input-push-channel":"AQ==","input-push-token":1,"relevance-score":75,"#
+                + #""sound":"default","stale-date":1700000600,"timestamp":1700000000}}"#)
+        let end = APNsLiveActivity(event: .end, timestamp: Date(timeIntervalSince1970: 5), relevanceScore: 0.5)
+        #expect(
+            String(decoding: end.payload(), as: UTF8.self)
+                == #"{"aps":{"content-state":{},"event":"end","relevance-score":0.5,"timestamp":5}}"#)
+        let push = APNsNotification.liveActivity(end, bundleID: "com.example.trip", priority: .normal)
+        #expect(push.topic == "com.example.trip.push-type.liveactivity" && push.pushType == .liveactivity)
+        #expect(push.priority == .normal && push.payload == end.payload())
+    }
 }

@@ -201,4 +201,73 @@ import Testing
         #expect(disabled.curl.status == 403 && disabled.curl.reason == "FeatureNotEnabled")
         #expect(p.gateway.stop() == 0)
     }
+
+    /// `herald channel broadcast` and `herald push --live-activity` (HeraldProvider's broadcast and
+    /// Live Activity payload) as a provider's shell sends them, received by a test-device.
+    @Test func theCommandsSendBroadcastsAndLiveActivityPushes() throws {
+        let p = try Provisioned()
+        let kept = try Self.channel(p, policy: 1)
+        let device = try Self.device(p, "cli", channels: [kept])
+        defer { device.watchdog.cancel() }
+        let herald = try heraldExecutable().path
+        let credentials = [
+            "--ca", p.gateway.ca, "--p8", p.p8, "--key-id", Provisioned.key, "--team", Provisioned.team, "--topic",
+            Provisioned.topic, "--up", "/nonexistent/up.json",
+        ]
+        let broadcast = try run(
+            herald,
+            [
+                "channel", "broadcast", "--provider-url", p.gateway.tls, "--channel-id", kept, "--content-state",
+                #"{"stop":4}"#, "--timestamp", "1700000500", "--alert", "Two stops",
+            ] + credentials)
+        #expect(broadcast.status == 0, "\(broadcast.stderr)")
+        let words = broadcast.stdout.split(separator: " ").map(String.init)
+        #expect(words.count == 5 && words[0] == "200" && words[3] == "apns-unique-id", "\(broadcast.stdout)")
+        let got = try #require(device.child.reader.json())
+        #expect(got["uniqueID"] as? String == words.last?.trimmingCharacters(in: .whitespacesAndNewlines), "\(got)")
+        #expect(
+            got["payload"] as? String
+                == #"{"aps":{"alert":{"body":"Two stops"},"content-state":{"stop":4},"event":"update","timestamp":1700000500}}"#
+        )
+
+        let push = try run(
+            herald,
+            [
+                "push", "--url", p.gateway.tls, "--token", device.token, "--live-activity", "end", "--content-state",
+                #"{"stop":5}"#, "--timestamp", "1700000600", "--dismissal-date", "1700004200", "--json",
+            ] + credentials)
+        #expect(push.status == 0, "\(push.stderr)")
+        let pushed = try #require(device.child.reader.json())
+        #expect(pushed["event"] as? String == "push" && pushed["pushType"] as? String == "liveactivity", "\(pushed)")
+        #expect(pushed["topic"] as? String == "\(Provisioned.topic).push-type.liveactivity")
+        #expect(
+            pushed["payload"] as? String
+                == #"{"aps":{"content-state":{"stop":5},"dismissal-date":1700004200,"event":"end","timestamp":1700000600}}"#
+        )
+
+        // Refusals: typed from the gateway, or caught before anything is sent.
+        let unknown = Data(repeating: 3, count: 16).base64EncodedString()
+        let notThere = try run(
+            herald, ["channel", "broadcast", "--provider-url", p.gateway.tls, "--channel-id", unknown] + credentials)
+        #expect(notThere.status == 1 && notThere.stderr.contains("404 ChannelNotRegistered"), "\(notThere.stderr)")
+        let starting = try run(
+            herald, ["channel", "broadcast", "--channel-id", kept, "--event", "start"] + credentials)
+        #expect(starting.status != 0 && starting.stderr.contains("a broadcast cannot start"), "\(starting.stderr)")
+        let noType = try run(
+            herald, ["push", "--url", p.gateway.tls, "--token", device.token, "--live-activity", "start"] + credentials)
+        #expect(noType.status != 0 && noType.stderr.contains("a start needs --attributes-type"), "\(noType.stderr)")
+        let stray = try run(herald, ["push", "--url", p.gateway.tls, "--content-state", "{}"] + credentials)
+        #expect(stray.status != 0 && stray.stderr.contains("go with --live-activity"), "\(stray.stderr)")
+        let badJSON = try run(
+            herald,
+            [
+                "push", "--url", p.gateway.tls, "--token", device.token, "--live-activity", "update", "--content-state",
+                "[1]",
+            ]
+                + credentials)
+        #expect(
+            badJSON.status != 0 && badJSON.stderr.contains("--content-state must be a JSON object"),
+            "\(badJSON.stderr)")
+        #expect(p.gateway.stop() == 0)
+    }
 }
