@@ -4,6 +4,7 @@
 # same gateway's time for one push to one device (request to acknowledged 200), in the same run.
 #
 #   scripts/bench-broadcast.sh [subscribers] [processes] [broadcasts]     (default 18000 2 5)
+#   scripts/bench-broadcast.sh --nodes K [subscribers] [broadcasts]       (a cluster: default 100000 5)
 #
 # Starts a gateway (release build, --durability normal), creates a no-storage channel, starts
 # PROCESSES `herald test-device --idle-devices` each holding SUBSCRIBERS/PROCESSES devices with fresh
@@ -12,8 +13,24 @@
 # (the processes share the machine's clock); the fan-out time is the latest of those minus the time
 # the request was sent. The gateway holds every link, so it needs a file descriptor each (the script
 # raises the soft limit as far as the hard one allows).
+#
+# With --nodes K: K gateways on a private PostgreSQL (Debian's postgresql, installed if missing), each
+# holding SUBSCRIBERS/K of the devices; the broadcast goes to the first node and the others hear of it
+# from the database (scripts/lib/bench_broadcast_cluster.py). This reaches more devices than one
+# process may hold open files for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--nodes" ]; then
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || {
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+    }
+    if [ -z "${HERALD:-}" ]; then
+        swift build -c release --product herald >/dev/null
+        HERALD="$(swift build -c release --show-bin-path)/herald"
+    fi
+    exec /usr/bin/python3 scripts/lib/bench_broadcast_cluster.py "$HERALD" "$2" "${3:-100000}" "${4:-5}"
+fi
 N=${1:-18000}
 P=${2:-2}
 B=${3:-5}

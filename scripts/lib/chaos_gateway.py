@@ -103,6 +103,8 @@ class PrivatePostgres:
 
 class Gateway:
     def __init__(self, herald, state, ports, database=None):
+        """`ports` names tls, dev, admin and link; with "channels-dev" too, the channel management
+        API listens (its TLS listener on a free port), else it does not."""
         self.herald, self.state, self.ports, self.database = herald, state, ports, database
         self.process = None
 
@@ -111,7 +113,9 @@ class Gateway:
         self.process = subprocess.Popen(
             [self.herald, "gateway", "--state", self.state, "--port", str(self.ports["tls"]),
              "--dev-port", str(self.ports["dev"]), "--admin-port", str(self.ports["admin"]),
-             "--link-port", str(self.ports["link"]), "--no-legacy", "--no-channels", "--log-level", "warning"]
+             "--link-port", str(self.ports["link"]), "--no-legacy", "--log-level", "warning"]
+            + (["--channels-port", "0", "--channels-dev-port", str(self.ports["channels-dev"])]
+               if "channels-dev" in self.ports else ["--no-channels"])
             + (["--database", self.database] if self.database else []),
             stdout=subprocess.PIPE, stderr=log, text=True)
         for line in self.process.stdout:
