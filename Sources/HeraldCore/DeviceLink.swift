@@ -97,12 +97,16 @@ public struct LinkRegistration: Sendable, Equatable, Codable {
     public var environment: APNsEnvironment
     /// The token providers push to.
     public var token: DeviceToken
+    /// What the token is for beyond the app's own notifications (a Live Activity's, a push-to-start
+    /// token); `nil` for the app's token.
+    public var scope: TokenScope?
 
     /// Creates a registration.
-    public init(topic: String, environment: APNsEnvironment, token: DeviceToken) {
+    public init(topic: String, environment: APNsEnvironment, token: DeviceToken, scope: TokenScope? = nil) {
         self.topic = topic
         self.environment = environment
         self.token = token
+        self.scope = scope
     }
 }
 
@@ -137,6 +141,12 @@ public enum LinkMessage: Sendable, Equatable {
     case register(request: Int?, topic: String, environment: APNsEnvironment)
     /// Removes an app.
     case unregister(request: Int?, topic: String, environment: APNsEnvironment)
+    /// Asks for one of an app's scoped tokens (a Live Activity's, a push-to-start token); answered
+    /// with `token`, the same token each time for the same scope.
+    case registerScope(request: Int?, topic: String, environment: APNsEnvironment, scope: TokenScope)
+    /// Gives a scoped token up (the activity ended): pushes to it answer 410 `Unregistered`;
+    /// answered with `unregistered`.
+    case unregisterScope(request: Int?, topic: String, environment: APNsEnvironment, scope: TokenScope)
     /// Asks the gateway to reset this device (new generation, new tokens).
     case resetDevice(request: Int?)
     /// Acknowledges notifications by `apns-id`.
@@ -186,13 +196,14 @@ extension LinkMessage {
         var payload: Data?
         var channelID: String?
         var channels: [String]?
+        var scope: TokenScope?
 
         /// The fields by name, as `Codable` reads and writes them; the flat reader knows them by
         /// their bytes and their position (a bit each).
         enum CodingKeys: String, CodingKey, CaseIterable {
             case type, request, nonce, device, generation, registrations, topic, environment, token, code,
                 message, publicKey, signature, ids, apnsID, uniqueID, pushType, priority, expiration,
-                collapseID, payload, channelID, channels
+                collapseID, payload, channelID, channels, scope
         }
 
         init(type: String) { self.type = type }
@@ -323,6 +334,7 @@ extension LinkMessage {
             e.topic = r.topic
             e.environment = r.environment
             e.token = r.token
+            e.scope = r.scope
         case .unregistered(let request, let topic, let environment):
             e = Envelope(type: "unregistered")
             e.request = request
@@ -352,6 +364,17 @@ extension LinkMessage {
             e.request = request
             e.topic = topic
             e.environment = environment
+        case .registerScope(let request, let topic, let environment, let scope),
+            .unregisterScope(let request, let topic, let environment, let scope):
+            if case .registerScope = self {
+                e = Envelope(type: "registerScope")
+            } else {
+                e = Envelope(type: "unregisterScope")
+            }
+            e.request = request
+            e.topic = topic
+            e.environment = environment
+            e.scope = scope
         case .resetDevice(let request):
             e = Envelope(type: "resetDevice")
             e.request = request
@@ -432,7 +455,7 @@ extension LinkMessage {
                 request: e.request,
                 LinkRegistration(
                     topic: try need(e.topic, "topic"), environment: try need(e.environment, "environment"),
-                    token: try need(e.token, "token")))
+                    token: try need(e.token, "token"), scope: e.scope))
         case "unregistered":
             self = .unregistered(
                 request: e.request, topic: try need(e.topic, "topic"),
@@ -458,6 +481,13 @@ extension LinkMessage {
             self = .unregister(
                 request: e.request, topic: try need(e.topic, "topic"),
                 environment: try need(e.environment, "environment"))
+        case "registerScope", "unregisterScope":
+            let (topic, environment) = (try need(e.topic, "topic"), try need(e.environment, "environment"))
+            let scope = try need(e.scope, "scope")
+            self =
+                e.type == "registerScope"
+                ? .registerScope(request: e.request, topic: topic, environment: environment, scope: scope)
+                : .unregisterScope(request: e.request, topic: topic, environment: environment, scope: scope)
         case "resetDevice": self = .resetDevice(request: e.request)
         case "ack": self = .ack(try need(e.ids, "ids"))
         case "refused": self = .refused(apnsID: try need(e.apnsID, "apnsID"), reason: try need(e.message, "message"))

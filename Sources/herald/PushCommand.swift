@@ -414,7 +414,7 @@ struct PushCommand: AsyncParsableCommand {
         let tokens = devices.flatMap { record in
             (record["apps"] as? [[String: Any]] ?? []).filter {
                 $0["bundleID"] as? String == app && $0["environment"] as? String == environment
-                    && $0["invalidatedAt"] == nil
+                    && $0["invalidatedAt"] == nil && $0["scope"] == nil
             }.compactMap { $0["token"] as? String }
         }
         if tokens.isEmpty {

@@ -19,6 +19,12 @@ import Testing
         .hello(device: "d-1", publicKey: nil, signature: Data([6])),
         .register(request: 1, topic: "com.example.a", environment: .production),
         .unregister(request: nil, topic: "com.example.a", environment: .development),
+        .registerScope(request: 2, topic: "com.example.a", environment: .development, scope: .activity("A-1")),
+        .unregisterScope(request: nil, topic: "com.example.a", environment: .production, scope: .pushToStart("Trip")),
+        .token(
+            request: 3,
+            LinkRegistration(
+                topic: "com.example.a", environment: .development, token: token, scope: .pushToStart("Trip"))),
         .resetDevice(request: 9),
         .ack(["a", "b"]),
         .refused(apnsID: "6e1f2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b", reason: "aps.badge: must be a non-negative integer"),
@@ -52,6 +58,10 @@ import Testing
             text
                 == #"{"channels":["3q2+7w==","AAAA"],"environment":"development","request":7,"topic":"com.example.a","type":"subscribe"}"#
         )
+        #expect(TokenScope(rawValue: "activity:") == nil && TokenScope(rawValue: "other:x") == nil)
+        #expect(TokenScope(rawValue: "push-to-start:Trip") == .pushToStart("Trip"))
+        let badScope = #"{"type":"registerScope","topic":"t","environment":"development","scope":"nope"}"#
+        #expect(throws: LinkMessageError.self) { try LinkMessage(json: Data(badScope.utf8)) }
         let missing = #"{"type":"subscribe","topic":"com.example.a","environment":"development"}"#
         #expect(throws: LinkMessageError("subscribe needs \"channels\"")) {
             try LinkMessage(json: Data(missing.utf8))

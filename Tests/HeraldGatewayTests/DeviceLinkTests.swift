@@ -294,6 +294,43 @@ struct LinkHarness {
         #expect(h.reason(of: fresh) == nil)
     }
 
+    /// Scoped tokens (a Live Activity's, a push-to-start token): one per scope, apart from the app's,
+    /// stable, reaching the device with the scoped token, listed with their scope on the next welcome,
+    /// and given up alone (410 for it, the app's token still good, nothing on the feedback list).
+    @Test func scopedTokensLiveBesideTheAppsAndGoAlone() async throws {
+        let h = try await LinkHarness()
+        let identity = DeviceIdentity(deviceID: "phone-s")
+        let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        let inbox = Inbox(client)
+        let app = try await client.register(topic: Fixture.bundle)
+        let activity = TokenScope.activity("6A1B")
+        let scoped = try await client.token(topic: Fixture.bundle, scope: activity)
+        let start = try await client.token(topic: Fixture.bundle, scope: .pushToStart("DeliveryAttributes"))
+        #expect(Set([app, scoped, start]).count == 3)
+        #expect(try await client.token(topic: Fixture.bundle, scope: activity) == scoped)
+        let liveTopic = Fixture.bundle + ".push-type.liveactivity"
+        let body = #"{"aps":{"event":"update","timestamp":1,"content-state":{}}}"#
+        let answer = try await h.push(
+            to: scoped, topic: liveTopic, body: body, headers: [("apns-push-type", "liveactivity")])
+        #expect(answer.status == 200, "\(answer)")
+        let got = try await inbox.waitForPushes(1)
+        #expect(got.first?.token == scoped && got.first?.pushType == .liveactivity)
+
+        await client.close()
+        let again = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        defer { Task { await again.close() } }
+        #expect(again.registrations.first { $0.scope == activity }?.token == scoped, "\(again.registrations)")
+        #expect(again.registrations.first { $0.scope == nil }?.token == app)
+
+        try await again.releaseToken(topic: Fixture.bundle, scope: activity)
+        #expect(h.reason(of: scoped) == .unregistered)
+        #expect(h.reason(of: app) == nil)
+        #expect(try await h.f.store.feedback(bundleID: Fixture.bundle, environment: .development).isEmpty)
+        await #expect(throws: GatewayLinkClient.Failure.self) {
+            try await again.releaseToken(topic: Fixture.bundle, scope: activity)
+        }
+    }
+
     @Test func aDeviceMustProveItHoldsItsKey() async throws {
         let h = try await LinkHarness()
         let owner = DeviceIdentity(deviceID: "phone-9")

@@ -216,6 +216,28 @@ public final class GatewayLinkClient: Sendable {
         guard case .unregistered = answer else { throw Self.unexpected(answer) }
     }
 
+    /// One of an app's scoped tokens (a Live Activity's, a push-to-start token; docs/live-activities.md):
+    /// the same token each time for the same scope, until it is given up or the device is reset.
+    public func token(
+        topic: String, environment: APNsEnvironment = .development, scope: TokenScope
+    ) async throws -> DeviceToken {
+        let answer = try await request {
+            .registerScope(request: $0, topic: topic, environment: environment, scope: scope)
+        }
+        guard case .token(_, let registration) = answer else { throw Self.unexpected(answer) }
+        return registration.token
+    }
+
+    /// Gives a scoped token up: pushes to it answer 410 `Unregistered` from now on.
+    public func releaseToken(topic: String, environment: APNsEnvironment = .development, scope: TokenScope)
+        async throws
+    {
+        let answer = try await request {
+            .unregisterScope(request: $0, topic: topic, environment: environment, scope: scope)
+        }
+        guard case .unregistered = answer else { throw Self.unexpected(answer) }
+    }
+
     /// Resets the device: every token it had is void; returns the new generation.
     public func reset() async throws -> Int {
         let answer = try await request { .resetDevice(request: $0) }

@@ -95,7 +95,11 @@ public struct AdminAPI: Sendable {
         var environment: APNsEnvironment
         var registeredAt: Date
         var invalidatedAt: Date?
+        /// A Live Activity's token or a push-to-start token (docs/live-activities.md); absent for
+        /// the app's own.
+        var scope: TokenScope?
         init(_ r: Registration) {
+            scope = r.scope
             token = r.token.hex
             deviceID = r.deviceID
             bundleID = r.bundleID

@@ -172,7 +172,8 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             if subscriptions[subscription]?.isEmpty == true { subscriptions[subscription] = nil }
             send(subscribedAnswer(request: request, subscription))
         case (.online(let device), .register), (.online(let device), .unregister),
-            (.online(let device), .resetDevice):
+            (.online(let device), .resetDevice), (.online(let device), .registerScope),
+            (.online(let device), .unregisterScope):
             guard let context else { return }
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let loop = context.eventLoop
@@ -275,7 +276,8 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 .welcome(
                     device: device.id, generation: device.generation,
                     registrations: registrations.map {
-                        LinkRegistration(topic: $0.bundleID, environment: $0.environment, token: $0.token)
+                        LinkRegistration(
+                            topic: $0.bundleID, environment: $0.environment, token: $0.token, scope: $0.scope)
                     }))
             let handle = DeviceLinks.Handle(
                 loop: context.eventLoop,

@@ -108,6 +108,22 @@ final class DeviceLinkService: Sendable {
                 try await directory.unregisterApp(device: device, bundleID: topic, environment: environment, now: at)
                 logger.info("device removed app", metadata: ["device": "\(device)", "topic": "\(topic)"])
                 return .unregistered(request: request, topic: topic, environment: environment)
+            case .registerScope(let request, let topic, let environment, let scope):
+                let r = try await directory.registerApp(
+                    device: device, bundleID: topic, environment: environment, scope: scope, now: at)
+                logger.info(
+                    "device took a scoped token",
+                    metadata: ["device": "\(device)", "topic": "\(topic)", "scope": "\(scope)"])
+                return .token(
+                    request: request,
+                    LinkRegistration(topic: topic, environment: environment, token: r.token, scope: scope))
+            case .unregisterScope(let request, let topic, let environment, let scope):
+                try await directory.unregisterApp(
+                    device: device, bundleID: topic, environment: environment, scope: scope, now: at)
+                logger.info(
+                    "device gave a scoped token up",
+                    metadata: ["device": "\(device)", "topic": "\(topic)", "scope": "\(scope)"])
+                return .unregistered(request: request, topic: topic, environment: environment)
             case .resetDevice(let request):
                 let record = try await directory.resetDevice(device, now: at)
                 logger.info("device reset itself", metadata: ["device": "\(device)"])
@@ -130,7 +146,7 @@ extension LinkMessage {
     var requestID: Int? {
         switch self {
         case .register(let r, _, _), .unregister(let r, _, _), .resetDevice(let r), .subscribe(let r, _, _, _),
-            .unsubscribe(let r, _, _, _):
+            .unsubscribe(let r, _, _, _), .registerScope(let r, _, _, _), .unregisterScope(let r, _, _, _):
             return r
         default: return nil
         }

@@ -200,40 +200,48 @@ public struct GatewayDirectory: Sendable {
     /// Registers an app on a device in an environment and returns its token. Registering again
     /// returns the same token; an app registered again after its removal gets its token back and
     /// leaves the feedback list.
-    public func registerApp(device deviceID: String, bundleID: String, environment: APNsEnvironment, now: Date)
-        async throws -> Registration
-    {
+    public func registerApp(
+        device deviceID: String, bundleID: String, environment: APNsEnvironment, scope: TokenScope? = nil, now: Date
+    ) async throws -> Registration {
         guard let device = registry.device(deviceID), device.deletedAt == nil else {
             throw Failure.notFound("device \(deviceID)")
         }
         guard APNsTopic.isValid(bundleID) else { throw Failure.invalid("bundle id must not contain spaces") }
         let token = issuer.token(
-            device: deviceID, bundleID: bundleID, environment: environment, generation: device.generation)
+            device: deviceID, bundleID: bundleID, environment: environment, generation: device.generation,
+            scope: scope)
         if let existing = registry.registration(token, in: environment), existing.invalidatedAt == nil {
             return existing
         }
         let registration = Registration(
             token: token, deviceID: deviceID, bundleID: bundleID, environment: environment,
-            generation: device.generation, registeredAt: now)
+            generation: device.generation, registeredAt: now, scope: scope)
         try await store.save([registration], feedback: [], device: nil)
         registry.put(registration)
         return registration
     }
 
     /// Removes an app from a device: its token answers 410 `Unregistered` with the removal time and
-    /// goes on the app's feedback list.
+    /// goes on the app's feedback list. With a `scope`, only that scoped token goes (a Live Activity
+    /// ended), and not on the feedback list, which names apps removed.
     @discardableResult
-    public func unregisterApp(device deviceID: String, bundleID: String, environment: APNsEnvironment, now: Date)
-        async throws -> Registration
-    {
+    public func unregisterApp(
+        device deviceID: String, bundleID: String, environment: APNsEnvironment, scope: TokenScope? = nil, now: Date
+    ) async throws -> Registration {
         guard
-            let token = registry.currentToken(device: deviceID, bundleID: bundleID, environment: environment),
+            let token = registry.currentToken(
+                device: deviceID, bundleID: bundleID, environment: environment, scope: scope),
             var registration = registry.registration(token, in: environment)
-        else { throw Failure.notFound("app \(bundleID) on device \(deviceID) in \(environment.rawValue)") }
+        else {
+            throw Failure.notFound(
+                "app \(bundleID)\(scope.map { " token \($0)" } ?? "") on device \(deviceID) in \(environment.rawValue)")
+        }
         registration.invalidatedAt = now
         registration.invalidation = .appRemoved
-        let feedback = FeedbackEntry(bundleID: bundleID, token: token, environment: environment, removedAt: now)
-        try await store.save([registration], feedback: [feedback], device: nil)
+        let feedback =
+            scope == nil
+            ? [FeedbackEntry(bundleID: bundleID, token: token, environment: environment, removedAt: now)] : []
+        try await store.save([registration], feedback: feedback, device: nil)
         registry.put(registration)
         return registration
     }

@@ -124,6 +124,9 @@ public struct Registration: Sendable, Codable, Equatable {
     public var invalidatedAt: Date?
     /// Which 410 reason an invalidated token answers.
     public var invalidation: Invalidation?
+    /// What the token is for beyond the app's own notifications (a Live Activity's token, a
+    /// push-to-start token); `nil` for the app's token. Records written before it existed read `nil`.
+    public var scope: TokenScope?
 
     /// Why a token stopped being valid.
     public enum Invalidation: String, Sendable, Codable {
@@ -141,8 +144,9 @@ public struct Registration: Sendable, Codable, Equatable {
     /// Creates a registration.
     public init(
         token: DeviceToken, deviceID: String, bundleID: String, environment: APNsEnvironment, generation: Int,
-        registeredAt: Date, invalidatedAt: Date? = nil, invalidation: Invalidation? = nil
+        registeredAt: Date, invalidatedAt: Date? = nil, invalidation: Invalidation? = nil, scope: TokenScope? = nil
     ) {
+        self.scope = scope
         self.token = token
         self.deviceID = deviceID
         self.bundleID = bundleID

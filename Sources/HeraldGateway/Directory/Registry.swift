@@ -15,7 +15,7 @@ public final class Registry: Sendable {
         var apps: [String: TeamApp] = [:]
         var devices: [String: DeviceRecord] = [:]
         var tokens: [APNsEnvironment: [DeviceToken: Registration]] = [.development: [:], .production: [:]]
-        /// (device, bundle id, environment) → current token.
+        /// (device, bundle id, environment, scope) → current token.
         var current: [String: DeviceToken] = [:]
     }
 
@@ -24,8 +24,11 @@ public final class Registry: Sendable {
     /// An empty registry.
     public init() {}
 
-    static func slot(_ device: String, _ bundleID: String, _ environment: APNsEnvironment) -> String {
-        device + "\u{0}" + bundleID + "\u{0}" + environment.rawValue
+    static func slot(
+        _ device: String, _ bundleID: String, _ environment: APNsEnvironment, _ scope: TokenScope? = nil
+    ) -> String {
+        let slot = device + "\u{0}" + bundleID + "\u{0}" + environment.rawValue
+        return scope.map { slot + "\u{0}" + $0.rawValue } ?? slot
     }
 
     // MARK: Reads
@@ -57,15 +60,20 @@ public final class Registry: Sendable {
     public func registration(_ token: DeviceToken, in environment: APNsEnvironment) -> Registration? {
         state.withLock { $0.tokens[environment]?[token] }
     }
-    /// The current, valid registrations of a device.
+    /// The current, valid registrations of a device (its apps' tokens and their scoped ones).
     public func registrations(device: String) -> [Registration] {
         state.withLock { s in
             s.tokens.values.flatMap { $0.values }.filter { $0.deviceID == device && $0.invalidatedAt == nil }
-        }.sorted { ($0.bundleID, $0.environment.rawValue) < ($1.bundleID, $1.environment.rawValue) }
+        }.sorted {
+            ($0.bundleID, $0.environment.rawValue, $0.scope?.rawValue ?? "")
+                < ($1.bundleID, $1.environment.rawValue, $1.scope?.rawValue ?? "")
+        }
     }
-    /// The current token of one app on one device, if registered.
-    public func currentToken(device: String, bundleID: String, environment: APNsEnvironment) -> DeviceToken? {
-        state.withLock { $0.current[Self.slot(device, bundleID, environment)] }
+    /// The current token of one app on one device (or its token for `scope`), if registered.
+    public func currentToken(
+        device: String, bundleID: String, environment: APNsEnvironment, scope: TokenScope? = nil
+    ) -> DeviceToken? {
+        state.withLock { $0.current[Self.slot(device, bundleID, environment, scope)] }
     }
 
     // MARK: Writes (called by GatewayDirectory after the store has the change)
@@ -123,7 +131,8 @@ extension Registry.State {
 
     mutating func put(_ registration: Registration) {
         tokens[registration.environment, default: [:]][registration.token] = registration
-        let slot = Registry.slot(registration.deviceID, registration.bundleID, registration.environment)
+        let slot = Registry.slot(
+            registration.deviceID, registration.bundleID, registration.environment, registration.scope)
         if registration.invalidatedAt == nil {
             current[slot] = registration.token
         } else if current[slot] == registration.token {

@@ -15,10 +15,15 @@ public struct TokenIssuer: Sendable {
         self.key = SymmetricKey(data: secret)
     }
 
-    /// The token for one app of one device in one environment at the device's current generation.
-    public func token(device: String, bundleID: String, environment: APNsEnvironment, generation: Int) -> DeviceToken {
+    /// The token for one app of one device in one environment at the device's current generation;
+    /// with a `scope`, the app's token for that scope (an app's own token is unchanged by scopes).
+    public func token(
+        device: String, bundleID: String, environment: APNsEnvironment, generation: Int, scope: TokenScope? = nil
+    ) -> DeviceToken {
         var message = Data()
-        for part in ["herald-token-v1", device, bundleID, environment.rawValue, String(generation)] {
+        var parts = ["herald-token-v1", device, bundleID, environment.rawValue, String(generation)]
+        if let scope { parts.append(scope.rawValue) }
+        for part in parts {
             message.append(contentsOf: part.utf8)
             message.append(0)
         }
