@@ -461,6 +461,7 @@ func waitUntil(
     let deadline = clock.now + limit
     while try await !condition() {
         guard clock.now < deadline else { throw TestFailure("timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(5))  // polling across a socket or a background commit, not letting time pass
+        // Polling across a socket or a background commit, not letting time pass.
+        try await Task.sleep(for: .milliseconds(5))
     }
 }
