@@ -165,6 +165,7 @@ let package = Package(
         .executableTarget(name: "Invites", dependencies: ["HeraldKit"], path: "Examples/Invites"),
         .executableTarget(name: "Alarm", dependencies: ["HeraldKit"], path: "Examples/Alarm"),
         .executableTarget(name: "Arrival", dependencies: ["HeraldKit"], path: "Examples/Arrival"),
+        .executableTarget(name: "DeliveryTracker", dependencies: ["HeraldKit"], path: "Examples/DeliveryTracker"),
         .executableTarget(
             name: "ParcelApp",
             dependencies: ["HeraldKit", .product(name: "AsyncHTTPClient", package: "async-http-client")],
@@ -224,14 +225,17 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTestingTests",
-            dependencies: ["HeraldTesting"]
+            // The modules whose types the tests use, named: through HeraldTesting alone an incremental
+            // build ran them against stale layouts of those types.
+            dependencies: ["HeraldTesting", "HeraldDevice", "HeraldGateway", "HeraldCore"]
         ),
         .testTarget(
             name: "heraldTests",
             dependencies: [
                 "herald", "HeraldTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
-                "RemindMe", "MoodTracker", "Invites", "Alarm", "Arrival", "ParcelApp", "ParcelServer",
+                "RemindMe", "MoodTracker", "Invites", "Alarm", "Arrival", "DeliveryTracker", "ParcelApp",
+                "ParcelServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

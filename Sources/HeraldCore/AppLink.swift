@@ -57,6 +57,17 @@ public enum AppLinkCall: Sendable, Hashable, Codable {
     case backgroundFinished(identifier: String, result: BackgroundFetchResult)
     /// The app's service extension finished a `serviceExtension` event (`nil`: keep the original).
     case serviceExtensionFinished(identifier: String, content: NotificationContent?)
+    /// Starts a Live Activity (`Activity.request`); answered with `activity`.
+    case requestActivity(request: ActivityRequest)
+    /// Updates one of the app's live activities; answered with `activity`.
+    case updateActivity(id: String, content: LiveActivityContent, alert: ActivityAlert?)
+    /// Ends one of the app's live activities; answered with `activity`.
+    case endActivity(id: String, content: LiveActivityContent?, dismissal: ActivityDismissalPolicy)
+    /// The app's activities (`Activity.activities`); answered with `activities`.
+    case activities
+    /// The app's push-to-start token for an attributes type (`Activity.pushToStartToken`); answered
+    /// with `token`.
+    case pushToStartToken(attributesType: String)
 }
 
 /// What a background task reports when it is done (`UIBackgroundFetchResult`).
@@ -74,6 +85,8 @@ public enum AppLinkResult: Sendable, Hashable, Codable {
     case delivered(notifications: [DeliveredNotification])
     case token(token: String)
     case locationAuthorization(granted: Bool)
+    case activity(activity: LiveActivity)
+    case activities(activities: [LiveActivity])
 }
 
 /// Something the daemon tells an app without being asked.
@@ -98,6 +111,9 @@ public enum AppLinkEvent: Sendable, Hashable, Codable {
     /// A `location` push: the app's location query handler gets the payload (Apple's location push
     /// service extension); answer with `backgroundFinished` when done (within the background budget).
     case locationPush(notification: DeliveredNotification)
+    /// One of the app's Live Activities changed: started (by the app or a push), updated, got its
+    /// push token, went stale, ended or was dismissed.
+    case activityChanged(activity: LiveActivity)
 }
 
 /// What a `widgets` or `controls` push asks to reload.
@@ -157,6 +173,26 @@ public struct AppLinkFailure: Error, Sendable, Hashable, Codable, CustomStringCo
         /// `NSCocoaErrorDomain` 3010: remote notifications are not supported (the device has no push
         /// service).
         public static let remoteNotificationsNotSupported = Code(domain: AppLink.cocoaErrorDomain, code: 3010)
+    }
+
+    /// The error domain of ActivityKit's errors (``ActivityError``).
+    public static let activityErrorDomain = "ActivityKit"
+
+    /// The failure for one of ActivityKit's errors: its case's position (from 1) as the code, its
+    /// case and message as the message.
+    public init(_ error: ActivityError) {
+        let code = (ActivityError.Code.allCases.firstIndex(of: error.code) ?? -1) + 1
+        self.init(domain: Self.activityErrorDomain, code: code, message: error.description)
+    }
+
+    /// The ActivityKit error it carries, if its domain is ActivityKit's.
+    public var activityError: ActivityError? {
+        guard domain == Self.activityErrorDomain, code >= 1, code <= ActivityError.Code.allCases.count else {
+            return nil
+        }
+        let kind = ActivityError.Code.allCases[code - 1]
+        let prefix = kind.rawValue + ": "
+        return ActivityError(kind, message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message)
     }
 
     /// A failure with one of the daemon's codes.

@@ -120,6 +120,10 @@ public struct APS: Sendable, Hashable, Codable {
     public var dismissalDate: Int?
     public var attributesType: String?
     public var attributes: [String: JSONValue]?
+    /// `input-push-token: 1` on a start: the new activity asks for its own push token.
+    public var inputPushToken: Bool = false
+    /// `input-push-channel` on a start: the new activity subscribes to this channel.
+    public var inputPushChannel: String?
 
     /// Creates an empty `aps`.
     public init() {}
@@ -315,7 +319,8 @@ public struct Payload: Sendable, Hashable {
             aps.interruptionLevel = parsed
         }
         if let value = m["relevance-score"] {
-            guard let d = value.doubleValue, (0...1).contains(d) else {
+            // A notification's score is 0 to 1; a Live Activity's (an `aps` with `event`) any number.
+            guard let d = value.doubleValue, m["event"] != nil || (0...1).contains(d) else {
                 throw PayloadError(
                     key: "aps.relevance-score", rule: "must be a number from 0 to 1, not \(describe(value))")
             }
@@ -334,6 +339,13 @@ public struct Payload: Sendable, Hashable {
         aps.dismissalDate = try integer(m, "dismissal-date")
         aps.attributesType = try string(m, "attributes-type", path: "aps")
         aps.attributes = try object(m, "attributes")
+        if let value = m["input-push-token"] {
+            guard let n = value.intValue, n == 0 || n == 1 else {
+                throw PayloadError(key: "aps.input-push-token", rule: "must be 1 (or 0), not \(describe(value))")
+            }
+            aps.inputPushToken = n == 1
+        }
+        aps.inputPushChannel = try string(m, "input-push-channel", path: "aps")
         return aps
     }
 

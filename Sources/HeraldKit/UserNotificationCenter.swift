@@ -30,6 +30,9 @@ public protocol UserNotificationCenterDelegate: Sendable {
     /// reporting where the device is. The app is launched in the background for it when it is not
     /// running; the daemon waits for this to return, within the background budget.
     func didReceiveLocationPush(_ notification: DeliveredNotification, center: UserNotificationCenter) async
+    /// One of the app's Live Activities changed: started (by the app or a push-to-start), updated,
+    /// got its push token, went stale, ended or was dismissed (docs/live-activities.md).
+    func activityChanged(_ activity: LiveActivity, center: UserNotificationCenter) async
 }
 
 extension UserNotificationCenterDelegate {
@@ -45,6 +48,7 @@ extension UserNotificationCenterDelegate {
     { nil }
     public func contentChanged(_ kind: ReloadKind, center: UserNotificationCenter) async {}
     public func didReceiveLocationPush(_ notification: DeliveredNotification, center: UserNotificationCenter) async {}
+    public func activityChanged(_ activity: LiveActivity, center: UserNotificationCenter) async {}
 }
 
 /// Lets the connection's reader find its center once it exists.
@@ -78,6 +82,13 @@ public final class UserNotificationCenter: Sendable {
         /// A response or background wake has been handled and answered (or the link closed).
         var launchWorkDone = false
         var launchWorkWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Live Activities: who watches one activity, who watches for new ones of a type, and the
+        /// ids already seen (a change of an unseen one is a new activity).
+        var activityObservers: [String: [@Sendable (LiveActivity) -> Void]] = [:]
+        var newActivityObservers: [String: [@Sendable (LiveActivity) -> Void]] = [:]
+        var knownActivities: Set<String> = []
+        /// Each activity as the daemon last told of it.
+        var latestActivities: [String: LiveActivity] = [:]
     }
 
     let shared: Mutex<Shared>
@@ -279,6 +290,18 @@ public final class UserNotificationCenter: Sendable {
             await delegate?.didReceiveLocationPush(notification, center: self)
             _ = try? await call(.backgroundFinished(identifier: notification.identifier, result: .newData))
             launchWorkFinished()
+        case .activityChanged(let activity):
+            let watchers = shared.withLock { shared in
+                let fresh = shared.knownActivities.insert(activity.id).inserted
+                shared.latestActivities[activity.id] = activity
+                let watchers =
+                    (shared.activityObservers[activity.id] ?? [])
+                    + (fresh ? shared.newActivityObservers[activity.attributesType] ?? [] : [])
+                if activity.state == .dismissed { shared.activityObservers[activity.id] = nil }
+                return watchers
+            }
+            for watcher in watchers { watcher(activity) }
+            await delegate?.activityChanged(activity, center: self)
         case .tokenChanged(let token):
             tokenContinuation.yield(token)
         case .stateChanged(let state):
@@ -440,6 +463,71 @@ public final class UserNotificationCenter: Sendable {
     public func setState(_ state: AppRunState) async throws {
         _ = try await call(.setState(state: state))
         shared.withLock { $0.state = state }
+    }
+
+    // MARK: - Live Activities, untyped (``Activity`` is the typed face)
+
+    /// Starts a Live Activity from its raw parts; throws ``ActivityError`` as an `AppLinkFailure`
+    /// (``AppLinkFailure/activityError``).
+    public func requestActivity(_ request: ActivityRequest) async throws -> LiveActivity {
+        guard case .activity(let activity) = try await call(.requestActivity(request: request)) else {
+            throw Self.unexpected("requestActivity")
+        }
+        return activity
+    }
+
+    /// Updates one of the app's live activities.
+    public func updateActivity(id: String, content: LiveActivityContent, alert: ActivityAlert? = nil) async throws
+        -> LiveActivity
+    {
+        guard case .activity(let activity) = try await call(.updateActivity(id: id, content: content, alert: alert))
+        else { throw Self.unexpected("updateActivity") }
+        return activity
+    }
+
+    /// Ends one of the app's live activities.
+    public func endActivity(
+        id: String, content: LiveActivityContent? = nil, dismissal: ActivityDismissalPolicy = .default
+    ) async throws -> LiveActivity {
+        guard
+            case .activity(let activity) = try await call(.endActivity(id: id, content: content, dismissal: dismissal))
+        else { throw Self.unexpected("endActivity") }
+        return activity
+    }
+
+    /// The app's activities, live or ended and still shown, oldest first.
+    public func activities() async throws -> [LiveActivity] {
+        guard case .activities(let all) = try await call(.activities) else { throw Self.unexpected("activities") }
+        return all
+    }
+
+    /// The app's push-to-start token (hex) for an attributes type.
+    public func pushToStartToken(attributesType: String) async throws -> String {
+        guard case .token(let token) = try await call(.pushToStartToken(attributesType: attributesType)) else {
+            throw Self.unexpected("pushToStartToken")
+        }
+        return token
+    }
+
+    /// Calls `handler` with every change of one activity from now on (until it is dismissed), and
+    /// first, at once, with the activity as last told if that is not `since`: nothing is missed
+    /// between the snapshot a caller holds and its observing.
+    func observeActivity(_ id: String, since: LiveActivity, _ handler: @escaping @Sendable (LiveActivity) -> Void) {
+        shared.withLock { shared in
+            shared.knownActivities.insert(id)
+            if let latest = shared.latestActivities[id], latest != since { handler(latest) }
+            if shared.latestActivities[id]?.state != .dismissed {
+                shared.activityObservers[id, default: []].append(handler)
+            }
+        }
+    }
+
+    /// The activity as the daemon last told of it.
+    func latestActivity(_ id: String) -> LiveActivity? { shared.withLock { $0.latestActivities[id] } }
+
+    /// Calls `handler` with each activity of a type the device starts from now on.
+    func observeNewActivities(_ type: String, _ handler: @escaping @Sendable (LiveActivity) -> Void) {
+        shared.withLock { $0.newActivityObservers[type, default: []].append(handler) }
     }
 
     static func unexpected(_ call: String) -> AppLinkFailure {

@@ -20,13 +20,20 @@ struct AppCommand: AsyncParsableCommand {
               badge N            set the badge
               register           register for remote notifications and print the device token
               listen             stay connected and print what the app is told (willPresent, didReceive, pushes,
-                                 widget and control reloads, location queries)
+                                 widget and control reloads, location queries, Live Activity changes)
+              activity-start     start a Live Activity (--attributes-type, --attributes, --content-state,
+                                 --push-type token|none|<channel id>) and print it
+              activity-update ID update one (--content-state, --stale-date, --relevance-score; --title/--body/--sound alert)
+              activity-end ID    end one (--content-state; --dismissal default|immediate|<UNIX seconds>)
+              activities         list the app's activities
+              push-to-start-token  print the app's push-to-start token for --attributes-type
             Examples:
               herald app com.example.demo authorize --options alert,sound,badge
               herald app com.example.demo add --id tea --title Tea --body "Steeped" --in 180
               herald app com.example.demo add --id standup --body Standup --calendar weekday=2,hour=9 --repeats
               herald app com.example.invites categories --category INVITE=accept+foreground,decline+destructive
               herald app com.example.demo listen --foreground --present banner,sound
+              herald app com.example.demo activity-start --attributes-type Trip --content-state '{"stop":5}'
             The app counts as running (in the background, or the foreground with --foreground) while the \
             command is connected.
             """)
@@ -36,6 +43,11 @@ struct AppCommand: AsyncParsableCommand {
         case removePending = "remove-pending"
         case removeDelivered = "remove-delivered"
         case badge, register, listen
+        case activityStart = "activity-start"
+        case activityUpdate = "activity-update"
+        case activityEnd = "activity-end"
+        case activities
+        case pushToStartToken = "push-to-start-token"
     }
 
     @Argument(help: "The app's bundle id.")
@@ -85,6 +97,13 @@ struct AppCommand: AsyncParsableCommand {
     var socket: String?
     @Option(name: .customLong("device-state"), help: "The device's state directory (default .herald/device).")
     var deviceState: String?
+    @Option(name: .long, help: "activity-*: the attributes' type name.") var attributesType = "Activity"
+    @Option(name: .long, help: "activity-start: the attributes, a JSON object.") var attributes = "{}"
+    @Option(name: .long, help: "activity-*: the content state, a JSON object.") var contentState: String?
+    @Option(name: .long, help: "activity-start: token, none, or a channel id to subscribe to.") var pushType = "token"
+    @Option(name: .long, help: "activity-*: the content's stale date, UNIX seconds.") var staleDate: Int64?
+    @Option(name: .long, help: "activity-*: the content's relevance score.") var relevanceScore: Double = 0
+    @Option(name: .long, help: "activity-end: default, immediate, or UNIX seconds.") var dismissal = "default"
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
@@ -99,6 +118,10 @@ struct AppCommand: AsyncParsableCommand {
             throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if action == .activityUpdate || action == .activityEnd, values.count != 1 {
+            throw ValidationError(
+                "\(action.rawValue): give the activity's id, e.g. herald app \(bundleID) \(action.rawValue) <id>")
+        }
     }
 
     func run() async throws {
@@ -198,6 +221,45 @@ struct AppCommand: AsyncParsableCommand {
             let token = try await center.registerForRemoteNotifications()
             if json { return try printJSON(["token": token]) }
             print(token)
+        case .activityStart:
+            let pushType: ActivityPushType? =
+                switch self.pushType {
+                case "token": .token
+                case "none": nil
+                default: .channel(self.pushType)
+                }
+            let activity = try await center.requestActivity(
+                ActivityRequest(
+                    attributesType: attributesType, attributes: try Self.object(attributes, "--attributes"),
+                    content: try activityContent(), pushType: pushType))
+            try show(activity)
+        case .activityUpdate:
+            let alert =
+                title.isEmpty && body.isEmpty && sound == nil
+                ? nil : ActivityAlert(title: title.isEmpty ? nil : title, body: body.isEmpty ? nil : body, sound: sound)
+            try show(try await center.updateActivity(id: values[0], content: try activityContent(), alert: alert))
+        case .activityEnd:
+            let policy: ActivityDismissalPolicy
+            switch dismissal {
+            case "default": policy = .default
+            case "immediate": policy = .immediate
+            default:
+                guard let seconds = Double(dismissal) else {
+                    throw ValidationError("--dismissal: default, immediate or UNIX seconds, not '\(dismissal)'")
+                }
+                policy = .after(Date(timeIntervalSince1970: seconds))
+            }
+            let content = contentState == nil ? nil : try activityContent()
+            try show(try await center.endActivity(id: values[0], content: content, dismissal: policy))
+        case .activities:
+            let all = try await center.activities()
+            if json { return try printJSON(all) }
+            if all.isEmpty { print("no activities") }
+            for activity in all { print(Self.line(activity)) }
+        case .pushToStartToken:
+            let token = try await center.pushToStartToken(attributesType: attributesType)
+            if json { return try printJSON(["token": token, "attributesType": attributesType]) }
+            print(token)
         case .listen:
             if center.launchOptions == nil && !json {
                 print("listening as \(bundleID) (\(center.state.rawValue)); Ctrl-C to stop")
@@ -209,6 +271,35 @@ struct AppCommand: AsyncParsableCommand {
             }
             await printer.waitUntilDone(center)
         }
+    }
+
+    func activityContent() throws -> LiveActivityContent {
+        LiveActivityContent(
+            state: try Self.object(contentState ?? "{}", "--content-state"),
+            staleDate: staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }, relevanceScore: relevanceScore)
+    }
+
+    func show(_ activity: LiveActivity) throws {
+        if json { return try printJSON(activity) }
+        print(Self.line(activity))
+    }
+
+    /// `<id> <type> <state>: <content state> (token …, channel …)`.
+    static func line(_ activity: LiveActivity) -> String {
+        var extras: [String] = []
+        if let token = activity.pushToken { extras.append("token \(token)") }
+        if let channel = activity.channelID { extras.append("channel \(channel)") }
+        if let stale = activity.content.staleDate { extras.append("stale at \(AppLinkDates.format(stale))") }
+        let state = String(decoding: activity.content.state.jsonData(), as: UTF8.self)
+        return "\(activity.id) \(activity.attributesType) \(activity.state.rawValue): \(state)"
+            + (extras.isEmpty ? "" : " (\(extras.joined(separator: ", ")))")
+    }
+
+    static func object(_ text: String, _ option: String) throws -> JSONValue {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)), case .object = value else {
+            throw ValidationError("\(option) must be a JSON object, e.g. '{\"stop\":3}'")
+        }
+        return value
     }
 
     func content() -> NotificationContent {
@@ -314,7 +405,10 @@ struct AppCommand: AsyncParsableCommand {
             return ValidationError(
                 "\(AppLink.notificationErrorDomain) \(error.code.rawValue) (\(error.code)): \(error.message)")
         }
-        if let error = error as? AppLinkFailure { return ValidationError(error.description) }
+        if let error = error as? AppLinkFailure {
+            if let activity = error.activityError { return ValidationError("ActivityKit \(activity)") }
+            return ValidationError(error.description)
+        }
         return error
     }
 }
@@ -397,6 +491,24 @@ final class EventPrinter: UserNotificationCenterDelegate {
 
     func didReceiveLocationPush(_ notification: DeliveredNotification, center: UserNotificationCenter) async {
         emit("locationPush", notification)
+    }
+
+    func activityChanged(_ activity: LiveActivity, center: UserNotificationCenter) async {
+        if json {
+            let encoder = JSONEncoder.appLink
+            if let data = try? encoder.encode(activity),
+                var object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            {
+                object["event"] = "activity"
+                if let line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+                    print(String(decoding: line, as: UTF8.self))
+                }
+            }
+        } else {
+            print("activity " + AppCommand.line(activity))
+        }
+        fflush(nil)
+        count()
     }
 
     /// Ends ``waitUntilDone(_:)``.

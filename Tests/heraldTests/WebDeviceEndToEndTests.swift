@@ -122,6 +122,38 @@ import Testing
         return steps
     }
 
+    /// Live Activities are cards on the lock screen: the app, its attributes and its state, updated
+    /// live, badged when ended, gone when dismissed.
+    @Test func liveActivitiesAreCardsOnTheLockScreen() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-web-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let up = try UpEndToEndTests.Up(state: state)
+        defer { _ = up.stop() }
+        let pageLine = try #require(up.banner.first { $0.contains("the device (open it):") })
+        let shots = try screenshotDirectory(else: state)
+        let script = URL(fileURLWithPath: Self.script).deletingLastPathComponent().appendingPathComponent(
+            "web_activities.py")
+        let result = try run(
+            "/usr/bin/python3",
+            [
+                script.path, String(pageLine.split(separator: " ").last ?? ""), try heraldExecutable().path,
+                state.appendingPathComponent("device").path, try #require(up.info["topic"]), shots.path,
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let steps = Self.steps(result.stdout)
+        let started = try #require(steps["started"])
+        #expect(started["app"] as? String == "Demo" && started["onLockScreen"] as? Bool == true)
+        #expect(started["attributes"] as? String == "order A-17", "\(started)")
+        #expect(started["state"] as? String == "eta 12:40 · stop 5")
+        #expect(steps["updated"]?["state"] as? String == "eta 12:25 · stop 2")
+        let ended = try #require(steps["ended"])
+        #expect(
+            ended["badge"] as? String == "ended" && ended["foot"] as? String == "leaves the screen in 1h", "\(ended)")
+        #expect(steps["dismissed"]?["cards"] as? Int == 1)
+        let png = try Data(contentsOf: shots.appendingPathComponent("web-device-activity.png"))
+        #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+    }
+
     @Test func anOpenPageDoesNotHoldUpTheDaemonsShutdown() throws {
         let device = try DeviceProcess()
         let page = try Child(URL(fileURLWithPath: "/usr/bin/curl"), ["-sSN", device.apiURL + "/events"])

@@ -84,8 +84,26 @@ extension DeviceAPI {
         var foreground: String?
         var apps: [ScreenApp]
         var notifications: [ScreenNotification]
+        /// Live Activities on the lock screen: per app by relevance, then oldest first.
+        var activities: [ScreenActivity]
         /// Apps waiting for the user's answer to the permission dialog, oldest first.
         var prompts: [ScreenPrompt]
+    }
+
+    /// A Live Activity as its card shows it.
+    struct ScreenActivity: Codable {
+        var app: String
+        var appName: String
+        var id: String
+        var attributesType: String
+        var attributes: JSONValue
+        var state: JSONValue
+        /// active, stale or ended.
+        var activityState: ActivityState
+        var relevanceScore: Double
+        var staleDate: Date?
+        var dismissAt: Date?
+        var updatedAt: Date
     }
 
     struct LockBody: Codable { var locked: Bool }
@@ -211,9 +229,21 @@ extension DeviceAPI {
                 app: prompt.app, appName: InstalledApp.displayName(of: prompt.app),
                 options: AuthorizationOptions.names.filter { prompt.options.contains($0.1) }.map(\.0))
         }
+        let activities = records.flatMap { record in
+            record.liveActivities.activities.values.map { a in
+                ScreenActivity(
+                    app: a.app, appName: InstalledApp.displayName(of: a.app), id: a.id,
+                    attributesType: a.attributesType,
+                    attributes: a.attributes, state: a.content.state, activityState: a.state,
+                    relevanceScore: a.content.relevanceScore, staleDate: a.content.staleDate, dismissAt: a.dismissAt,
+                    updatedAt: a.updatedAt)
+            }
+        }
+        .sorted { ($0.app, -$0.relevanceScore, $0.id) < ($1.app, -$1.relevanceScore, $1.id) }
         return ScreenView(
             locked: locked, now: await service.now, timeZone: await service.timeZone.identifier,
-            foreground: await service.foregroundApp, apps: apps, notifications: notifications, prompts: prompts)
+            foreground: await service.foregroundApp, apps: apps, notifications: notifications, activities: activities,
+            prompts: prompts)
     }
 
 }

@@ -63,6 +63,31 @@ extension DeviceService {
                         app, notification.identifier, kind: "location query",
                         budget: configuration.engine.backgroundBudget)
                 }
+            case .activityChanged(let activity):
+                note(.activity, app: activity.app, activity.id, Self.line(activity), activity: activity)
+                // The app hears of it when it runs (the activity's widget shows it either way).
+                if sessions[activity.app] != nil || waiting[activity.app] != nil {
+                    deliverEvent(activity.app, .activityChanged(activity: activity))
+                }
+            case .activityAlert(let app, let id, let alert, let sound):
+                let heard = sound.map { " (sound \($0 == .default ? "default" : "\($0)"))" } ?? " (silent)"
+                note(
+                    .activityAlert, app: app, id,
+                    "activity \(id) alert: \([alert.title, alert.body].compactMap { $0 }.joined(separator: " — "))"
+                        + heard)
+            case .activityNote(let app, let id, let text):
+                note(.activity, app: app, id, "activity \(id): \(text)")
+            case .requestActivityToken(let app, let id):
+                requestActivityToken(app, id)
+            case .releaseActivityToken(let app, let id):
+                let environment = engine.apps[app]?.app.apsEnvironment
+                Task { await gateway.releaseActivityToken(app, environment: environment, activityID: id) }
+            case .subscribeChannel(let app, let channel):
+                let environment = engine.apps[app]?.app.apsEnvironment ?? .development
+                Task { await gateway.subscribe(app, environment: environment, channels: [channel]) }
+            case .unsubscribeChannel(let app, let channel):
+                let environment = engine.apps[app]?.app.apsEnvironment ?? .development
+                Task { await gateway.unsubscribe(app, environment: environment, channels: [channel]) }
             case .pendingDropped(let app, let identifiers):
                 note(
                     .dropped, app: app,
@@ -72,6 +97,32 @@ extension DeviceService {
                     .removed, app: app, identifiers.count == 1 ? identifiers[0] : nil,
                     "removed from the screen: \(identifiers.joined(separator: ", "))", identifiers: identifiers)
             }
+        }
+    }
+
+    /// One line for an activity: `activity <id> <type> <attributes> <state>: <content state> (relevance …, …)`.
+    static func line(_ activity: LiveActivity) -> String {
+        var extras: [String] = []
+        if activity.content.relevanceScore != 0 { extras.append("relevance \(activity.content.relevanceScore)") }
+        if let stale = activity.content.staleDate { extras.append("stale at \(AppLinkDates.format(stale))") }
+        if let dismiss = activity.dismissAt, activity.state == .ended {
+            extras.append("dismissed at \(AppLinkDates.format(dismiss))")
+        }
+        if let token = activity.pushToken, activity.isLive { extras.append("token \(token)") }
+        if let channel = activity.channelID { extras.append("channel \(channel)") }
+        let state = String(decoding: activity.content.state.jsonData(), as: UTF8.self)
+        let attributes = String(decoding: activity.attributes.jsonData(), as: UTF8.self)
+        return "activity \(activity.id) \(activity.attributesType) \(attributes) \(activity.state.rawValue): \(state)"
+            + (extras.isEmpty ? "" : " (\(extras.joined(separator: ", ")))")
+    }
+
+    /// Asks the push service for an activity's token and hands it to the engine; without a link the
+    /// request waits for the next connection (``activityNeeds()``).
+    func requestActivityToken(_ app: String, _ id: String) {
+        guard let environment = engine.apps[app]?.app.apsEnvironment else { return }
+        Task {
+            guard let token = await gateway.activityToken(app, environment: environment, activityID: id) else { return }
+            _ = try? await applyActivity(.tokenIssued(app: app, id: id, token: token))
         }
     }
 
@@ -155,11 +206,11 @@ extension DeviceService {
 
     func note(
         _ kind: DeviceLogEntry.Kind, app: String, _ identifier: String?, _ text: String,
-        presentation: PresentationSummary? = nil, identifiers: [String]? = nil
+        presentation: PresentationSummary? = nil, identifiers: [String]? = nil, activity: LiveActivity? = nil
     ) {
         let entry = DeviceLogEntry(
             date: clock.now(), app: app, kind: kind, identifier: identifier, text: text, presentation: presentation,
-            identifiers: identifiers)
+            identifiers: identifiers, activity: activity)
         entries.append(entry)
         if entries.count > configuration.logLimit { entries.removeFirst(entries.count - configuration.logLimit) }
         logger.info(

@@ -39,6 +39,8 @@ extension DeviceService {
             return try await answer(bundleID, call)
         } catch let error as NotificationError {
             throw AppLinkFailure(error)
+        } catch let error as ActivityError {
+            throw AppLinkFailure(error)
         } catch let error as AppLinkFailure {
             throw error
         } catch {
@@ -123,6 +125,52 @@ extension DeviceService {
         case .serviceExtensionFinished(let identifier, let content):
             try await apply(.serviceExtensionFinished(app: app, identifier: identifier, content: content))
             return .done
+        case .requestActivity(let request):
+            let id = UUID().uuidString.lowercased()
+            return .activity(activity: try await activityAfter(.request(app: app, id: id, request: request), id))
+        case .updateActivity(let id, let content, let alert):
+            return .activity(
+                activity: try await activityAfter(.update(app: app, id: id, content: content, alert: alert), id))
+        case .endActivity(let id, let content, let dismissal):
+            return .activity(
+                activity: try await activityAfter(.end(app: app, id: id, content: content, dismissal: dismissal), id))
+        case .activities:
+            let all = try need(app).liveActivities.activities.values.sorted { $0.startedAt < $1.startedAt }
+            return .activities(activities: all)
+        case .pushToStartToken(let type):
+            return .token(token: try await pushToStartToken(app, attributesType: type))
+        }
+    }
+
+    /// Applies an app's activity call and returns the activity as it is after it.
+    func activityAfter(_ event: ActivityEvent, _ id: String) async throws -> LiveActivity {
+        let actions = try await applyActivity(event)
+        guard
+            let activity = actions.compactMap({ action -> LiveActivity? in
+                if case .activityChanged(let a) = action, a.id == id { return a }
+                return nil
+            }).last
+        else { throw AppLinkFailure(.deviceFailed, "the activity \(id) did not change") }
+        return activity
+    }
+
+    /// `Activity.pushToStartToken`: the app's push-to-start token for an attributes type.
+    func pushToStartToken(_ app: String, attributesType: String) async throws -> String {
+        guard let environment = try need(app).app.apsEnvironment else {
+            throw AppLinkFailure(
+                ActivityError(.unentitled, "\(app) has no aps-environment, so it cannot have push tokens"))
+        }
+        do {
+            let token = try await gateway.pushToStartToken(
+                app, environment: environment, attributesType: attributesType, wait: configuration.registrationWait)
+            try await applyActivity(.pushToStartTokenIssued(app: app, attributesType: attributesType, token: token))
+            return token
+        } catch GatewaySession.RegistrationError.noPushService {
+            throw AppLinkFailure(
+                .remoteNotificationsNotSupported, "this device has no push service (--gateway): no push tokens")
+        } catch GatewaySession.RegistrationError.unreachable, GatewaySession.RegistrationError.linkClosed {
+            throw AppLinkFailure(
+                ActivityError(.pushServiceUnreachable, "the push service is not reachable; ask again once connected"))
         }
     }
 

@@ -23,6 +23,9 @@ extension DeviceService: GatewaySessionHost {
         } catch {
             return refuse(push, app: app.app.bundleID, reason: "\(error)")
         }
+        if push.pushType == .liveactivity {
+            return await takeActivityPush(push, app: app.app.bundleID, payload: payload)
+        }
         do {
             _ = try await apply(
                 .remoteNotification(
@@ -42,6 +45,68 @@ extension DeviceService: GatewaySessionHost {
             "push refused", metadata: ["apns-id": "\(push.apnsID)", "topic": "\(push.topic)", "reason": "\(reason)"])
         note(.refused, app: app, push.apnsID, "refused push \(push.apnsID): \(reason)")
         return .refused(reason: reason)
+    }
+
+    /// A `liveactivity` push: to an activity's token or a push-to-start token (docs/live-activities.md).
+    func takeActivityPush(_ push: LinkPush, app: String, payload: Payload) async -> GatewaySession.Outcome {
+        do {
+            try await applyActivity(
+                .push(app: app, payload: payload, apnsID: push.apnsID, priority: push.priority, token: push.token.hex))
+            return .taken
+        } catch let error as ActivityError {
+            return refuse(push, app: app, reason: "\(error)")
+        } catch {
+            logger.error("push not saved; not acknowledged", metadata: ["error": "\(error)"])
+            return .notSaved
+        }
+    }
+
+    /// A broadcast on a channel the app's activities subscribe to.
+    func take(_ broadcast: LinkBroadcast) async {
+        guard let app = Self.baseApp(of: broadcast.topic, in: engine.apps)?.app.bundleID else {
+            note(.refused, app: broadcast.topic, broadcast.uniqueID, "broadcast for an app not installed")
+            return
+        }
+        do {
+            let payload = try Payload(data: broadcast.payload)
+            try await applyActivity(
+                .broadcast(
+                    app: app, channelID: broadcast.channelID, payload: payload, uniqueID: broadcast.uniqueID,
+                    priority: broadcast.priority))
+        } catch {
+            note(.refused, app: app, broadcast.uniqueID, "refused broadcast \(broadcast.uniqueID): \(error)")
+        }
+    }
+
+    /// What the push service must give or know for the activities, each time the link comes up.
+    func activityNeeds() -> GatewaySession.ActivityNeeds {
+        var needs = GatewaySession.ActivityNeeds()
+        for record in engine.apps.values {
+            guard let environment = record.app.apsEnvironment else { continue }
+            let app = record.app.bundleID
+            let state = record.liveActivities
+            for activity in state.activities.values where activity.isLive {
+                switch activity.pushType {
+                case .token: needs.tokens.append(.init(app: app, environment: environment, activityID: activity.id))
+                case .channel(let channel):
+                    needs.channels[GatewaySession.Topic(topic: app, environment: environment), default: []]
+                        .insert(channel)
+                case nil: break
+                }
+            }
+            for type in state.pushToStartTokens.keys {
+                needs.pushToStart.append(.init(app: app, environment: environment, activityID: type))
+            }
+        }
+        return needs
+    }
+
+    func activityTokenIssued(app: String, activityID: String, token: String) async {
+        _ = try? await applyActivity(.tokenIssued(app: app, id: activityID, token: token))
+    }
+
+    func pushToStartTokenIssued(app: String, attributesType: String, token: String) async {
+        _ = try? await applyActivity(.pushToStartTokenIssued(app: app, attributesType: attributesType, token: token))
     }
 
     /// `com.example.app.voip` and the like belong to `com.example.app`.

@@ -165,6 +165,16 @@ public actor DeviceService {
         return actions
     }
 
+    /// Hands a Live Activity event to the engine, saves what changed and carries out the actions.
+    @discardableResult
+    public func applyActivity(_ event: ActivityEvent) async throws -> [DeviceAction] {
+        let actions = try engine.handleActivity(event, now: clock.now())
+        try await persist()
+        perform(actions)
+        rescheduleTimer()
+        return actions
+    }
+
     /// Runs the engine up to the clock's time: fires what is due.
     public func tick() async {
         let actions = engine.advance(to: clock.now())

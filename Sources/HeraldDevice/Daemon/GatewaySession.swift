@@ -14,6 +14,14 @@ protocol GatewaySessionHost: Actor {
     func linkNote(app: String, _ text: String)
     /// An app's token changed after it had one: a connected app is told.
     func tokenChanged(app: String, token: String)
+    /// Hands a broadcast to the engine (the activities subscribed to its channel).
+    func take(_ broadcast: LinkBroadcast) async
+    /// What the activities need from the push service when the link comes up.
+    func activityNeeds() -> GatewaySession.ActivityNeeds
+    /// The push service gave an activity its token.
+    func activityTokenIssued(app: String, activityID: String, token: String) async
+    /// The push service gave an app a push-to-start token.
+    func pushToStartTokenIssued(app: String, attributesType: String, token: String) async
 }
 
 /// The device's side of the push service: keeps the device link up (reconnecting with backoff and
@@ -69,6 +77,24 @@ actor GatewaySession {
         var tokens: [String: String] = [:]
         /// Topics to unregister once connected (apps removed while offline).
         var unregister: [Topic] = []
+        /// Activity tokens to give up once connected (optional: older files have none).
+        var releases: [ScopedToken]?
+    }
+
+    /// One app's scoped token: an activity's (`activityID` its id) or a push-to-start token
+    /// (`activityID` the attributes type).
+    struct ScopedToken: Codable, Hashable, Sendable {
+        var app: String
+        var environment: APNsEnvironment
+        var activityID: String
+    }
+
+    /// What the activities need from the push service each time the link comes up: their tokens,
+    /// the push-to-start tokens, and the channel subscriptions.
+    struct ActivityNeeds: Sendable {
+        var tokens: [ScopedToken] = []
+        var pushToStart: [ScopedToken] = []
+        var channels: [Topic: Set<String>] = [:]
     }
 
     let configuration: Configuration
@@ -137,6 +163,101 @@ actor GatewaySession {
         return token.hex
     }
 
+    // MARK: - Live Activities
+
+    /// An activity's token, or `nil` without a link (it is asked for again when the link is up).
+    func activityToken(_ app: String, environment: APNsEnvironment, activityID: String) async -> String? {
+        guard let client else { return nil }
+        do {
+            return try await client.token(topic: app, environment: environment, scope: .activity(activityID)).hex
+        } catch {
+            logger.warning("an activity's token was not given", metadata: ["app": "\(app)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Gives an activity's token up now, or once the link is back.
+    func releaseActivityToken(_ app: String, environment: APNsEnvironment?, activityID: String) async {
+        guard let environment else { return }
+        if let client {
+            do {
+                try await client.releaseToken(topic: app, environment: environment, scope: .activity(activityID))
+                return
+            } catch let failure as GatewayLinkClient.Failure where failure.code == .notFound {
+                return
+            } catch {
+                logger.notice(
+                    "an activity's token will be given up when the push service is reachable",
+                    metadata: ["app": "\(app)", "error": "\(error)"])
+            }
+        }
+        saved.releases =
+            (saved.releases ?? []) + [ScopedToken(app: app, environment: environment, activityID: activityID)]
+        save()
+    }
+
+    /// The app's push-to-start token for an attributes type.
+    func pushToStartToken(_ app: String, environment: APNsEnvironment, attributesType: String, wait: TimeInterval)
+        async throws -> String
+    {
+        guard !configuration.urls.isEmpty else { throw RegistrationError.noPushService }
+        if client == nil, !(await waitForLink(seconds: wait)) { throw RegistrationError.unreachable }
+        guard let client else { throw RegistrationError.linkClosed }
+        return try await client.token(topic: app, environment: environment, scope: .pushToStart(attributesType)).hex
+    }
+
+    /// Subscribes an app to channels now; without a link they are subscribed when it comes up.
+    func subscribe(_ app: String, environment: APNsEnvironment, channels: [String]) async {
+        guard let client else { return }
+        do {
+            try await client.subscribe(topic: app, environment: environment, channels: channels)
+        } catch {
+            await host?.linkNote(app: app, "subscribing to \(channels.joined(separator: ", ")) failed: \(error)")
+        }
+    }
+
+    /// Ends an app's subscriptions (they end with the connection anyway).
+    func unsubscribe(_ app: String, environment: APNsEnvironment, channels: [String]) async {
+        guard let client else { return }
+        _ = try? await client.unsubscribe(topic: app, environment: environment, channels: channels)
+    }
+
+    /// What the activities need, asked for on a new link.
+    private func syncActivities(_ client: GatewayLinkClient) async {
+        guard let host else { return }
+        for release in saved.releases ?? [] {
+            _ = try? await client.releaseToken(
+                topic: release.app, environment: release.environment, scope: .activity(release.activityID))
+        }
+        if saved.releases != nil {
+            saved.releases = nil
+            save()
+        }
+        let needs = await host.activityNeeds()
+        for need in needs.tokens {
+            if let token = try? await client.token(
+                topic: need.app, environment: need.environment, scope: .activity(need.activityID))
+            {
+                await host.activityTokenIssued(app: need.app, activityID: need.activityID, token: token.hex)
+            }
+        }
+        for need in needs.pushToStart {
+            if let token = try? await client.token(
+                topic: need.app, environment: need.environment, scope: .pushToStart(need.activityID))
+            {
+                await host.pushToStartTokenIssued(app: need.app, attributesType: need.activityID, token: token.hex)
+            }
+        }
+        for (topic, channels) in needs.channels {
+            do {
+                try await client.subscribe(
+                    topic: topic.topic, environment: topic.environment, channels: channels.sorted())
+            } catch {
+                await host.linkNote(app: topic.topic, "subscribing to its channels failed: \(error)")
+            }
+        }
+    }
+
     /// `unregisterForRemoteNotifications`: the push service forgets the topic now (when connected) and
     /// the app's token is dropped.
     func unregister(_ app: String, environment: APNsEnvironment?) async throws {
@@ -189,11 +310,7 @@ actor GatewaySession {
                         for push in pushes { await take(push, from: client) }
                     case .reset: await registerAll(client)
                     case .broadcast(let broadcast):
-                        // The daemon does not subscribe to channels yet (Live Activities are not on
-                        // the device side yet), so this is a gateway's stray message: logged only.
-                        logger.notice(
-                            "broadcast received that no Live Activity takes",
-                            metadata: ["channel": "\(broadcast.channelID)", "topic": "\(broadcast.topic)"])
+                        await host?.take(broadcast)
                     case .closed(let reason):
                         logger.notice("device link closed", metadata: ["reason": "\(reason ?? "none")"])
                     }
@@ -240,6 +357,7 @@ actor GatewaySession {
         }
         save()
         await registerAll(client)
+        await syncActivities(client)
         let waiting = waiters
         waiters = [:]
         for (_, waiter) in waiting { waiter.resume(returning: true) }

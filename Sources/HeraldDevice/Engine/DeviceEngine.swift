@@ -51,6 +51,14 @@ public struct DeviceEngine: Sendable {
         public var backgroundBudget: TimeInterval = 30
         /// Time a service extension gets for `mutable-content`.
         public var serviceExtensionBudget: TimeInterval = 30
+        /// Live Activities an app may have active at once (Apple publishes no number; Herald's
+        /// choice, docs/live-activities.md).
+        public var activityLimit = 5
+        /// Priority-10 updates an activity takes in an hour before the next waits (Apple publishes
+        /// no number; Herald's choice).
+        public var activityUpdateBudget = 10
+        /// The same with `NSSupportsLiveActivitiesFrequentUpdates`.
+        public var frequentActivityUpdateBudget = 60
         /// Creates the defaults.
         public init() {}
     }
@@ -69,6 +77,9 @@ public struct DeviceEngine: Sendable {
     var awaitingWillPresent: [Scheduler.Key: DeliveredNotification] = [:]
     /// Deadlines of the service extensions at work (the notifications themselves are in the app records).
     var extensionDeadlines = Scheduler()
+    /// Each Live Activity's next stale date, dismissal or held update (the activities are in the app
+    /// records).
+    var activityTimers = Scheduler()
 
     /// Creates an engine, optionally with records loaded from a store.
     public init(configuration: Configuration = .init(), policy: any UserDecisionPolicy, records: [AppRecord] = []) {
@@ -85,15 +96,13 @@ public struct DeviceEngine: Sendable {
             for (id, waiting) in record.awaitingExtension {
                 extensionDeadlines.schedule(.init(app: record.app.bundleID, id: id), at: waiting.deadline)
             }
+            for id in record.liveActivities.activities.keys { scheduleActivityTimer(record.app.bundleID, id) }
         }
     }
 
     /// The earliest time the engine must be called again (`advance`), if any.
     public var nextWake: Date? {
-        switch (scheduler.nextWake, extensionDeadlines.nextWake) {
-        case (let a?, let b?): return min(a, b)
-        case (let a, let b): return a ?? b
-        }
+        [scheduler.nextWake, extensionDeadlines.nextWake, activityTimers.nextWake].compactMap { $0 }.min()
     }
 
     /// What changed since the last call, for the store to write (``DeviceStore/save(_:)``); the
@@ -120,7 +129,7 @@ public struct DeviceEngine: Sendable {
     public mutating func handle(_ event: DeviceEvent, now: Date) throws(NotificationError) -> [DeviceAction] {
         switch event {
         case .start:
-            return expireExtensions(now: now) + fireDue(now: now, starting: true)
+            return expireExtensions(now: now) + fireDue(now: now, starting: true) + fireActivityTimers(now: now)
         case .installApp(let app):
             removedApps.remove(app.bundleID)  // reinstalled before the removal was saved: keep the new record
             if apps[app.bundleID] == nil {
@@ -135,6 +144,7 @@ public struct DeviceEngine: Sendable {
             for key in record.pending.keys { scheduler.remove(.init(app: id, id: key)) }
             for key in record.awaitingExtension.keys { extensionDeadlines.remove(.init(app: id, id: key)) }
             for key in record.pending.keys { regions.forget(regionKey(id, key)) }
+            for key in record.liveActivities.activities.keys { activityTimers.remove(.init(app: id, id: key)) }
             awaitingWillPresent = awaitingWillPresent.filter { $0.key.app != id }
             changedApps.remove(id)
             removedApps.insert(id)
@@ -219,7 +229,7 @@ public struct DeviceEngine: Sendable {
 
     /// Fires everything due at `now` and shows originals whose service extension ran out of time.
     public mutating func advance(to now: Date) -> [DeviceAction] {
-        expireExtensions(now: now) + fireDue(now: now, starting: false)
+        expireExtensions(now: now) + fireDue(now: now, starting: false) + fireActivityTimers(now: now)
     }
 
     /// Shows the original content of notifications whose service extension did not finish in time.

@@ -15,12 +15,17 @@ public struct InstalledApp: Sendable, Hashable, Codable {
     /// The app's `aps-environment` entitlement: the environment its topic is registered in with the
     /// push service; `nil`: the app cannot register for remote notifications.
     public var apsEnvironment: APNsEnvironment?
+    /// `NSSupportsLiveActivitiesFrequentUpdates`: a larger hourly budget of priority-10 activity
+    /// updates (docs/live-activities.md); `nil` = no.
+    public var supportsFrequentActivityUpdates: Bool?
 
     /// Creates an app.
     public init(
         bundleID: String, bundleDirectory: String? = nil, libraryDirectory: String? = nil,
-        localization: LocalizationBundle? = nil, executable: String? = nil, apsEnvironment: APNsEnvironment? = nil
+        localization: LocalizationBundle? = nil, executable: String? = nil, apsEnvironment: APNsEnvironment? = nil,
+        supportsFrequentActivityUpdates: Bool? = nil
     ) {
+        self.supportsFrequentActivityUpdates = supportsFrequentActivityUpdates
         self.bundleID = bundleID
         self.bundleDirectory = bundleDirectory
         self.libraryDirectory = libraryDirectory
@@ -72,6 +77,9 @@ public struct AppRecord: Sendable, Hashable, Codable {
     /// Remote notifications waiting for the app's service extension (`mutable-content`), by identifier:
     /// kept with the record so that a restart still shows them (the original, once the deadline passed).
     public var awaitingExtension: [String: AwaitingExtension] = [:]
+    /// The app's Live Activities and push-to-start tokens (``liveActivities``); `nil` until it has
+    /// any, so that records saved before activities existed still load.
+    public var activityState: AppActivities?
     /// Runtime only: reset to not running when the engine starts.
     public var runState: AppRunState = .notRunning
 
@@ -139,4 +147,18 @@ public enum DeviceAction: Sendable, Hashable {
     case reloadContent(app: String, kind: ReloadKind, apnsID: String)
     /// A `location` push: give it to the app's location query handler (``AppLinkEvent/locationPush(notification:)``).
     case locationQuery(app: String, notification: DeliveredNotification)
+    /// A Live Activity started, changed, ended or was dismissed: tell its app and show it.
+    case activityChanged(LiveActivity)
+    /// An activity's update came with an alert the settings let through.
+    case activityAlert(app: String, activityID: String, alert: ActivityAlert, sound: PresentedSound?)
+    /// Something about an activity worth a log line (an update ignored or held).
+    case activityNote(app: String, activityID: String, text: String)
+    /// Ask the push service for an activity's token (``ActivityEvent/tokenIssued(app:id:token:)`` with it).
+    case requestActivityToken(app: String, activityID: String)
+    /// Give an activity's token up at the push service.
+    case releaseActivityToken(app: String, activityID: String)
+    /// Subscribe the app to a broadcast channel at the push service.
+    case subscribeChannel(app: String, channelID: String)
+    /// End the app's subscription to a broadcast channel.
+    case unsubscribeChannel(app: String, channelID: String)
 }

@@ -40,6 +40,11 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
         /// A push the device took but could not use: its payload unreadable (the reason names the
         /// key), its app not installed, or refused by the notification center.
         case refused
+        /// A Live Activity started, changed, ended or was dismissed (`activity` says how it is now),
+        /// or an update of it was ignored or held.
+        case activity
+        /// A Live Activity's update came with an alert.
+        case activityAlert
         /// Apps installed or removed, tokens issued, the link's state.
         case system
         /// An app started, stopped, or moved between the foreground and the background (the web
@@ -58,12 +63,15 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
     public var presentation: PresentationSummary?
     /// For `removed`: the notifications taken off the screen.
     public var identifiers: [String]?
+    /// For `activity`: the activity as it is now.
+    public var activity: LiveActivity?
 
     /// Creates an entry.
     public init(
         date: Date, app: String, kind: Kind, identifier: String? = nil, text: String,
-        presentation: PresentationSummary? = nil, identifiers: [String]? = nil
+        presentation: PresentationSummary? = nil, identifiers: [String]? = nil, activity: LiveActivity? = nil
     ) {
+        self.activity = activity
         self.date = date
         self.app = app
         self.kind = kind

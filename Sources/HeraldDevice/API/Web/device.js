@@ -170,6 +170,29 @@ function card(n, actions, options = {}) {
   return node;
 }
 
+// A Live Activity's card: the app, the attributes, the changing state as its fields, and whether it
+// is stale or ended.
+function activityCard(a) {
+  const node = element("article", `activity-card ${a.activityState}`);
+  node.dataset.app = a.app;
+  node.dataset.activity = a.id;
+  node.dataset.state = a.activityState;
+  const head = element("div", "card-head");
+  const icon = element("span", "mini-icon", a.appName.charAt(0));
+  icon.style.background = colour(a.app);
+  head.append(icon, element("span", "card-app", a.appName));
+  if (a.activityState !== "active") head.append(element("span", "activity-badge", a.activityState));
+  node.append(head);
+  const fields = (value) => Object.entries(value || {}).map(([key, v]) => `${key} ${typeof v === "object" ? JSON.stringify(v) : v}`);
+  node.append(element("div", "activity-attributes", fields(a.attributes).join(" · ") || a.attributesType));
+  node.append(element("div", "activity-state", fields(a.state).join(" · ")));
+  if (a.activityState === "ended" && a.dismissAt) {
+    const minutes = Math.max(0, Math.ceil((new Date(a.dismissAt) - new Date(screen.now)) / 60000));
+    node.append(element("div", "card-foot", `leaves the screen in ${minutes < 60 ? `${minutes}m` : `${Math.round(minutes / 60)}h`}`));
+  }
+  return node;
+}
+
 // MARK: - Screens
 
 function renderClock() {
@@ -339,6 +362,7 @@ function render() {
   document.body.dataset.screen = shown;
   document.body.dataset.locked = locked ? "yes" : "no";
   renderClock();
+  $("lock-activities").replaceChildren(...(screen.activities || []).map(activityCard));
   $("lock-notifications").replaceChildren(
     ...screen.notifications.map((n) => card(n, n.minimalActions, { foot: true, clearable: true })));
   if (!locked) $("unlock-hint").classList.add("hidden");
