@@ -186,6 +186,31 @@ import Testing
         try desktop.herald(["app", "dev.herald.tea", "remove-delivered", "tea"])
         try eventually("CloseNotification") { calls().count == 3 }
         #expect(calls()[2]["call"] as? String == "CloseNotification" && calls()[2]["id"] as? Int == first["id"] as? Int)
+
+        // A Live Activity: one resident, silent notification, replaced as it changes, closed when it
+        // leaves the screen.
+        func herald(_ arguments: [String]) throws -> String {
+            let result = try run(try heraldExecutable().path, arguments + ["--device-state", desktop.state.path])
+            #expect(result.status == 0, "herald \(arguments): \(result.stderr)")
+            return result.stdout
+        }
+        let started = try herald([
+            "app", "dev.herald.tea", "activity-start", "--attributes-type", "Brew", "--attributes", #"{"pot":"green"}"#,
+            "--content-state", #"{"left":3}"#, "--push-type", "none",
+        ])
+        let id = String(started.split(separator: " ").first ?? "")
+        try eventually("the activity's Notify") { calls().count == 4 }
+        let activity = calls()[3]
+        #expect(activity["summary"] as? String == "pot green" && activity["body"] as? String == "left 3", "\(activity)")
+        #expect(activity["timeout"] as? Int == 0 && activity["replaces_id"] as? Int == 0)
+        let activityHints = activity["hints"] as? [String: Any] ?? [:]
+        #expect(activityHints["resident"] as? Bool == true && activityHints["urgency"] as? Int == 0, "\(activityHints)")
+        _ = try herald(["app", "dev.herald.tea", "activity-update", id, "--content-state", #"{"left":1}"#])
+        try eventually("the activity replaced") { calls().count == 5 }
+        #expect(calls()[4]["replaces_id"] as? Int == activity["id"] as? Int && calls()[4]["body"] as? String == "left 1")
+        _ = try herald(["app", "dev.herald.tea", "activity-end", id, "--dismissal", "immediate"])
+        try eventually("the activity closed") { calls().count == 6 }
+        #expect(calls()[5]["call"] as? String == "CloseNotification" && calls()[5]["id"] as? Int == activity["id"] as? Int)
         #expect(desktop.stop() == 0)
     }
 }

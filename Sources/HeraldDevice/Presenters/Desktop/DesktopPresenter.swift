@@ -14,6 +14,7 @@ public final class DesktopPresenter: Presenter {
     /// What the worker thread has to do.
     enum Job {
         case show(DeviceLogEntry)
+        case activity(LiveActivity)
         case close([UInt32])
     }
 
@@ -85,6 +86,20 @@ public final class DesktopPresenter: Presenter {
                 entry.identifier != nil
             else { return }
             state.withLock { $0.jobs.append(.show(entry)) }
+        case .activity:
+            // A Live Activity is one resident notification, replaced as it changes, closed when it
+            // leaves the screen (docs/live-activities.md).
+            guard let activity = entry.activity else { return }
+            state.withLock { state in
+                if activity.state == .dismissed {
+                    let key = Key(app: activity.app, identifier: Self.activityKey(activity.id))
+                    let ids = state.shown.filter { $0.value == key }.map(\.key)
+                    state.answered.formUnion(ids)
+                    if !ids.isEmpty { state.jobs.append(.close(ids)) }
+                } else {
+                    state.jobs.append(.activity(activity))
+                }
+            }
         case .removed:
             let removed = Set(entry.identifiers ?? entry.identifier.map { [$0] } ?? [])
             state.withLock { state in
@@ -119,6 +134,7 @@ public final class DesktopPresenter: Presenter {
                 do {
                     switch job {
                     case .show(let entry): try notify(bus, entry)
+                    case .activity(let activity): try notify(bus, activity)
                     case .close(let ids):
                         for id in ids {
                             _ = try bus.call(
@@ -174,6 +190,52 @@ public final class DesktopPresenter: Presenter {
             if replaces != 0 { state.shown[replaces] = nil }
             // Servers usually keep the id for a replacement: then it is a new, unanswered notification.
             state.answered.remove(id)
+            state.shown[id] = key
+        }
+    }
+
+    /// The key an activity's notification is kept under (never a notification's identifier).
+    static func activityKey(_ id: String) -> String { "activity:" + id }
+
+    /// Shows or replaces an activity's notification: the app, its attributes as the summary, its
+    /// state's fields (and stale or ended) as the body; resident, silent, low urgency, no actions.
+    private func notify(_ bus: DBusConnection, _ activity: LiveActivity) throws {
+        let key = Key(app: activity.app, identifier: Self.activityKey(activity.id))
+        let replaces = state.withLock { state -> UInt32 in
+            guard let id = state.shown.first(where: { $0.value == key })?.key else { return 0 }
+            state.answered.insert(id)
+            return id
+        }
+        func fields(_ value: JSONValue) -> String {
+            guard case .object(let object) = value else { return "" }
+            return object.keys.sorted().map { name -> String in
+                let text: String
+                switch object[name]! {
+                case .string(let s): text = s
+                case let other: text = String(decoding: other.jsonData(), as: UTF8.self)
+                }
+                return "\(name) \(text)"
+            }.joined(separator: " · ")
+        }
+        let attributes = fields(activity.attributes)
+        var body = fields(activity.content.state)
+        if activity.state != .active { body += " (\(activity.state.rawValue))" }
+        let hints: [(String, DBusConnection.Hint)] = [
+            ("urgency", .byte(0)), ("resident", .boolean(true)), ("suppress-sound", .boolean(true)),
+            ("category", .string("x-herald.live-activity")),
+        ]
+        let reply = try bus.call(
+            destination: Self.service, path: Self.path, interface: Self.service, method: "Notify",
+            [
+                .string(InstalledApp.displayName(of: activity.app)), .uint32(replaces), .string(""),
+                .string(attributes.isEmpty ? activity.attributesType : attributes), .string(body), .strings([]),
+                .hints(hints), .int32(0),
+            ])
+        guard case .uint32(let id)? = reply.first else { return }
+        state.withLock { state in
+            if replaces != 0 { state.shown[replaces] = nil }
+            // Closing an activity's notification is no answer to anything: it stays marked answered.
+            state.answered.insert(id)
             state.shown[id] = key
         }
     }
