@@ -207,10 +207,12 @@ import Testing
         #expect(activityHints["resident"] as? Bool == true && activityHints["urgency"] as? Int == 0, "\(activityHints)")
         _ = try herald(["app", "dev.herald.tea", "activity-update", id, "--content-state", #"{"left":1}"#])
         try eventually("the activity replaced") { calls().count == 5 }
-        #expect(calls()[4]["replaces_id"] as? Int == activity["id"] as? Int && calls()[4]["body"] as? String == "left 1")
+        #expect(
+            calls()[4]["replaces_id"] as? Int == activity["id"] as? Int && calls()[4]["body"] as? String == "left 1")
         _ = try herald(["app", "dev.herald.tea", "activity-end", id, "--dismissal", "immediate"])
         try eventually("the activity closed") { calls().count == 6 }
-        #expect(calls()[5]["call"] as? String == "CloseNotification" && calls()[5]["id"] as? Int == activity["id"] as? Int)
+        #expect(
+            calls()[5]["call"] as? String == "CloseNotification" && calls()[5]["id"] as? Int == activity["id"] as? Int)
         #expect(desktop.stop() == 0)
     }
 }
