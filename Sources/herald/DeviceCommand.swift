@@ -183,6 +183,10 @@ struct DeviceInstall: AsyncParsableCommand {
     var libraryDir: String?
     @Option(name: .long, help: "The aps-environment entitlement: development or production.")
     var apsEnvironment: APNsEnvironment?
+    @Flag(
+        name: .long,
+        help: "NSSupportsLiveActivitiesFrequentUpdates: 60 priority-10 activity updates an hour instead of 10.")
+    var frequentActivityUpdates = false
     @OptionGroup var device: DeviceLocation
     @Flag(name: .long, help: "Print the result as JSON.")
     var json = false
@@ -195,6 +199,7 @@ struct DeviceInstall: AsyncParsableCommand {
         if let bundleDir { body["bundleDirectory"] = URL(fileURLWithPath: bundleDir).standardizedFileURL.path }
         if let libraryDir { body["libraryDirectory"] = URL(fileURLWithPath: libraryDir).standardizedFileURL.path }
         if let apsEnvironment { body["apsEnvironment"] = apsEnvironment.rawValue }
+        if frequentActivityUpdates { body["supportsFrequentActivityUpdates"] = true }
         let app = try await device.client().json("POST", "/apps", body) as? [String: Any] ?? [:]
         if json { return try printJSONObject(app) }
         print("installed \(bundleID)" + ((app["token"] as? String).map { "; device token \($0)" } ?? ""))

@@ -117,6 +117,20 @@ import Testing
         #expect(try herald(["app", demo, "activities"] + up.device) == "no activities")
         let refused = try up.herald(["app", demo, "activity-update", id, "--content-state", "{}"] + up.device)
         #expect(refused.status != 0 && refused.stderr.contains("ActivityKit notFound"), "\(refused.stderr)")
+
+        // The user turns the app's Live Activities off in Settings: a new one is denied.
+        let off = try curl([
+            "-X", "PATCH", "-d", #"{"liveActivitiesAllowed":false}"#,
+            (up.info["deviceAPI"] ?? "") + "/apps/\(demo)/settings",
+        ])
+        #expect(off.status == 200 && off.json?["liveActivitiesAllowed"] as? Bool == false, "\(off.body)")
+        let denied = try up.herald(["app", demo, "activity-start", "--push-type", "none"] + up.device)
+        #expect(denied.status != 0 && denied.stderr.contains("ActivityKit denied"), "\(denied.stderr)")
+        // An app declaring NSSupportsLiveActivitiesFrequentUpdates.
+        let frequent = try herald(
+            ["device", "install", "dev.herald.busy", "--frequent-activity-updates", "--json"] + up.device)
+        let installed = try JSONSerialization.jsonObject(with: Data(frequent.utf8)) as? [String: Any]
+        #expect(installed?["supportsFrequentActivityUpdates"] as? Bool == true, "\(frequent)")
     }
 }
 

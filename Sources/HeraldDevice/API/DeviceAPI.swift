@@ -23,6 +23,8 @@ public struct DeviceAPI: Sendable {
         var bundleDirectory: String?
         var libraryDirectory: String?
         var apsEnvironment: APNsEnvironment?
+        /// `NSSupportsLiveActivitiesFrequentUpdates`: the larger hourly budget of activity updates.
+        var supportsFrequentActivityUpdates: Bool?
         /// Installed already authorized for these options (`alert`, `sound`, …), as if the user had
         /// allowed the app's request: its own request then gets that answer without a dialog.
         var authorized: [String]?
@@ -46,6 +48,7 @@ public struct DeviceAPI: Sendable {
         var bundleDirectory: String?
         var libraryDirectory: String?
         var apsEnvironment: APNsEnvironment?
+        var supportsFrequentActivityUpdates: Bool
         var state: AppRunState
         var badge: Int
         var authorizationStatus: AuthorizationStatus
@@ -88,6 +91,8 @@ public struct DeviceAPI: Sendable {
         var alertStyle: AlertStyle?
         var showPreviewsSetting: ShowPreviewsSetting?
         var locationAuthorized: Bool?
+        /// The user's switch for the app's Live Activities (off ends them).
+        var liveActivitiesAllowed: Bool?
 
         func apply(to s: inout NotificationSettings) {
             if let v = authorizationStatus { s.authorizationStatus = v }
@@ -107,6 +112,13 @@ public struct DeviceAPI: Sendable {
     struct SettingsView: Codable {
         var settings: NotificationSettings
         var locationAuthorized: Bool
+        var liveActivitiesAllowed: Bool
+
+        init(_ record: AppRecord) {
+            settings = record.settings
+            locationAuthorized = record.locationAuthorized
+            liveActivitiesAllowed = record.liveActivities.allowed
+        }
     }
 
     struct RespondBody: Codable {
@@ -163,7 +175,8 @@ public struct DeviceAPI: Sendable {
                     InstalledApp(
                         bundleID: body.bundleID, bundleDirectory: body.bundleDirectory,
                         libraryDirectory: body.libraryDirectory, executable: body.executable,
-                        apsEnvironment: body.apsEnvironment))
+                        apsEnvironment: body.apsEnvironment,
+                        supportsFrequentActivityUpdates: body.supportsFrequentActivityUpdates))
                 if let authorized {
                     try await service.apply(
                         .authorizationAnswered(app: body.bundleID, options: authorized, granted: true))
@@ -223,7 +236,7 @@ public struct DeviceAPI: Sendable {
         }
         router.get("/apps/{app}/settings") { _, context in
             let record = try await Self.record(context.parameters.require("app"), service)
-            return Self.json(SettingsView(settings: record.settings, locationAuthorized: record.locationAuthorized))
+            return Self.json(SettingsView(record))
         }
         router.patch("/apps/{app}/settings") { request, context in
             let app = try context.parameters.require("app")
@@ -235,9 +248,12 @@ public struct DeviceAPI: Sendable {
                 if let allowed = body.locationAuthorized {
                     try await service.apply(.setLocationAuthorization(app: app, allowed: allowed))
                 }
+                if let allowed = body.liveActivitiesAllowed {
+                    try await service.applyActivity(.setAllowed(app: app, allowed: allowed))
+                }
             }
             let record = try await Self.record(app, service)
-            return Self.json(SettingsView(settings: record.settings, locationAuthorized: record.locationAuthorized))
+            return Self.json(SettingsView(record))
         }
         router.get("/apps/{app}/badge") { _, context in
             Self.json(BadgeView(badge: try await Self.record(context.parameters.require("app"), service).badge))
@@ -318,7 +334,9 @@ public struct DeviceAPI: Sendable {
         AppView(
             bundleID: record.app.bundleID, executable: record.app.executable,
             bundleDirectory: record.app.bundleDirectory, libraryDirectory: record.app.libraryDirectory,
-            apsEnvironment: record.app.apsEnvironment, state: record.runState, badge: record.badge,
+            apsEnvironment: record.app.apsEnvironment,
+            supportsFrequentActivityUpdates: record.app.supportsFrequentActivityUpdates ?? false,
+            state: record.runState, badge: record.badge,
             authorizationStatus: record.settings.authorizationStatus,
             token: await service.token(of: record.app.bundleID), pending: record.pending.count,
             delivered: record.delivered.count)
@@ -330,6 +348,8 @@ public struct DeviceAPI: Sendable {
             try await body()
         } catch let error as NotificationError {
             throw HTTPError(.badRequest, message: "\(AppLink.notificationErrorDomain) \(error.code.rawValue): \(error)")
+        } catch let error as ActivityError {
+            throw HTTPError(.badRequest, message: "\(AppLinkFailure.activityErrorDomain) \(error)")
         } catch let error as HTTPError {
             throw error
         } catch let error as LocalizationError {
