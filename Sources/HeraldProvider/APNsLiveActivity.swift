@@ -15,22 +15,8 @@ public struct APNsLiveActivity: Sendable, Equatable {
         case end
     }
 
-    /// An alert shown with the update, under the user's settings.
-    public struct Alert: Sendable, Equatable {
-        /// The title.
-        public var title: String?
-        /// The body.
-        public var body: String?
-        /// The sound: `default` or a file name.
-        public var sound: String?
-
-        /// Creates an alert.
-        public init(title: String? = nil, body: String? = nil, sound: String? = nil) {
-            self.title = title
-            self.body = body
-            self.sound = sound
-        }
-    }
+    /// An alert shown with the update, under the user's settings (title, body, sound).
+    public typealias Alert = ActivityAlert
 
     /// What the push does.
     public var event: Event

@@ -40,6 +40,24 @@ import Testing
         e.apps[Self.app]?.liveActivities.activities[id]
     }
 
+    /// Starts activity `id` with push type `.token` and gives it `token`.
+    func started(_ e: inout DeviceEngine, _ id: String, token: String) throws {
+        _ = try e.handleActivity(.request(app: Self.app, id: id, request: request()), now: Self.t0)
+        _ = try e.handleActivity(.tokenIssued(app: Self.app, id: id, token: token), now: Self.t0)
+    }
+
+    /// Priority-10 updates to `token`, the i-th one second after t0 with `stop` i and timestamp t0 + i.
+    func updates(_ e: inout DeviceEngine, _ range: ClosedRange<Int>, token: String, prefix: String) throws {
+        let base = Int(Self.t0.timeIntervalSince1970)
+        for i in range {
+            _ = try e.handleActivity(
+                .push(
+                    app: Self.app, payload: try update(i, at: base + i), apnsID: "\(prefix)\(i)", priority: .immediate,
+                    token: token),
+                now: Self.t0.addingTimeInterval(Double(i)))
+        }
+    }
+
     @Test func aTokenActivityGetsItsTokenAndTakesNewerUpdatesOnly() throws {
         var e = try engine()
         let started = try e.handleActivity(.request(app: Self.app, id: "A", request: request()), now: Self.t0)
@@ -99,10 +117,8 @@ import Testing
 
     @Test func anEndByPushDismissesAtItsDateAndGivesTheTokenUp() throws {
         var e = try engine()
-        _ = try e.handleActivity(.request(app: Self.app, id: "A", request: request()), now: Self.t0)
-        _ = try e.handleActivity(.tokenIssued(app: Self.app, id: "A", token: "aa"), now: Self.t0)
-        _ = try e.handleActivity(.request(app: Self.app, id: "B", request: request()), now: Self.t0)
-        _ = try e.handleActivity(.tokenIssued(app: Self.app, id: "B", token: "bb"), now: Self.t0)
+        try started(&e, "A", token: "aa")
+        try started(&e, "B", token: "bb")
         let stamp = Int(Self.t0.timeIntervalSince1970)
         // A dismissal date in the past: removed at once.
         let past = try e.handleActivity(
@@ -128,16 +144,9 @@ import Testing
 
     @Test func priorityTenUpdatesPastTheHourlyBudgetWaitForRoom() throws {
         var e = try engine()
-        _ = try e.handleActivity(.request(app: Self.app, id: "A", request: request()), now: Self.t0)
-        _ = try e.handleActivity(.tokenIssued(app: Self.app, id: "A", token: "aa"), now: Self.t0)
+        try started(&e, "A", token: "aa")
         let base = Int(Self.t0.timeIntervalSince1970)
-        for i in 1...10 {
-            _ = try e.handleActivity(
-                .push(
-                    app: Self.app, payload: try update(i, at: base + i), apnsID: "u\(i)", priority: .immediate,
-                    token: "aa"),
-                now: Self.t0.addingTimeInterval(Double(i)))
-        }
+        try updates(&e, 1...10, token: "aa", prefix: "u")
         #expect(activity(e, "A")?.content.state == .object(["stop": .int(10)]))
         // The eleventh within the hour is held; a newer one replaces it; priority 5 is not counted.
         let held = try e.handleActivity(
@@ -164,30 +173,15 @@ import Testing
 
         // With frequent updates the budget is 60.
         var f = try engine(frequent: true)
-        _ = try f.handleActivity(.request(app: Self.app, id: "F", request: request()), now: Self.t0)
-        _ = try f.handleActivity(.tokenIssued(app: Self.app, id: "F", token: "ff"), now: Self.t0)
-        for i in 1...60 {
-            _ = try f.handleActivity(
-                .push(
-                    app: Self.app, payload: try update(i, at: base + i), apnsID: "f\(i)", priority: .immediate,
-                    token: "ff"),
-                now: Self.t0.addingTimeInterval(Double(i)))
-        }
+        try started(&f, "F", token: "ff")
+        try updates(&f, 1...60, token: "ff", prefix: "f")
         #expect(f.apps[Self.app]?.liveActivities.activities["F"]?.content.state == .object(["stop": .int(60)]))
     }
 
     @Test func aHeldUpdateIsAppliedWhenTheBudgetHasRoom() throws {
         var e = try engine()
-        _ = try e.handleActivity(.request(app: Self.app, id: "A", request: request()), now: Self.t0)
-        _ = try e.handleActivity(.tokenIssued(app: Self.app, id: "A", token: "aa"), now: Self.t0)
-        let base = Int(Self.t0.timeIntervalSince1970)
-        for i in 1...11 {
-            _ = try e.handleActivity(
-                .push(
-                    app: Self.app, payload: try update(i, at: base + i), apnsID: "u\(i)", priority: .immediate,
-                    token: "aa"),
-                now: Self.t0.addingTimeInterval(Double(i)))
-        }
+        try started(&e, "A", token: "aa")
+        try updates(&e, 1...11, token: "aa", prefix: "u")
         #expect(activity(e, "A")?.content.state == .object(["stop": .int(10)]))
         let released = e.advance(to: Self.t0.addingTimeInterval(3601))
         #expect(released.compactMap(\.activity).first?.content.state == .object(["stop": .int(11)]))

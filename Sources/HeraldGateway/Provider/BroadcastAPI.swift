@@ -29,20 +29,13 @@ public struct BroadcastAPI: Sendable {
     func handle(
         _ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date
     ) -> ChannelAPI.Answer {
-        let requestID = request.requestID ?? RandomUUID.timeOrderedLowercaseString(at: now)
+        let answering = ChannelAPI.Answering(request, now: now)
+        if let refusal = answering.refusal { return refusal }
+        let requestID = answering.requestID
         func fail(_ reason: BroadcastReason, _ note: String? = nil) -> ChannelAPI.Answer {
-            .respond(.requestError(reason, requestID: requestID, note: note))
+            answering.fail(reason, note)
         }
-        func fail(_ reason: APNsReason, _ note: String? = nil) -> ChannelAPI.Answer {
-            .respond(.requestError(reason, requestID: requestID, note: note))
-        }
-        if let given = request.requestID, !ProviderChecks.isCanonicalUUID(given) {
-            return .respond(
-                .requestError(
-                    .badRequestParams, requestID: RandomUUID.timeOrderedLowercaseString(at: now),
-                    note: "apns-request-id is not a UUID"))
-        }
-        if request.duplicateHeader != nil { return fail(.duplicateHeaders) }
+        func fail(_ reason: APNsReason, _ note: String? = nil) -> ChannelAPI.Answer { answering.fail(reason, note) }
         guard let bundleID = Self.bundleID(path: request.path) else { return fail(.badPath) }
         guard request.method == "POST" else { return fail(.methodNotAllowed) }
         if shuttingDown.isSet { return fail(.shutdown) }

@@ -32,23 +32,42 @@ public struct ChannelAPI: Sendable {
         case perform(@Sendable () async -> ProviderResponse)
     }
 
-    func handle(
-        _ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date
-    ) -> Answer {
-        let requestID = request.requestID ?? RandomUUID.timeOrderedLowercaseString(at: now)
+    /// How the channel management and broadcast APIs answer a request: under its `apns-request-id`
+    /// (the provider's, or a new one), refusing at once one whose `apns-request-id` is no UUID or
+    /// that has a header twice.
+    struct Answering {
+        let requestID: String
+        /// The refusal, when the request goes no further.
+        private(set) var refusal: Answer?
+
+        init(_ request: ProviderRequest, now: Date) {
+            if let given = request.requestID, !ProviderChecks.isCanonicalUUID(given) {
+                requestID = RandomUUID.timeOrderedLowercaseString(at: now)
+                refusal = .respond(
+                    .requestError(.badRequestParams, requestID: requestID, note: "apns-request-id is not a UUID"))
+                return
+            }
+            requestID = request.requestID ?? RandomUUID.timeOrderedLowercaseString(at: now)
+            if request.duplicateHeader != nil { refusal = fail(.duplicateHeaders) }
+        }
+
         func fail(_ reason: BroadcastReason, _ note: String? = nil) -> Answer {
             .respond(.requestError(reason, requestID: requestID, note: note))
         }
+
         func fail(_ reason: APNsReason, _ note: String? = nil) -> Answer {
             .respond(.requestError(reason, requestID: requestID, note: note))
         }
-        if let given = request.requestID, !ProviderChecks.isCanonicalUUID(given) {
-            return .respond(
-                .requestError(
-                    .badRequestParams, requestID: RandomUUID.timeOrderedLowercaseString(at: now),
-                    note: "apns-request-id is not a UUID"))
-        }
-        if request.duplicateHeader != nil { return fail(.duplicateHeaders) }
+    }
+
+    func handle(
+        _ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date
+    ) -> Answer {
+        let answering = Answering(request, now: now)
+        if let refusal = answering.refusal { return refusal }
+        let requestID = answering.requestID
+        func fail(_ reason: BroadcastReason, _ note: String? = nil) -> Answer { answering.fail(reason, note) }
+        func fail(_ reason: APNsReason, _ note: String? = nil) -> Answer { answering.fail(reason, note) }
 
         guard let (bundleID, target) = Self.parse(path: request.path) else { return fail(.badPath) }
         switch (target, request.method) {
