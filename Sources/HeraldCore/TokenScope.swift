@@ -10,8 +10,13 @@ public enum TokenScope: Sendable, Hashable, Codable, CustomStringConvertible {
     /// (ActivityKit's `pushToStartToken`).
     case pushToStart(String)
 
-    /// Reads `activity:<id>` or `push-to-start:<type>` (the part after the colon not empty).
+    /// The longest scope text taken, in bytes (an activity's UUID or a type name is far shorter).
+    public static let maximumLength = 256
+
+    /// Reads `activity:<id>` or `push-to-start:<type>` (the part after the colon not empty, the
+    /// whole at most ``maximumLength`` bytes).
     public init?(rawValue: String) {
+        guard rawValue.utf8.count <= Self.maximumLength else { return nil }
         if rawValue.hasPrefix("activity:"), rawValue.count > "activity:".count {
             self = .activity(String(rawValue.dropFirst("activity:".count)))
         } else if rawValue.hasPrefix("push-to-start:"), rawValue.count > "push-to-start:".count {

@@ -60,6 +60,7 @@ import Testing
         )
         #expect(TokenScope(rawValue: "activity:") == nil && TokenScope(rawValue: "other:x") == nil)
         #expect(TokenScope(rawValue: "push-to-start:Trip") == .pushToStart("Trip"))
+        #expect(TokenScope(rawValue: "activity:" + String(repeating: "a", count: 300)) == nil)
         let badScope = #"{"type":"registerScope","topic":"t","environment":"development","scope":"nope"}"#
         #expect(throws: LinkMessageError.self) { try LinkMessage(json: Data(badScope.utf8)) }
         let missing = #"{"type":"subscribe","topic":"com.example.a","environment":"development"}"#
