@@ -59,6 +59,19 @@ try:
     driver.save_screenshot(os.path.join(SHOTS, "web-device-activity.png"))
     emit(step="updated", state=text(card(first) + " .activity-state"))
 
+    step = "alert"
+    # Unlocked, an update's alert is a banner (locked, the card itself is the alert).
+    request = urllib.request.Request(DEVICE.rstrip("/") + "/lock", data=b'{"locked":false}', method="PUT")
+    urllib.request.urlopen(request, timeout=10).read()
+    app("activity-update", first, "--content-state", '{"stop":1,"eta":"12:20"}', "--title", "Almost there",
+        "--body", "One stop left", "--sound", "default")
+    visible(f'#banner .activity-alert[data-activity="{first}"]')
+    emit(step="alert", title=text("#banner .card-title"), body=text("#banner .card-body"),
+         sounds=driver.execute_script("return window.heraldSounds.map(s => s.sound)"))
+    request = urllib.request.Request(DEVICE.rstrip("/") + "/lock", data=b'{"locked":true}', method="PUT")
+    urllib.request.urlopen(request, timeout=10).read()
+    visible("#lock-screen")
+
     step = "ended"
     app("activity-end", first, "--dismissal", str(int(time.time()) + 3600))
     # Read in one script: the list is rebuilt on every change, so an element found earlier goes stale.

@@ -209,10 +209,19 @@ import Testing
         try eventually("the activity replaced") { calls().count == 5 }
         #expect(
             calls()[4]["replaces_id"] as? Int == activity["id"] as? Int && calls()[4]["body"] as? String == "left 1")
+        // An update with an alert: the activity replaced, and the alert a notification of its own.
+        _ = try herald([
+            "app", "dev.herald.tea", "activity-update", id, "--content-state", #"{"left":0}"#, "--title", "Brewed",
+            "--body", "Pour now", "--sound", "default",
+        ])
+        try eventually("the alert") { calls().count == 7 }
+        let alert = try #require(calls().first { $0["summary"] as? String == "Brewed" })
+        #expect(alert["body"] as? String == "Pour now" && alert["replaces_id"] as? Int == 0, "\(alert)")
+        #expect((alert["hints"] as? [String: Any])?["sound-name"] as? String == "message-new-instant")
         _ = try herald(["app", "dev.herald.tea", "activity-end", id, "--dismissal", "immediate"])
-        try eventually("the activity closed") { calls().count == 6 }
+        try eventually("the activity closed") { calls().count == 8 }
         #expect(
-            calls()[5]["call"] as? String == "CloseNotification" && calls()[5]["id"] as? Int == activity["id"] as? Int)
+            calls()[7]["call"] as? String == "CloseNotification" && calls()[7]["id"] as? Int == activity["id"] as? Int)
         #expect(desktop.stop() == 0)
     }
 }

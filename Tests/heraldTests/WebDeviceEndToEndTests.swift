@@ -146,6 +146,9 @@ import Testing
         #expect(started["attributes"] as? String == "order A-17", "\(started)")
         #expect(started["state"] as? String == "eta 12:40 · stop 5")
         #expect(steps["updated"]?["state"] as? String == "eta 12:25 · stop 2")
+        let alert = try #require(steps["alert"])
+        #expect(alert["title"] as? String == "Almost there" && alert["body"] as? String == "One stop left", "\(alert)")
+        #expect(alert["sounds"] as? [String] == ["default"], "the demo app's sounds are allowed")
         let ended = try #require(steps["ended"])
         #expect(
             ended["badge"] as? String == "ended" && ended["foot"] as? String == "leaves the screen in 1h", "\(ended)")

@@ -71,10 +71,14 @@ extension DeviceService {
                 }
             case .activityAlert(let app, let id, let alert, let sound):
                 let heard = sound.map { " (sound \($0 == .default ? "default" : "\($0)"))" } ?? " (silent)"
+                // The entry carries the activity with the alert as shown: its sound only when it plays.
+                var shown = engine.apps[app]?.liveActivities.activities[id]
+                shown?.alert = ActivityAlert(
+                    title: alert.title, body: alert.body, sound: sound == nil ? nil : alert.sound ?? "default")
                 note(
                     .activityAlert, app: app, id,
                     "activity \(id) alert: \([alert.title, alert.body].compactMap { $0 }.joined(separator: " — "))"
-                        + heard)
+                        + heard, activity: shown)
             case .activityNote(let app, let id, let text):
                 note(.activity, app: app, id, "activity \(id): \(text)")
             case .requestActivityToken(let app, let id):

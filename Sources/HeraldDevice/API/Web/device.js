@@ -503,6 +503,29 @@ async function arrived(entry) {
   }
 }
 
+// A Live Activity's alert: locked, its card on the lock screen is the alert; unlocked, a banner.
+// Its sound plays when the settings let it (the daemon sends the sound only then).
+function activityAlert(a) {
+  if (a.alert.sound) {
+    audio = audio || new AudioContext();
+    defaultTone(audio);
+    window.heraldSounds.push({ app: a.app, identifier: a.id, sound: a.alert.sound, played: "default", note: null });
+  }
+  if (screen.locked) return;
+  // A copy without the card's listeners: an activity's alert is no notification to open or answer.
+  const node = card({
+    app: a.app, appName: appName(a.app), identifier: a.id, title: a.alert.title || "", subtitle: "",
+    body: a.alert.body || "", date: a.updatedAt, alertAction: "", launchImageName: "",
+  }, [], {}).cloneNode(true);
+  node.classList.add("activity-alert");
+  node.dataset.activity = a.id;
+  node.addEventListener("click", () => $("banner").classList.add("hidden"));
+  $("banner").replaceChildren(node);
+  $("banner").classList.remove("hidden");
+  clearTimeout(bannerTimer);
+  bannerTimer = setTimeout(() => $("banner").classList.add("hidden"), 5000);
+}
+
 function listen() {
   const events = new EventSource("/events");
   events.onopen = () => {
@@ -517,6 +540,7 @@ function listen() {
     const entry = JSON.parse(message.data);
     await refresh();
     if (entry.kind === "presented" && entry.presentation) arrived(entry);
+    if (entry.kind === "activityAlert" && entry.activity && entry.activity.alert) activityAlert(entry.activity);
   };
 }
 

@@ -15,6 +15,7 @@ public final class DesktopPresenter: Presenter {
     enum Job {
         case show(DeviceLogEntry)
         case activity(LiveActivity)
+        case activityAlert(LiveActivity)
         case close([UInt32])
     }
 
@@ -100,6 +101,9 @@ public final class DesktopPresenter: Presenter {
                     state.jobs.append(.activity(activity))
                 }
             }
+        case .activityAlert:
+            guard let activity = entry.activity, activity.alert != nil else { return }
+            state.withLock { $0.jobs.append(.activityAlert(activity)) }
         case .removed:
             let removed = Set(entry.identifiers ?? entry.identifier.map { [$0] } ?? [])
             state.withLock { state in
@@ -135,6 +139,7 @@ public final class DesktopPresenter: Presenter {
                     switch job {
                     case .show(let entry): try notify(bus, entry)
                     case .activity(let activity): try notify(bus, activity)
+                    case .activityAlert(let activity): try alert(bus, activity)
                     case .close(let ids):
                         for id in ids {
                             _ = try bus.call(
@@ -238,6 +243,27 @@ public final class DesktopPresenter: Presenter {
             state.answered.insert(id)
             state.shown[id] = key
         }
+    }
+
+    /// An activity's alert: a notification of its own that comes and goes like a banner, with the
+    /// sound when the settings let it play.
+    private func alert(_ bus: DBusConnection, _ activity: LiveActivity) throws {
+        guard let alert = activity.alert else { return }
+        var hints: [(String, DBusConnection.Hint)] = [("urgency", .byte(1))]
+        if alert.sound != nil {
+            hints.append(("sound-name", .string("message-new-instant")))
+        } else {
+            hints.append(("suppress-sound", .boolean(true)))
+        }
+        let reply = try bus.call(
+            destination: Self.service, path: Self.path, interface: Self.service, method: "Notify",
+            [
+                .string(InstalledApp.displayName(of: activity.app)), .uint32(0), .string(""),
+                .string(alert.title ?? InstalledApp.displayName(of: activity.app)), .string(alert.body ?? ""),
+                .strings([]), .hints(hints), .int32(-1),
+            ])
+        // Not an answerable notification: its closing or clicking is nobody's response.
+        if case .uint32(let id)? = reply.first { state.withLock { _ = $0.answered.insert(id) } }
     }
 
     private func handle(_ signal: DBusConnection.Signal, responder: @escaping Responder) {
