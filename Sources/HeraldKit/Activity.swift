@@ -73,11 +73,13 @@ public final class Activity<Attributes: ActivityAttributes>: Sendable, Identifia
     public var updates: AsyncStream<LiveActivity> {
         let (stream, continuation) = AsyncStream.makeStream(of: LiveActivity.self)
         let id = self.id
-        center.observeActivity(id, since: created) { [weak self] activity in
+        let observer = center.observeActivity(id, since: created) { [weak self] activity in
             self?.current.withLock { $0 = activity }
             continuation.yield(activity)
             if activity.state == .dismissed { continuation.finish() }
         }
+        // A reader that stops (or a stream finished) leaves no observer behind.
+        continuation.onTermination = { [center] _ in center.stopObserving(observer) }
         return stream
     }
 
@@ -162,9 +164,10 @@ public final class Activity<Attributes: ActivityAttributes>: Sendable, Identifia
     /// token; ActivityKit's `activityUpdates`).
     public static func activityUpdates(center: UserNotificationCenter) -> AsyncStream<Activity<Attributes>> {
         let (stream, continuation) = AsyncStream.makeStream(of: Activity<Attributes>.self)
-        center.observeNewActivities(Attributes.typeName) { activity in
+        let observer = center.observeNewActivities(Attributes.typeName) { activity in
             if let made = try? Activity(activity, center: center) { continuation.yield(made) }
         }
+        continuation.onTermination = { _ in center.stopObserving(observer) }
         return stream
     }
 

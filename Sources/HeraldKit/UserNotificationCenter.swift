@@ -84,8 +84,9 @@ public final class UserNotificationCenter: Sendable {
         var launchWorkWaiters: [CheckedContinuation<Void, Never>] = []
         /// Live Activities: who watches one activity, who watches for new ones of a type, and the
         /// ids already seen (a change of an unseen one is a new activity).
-        var activityObservers: [String: [@Sendable (LiveActivity) -> Void]] = [:]
-        var newActivityObservers: [String: [@Sendable (LiveActivity) -> Void]] = [:]
+        var activityObservers: [String: [Int: @Sendable (LiveActivity) -> Void]] = [:]
+        var newActivityObservers: [String: [Int: @Sendable (LiveActivity) -> Void]] = [:]
+        var nextObserver = 0
         var knownActivities: Set<String> = []
         /// Each activity as the daemon last told of it.
         var latestActivities: [String: LiveActivity] = [:]
@@ -295,8 +296,8 @@ public final class UserNotificationCenter: Sendable {
                 let fresh = shared.knownActivities.insert(activity.id).inserted
                 shared.latestActivities[activity.id] = activity
                 let watchers =
-                    (shared.activityObservers[activity.id] ?? [])
-                    + (fresh ? shared.newActivityObservers[activity.attributesType] ?? [] : [])
+                    Array((shared.activityObservers[activity.id] ?? [:]).values)
+                    + (fresh ? Array((shared.newActivityObservers[activity.attributesType] ?? [:]).values) : [])
                 if activity.state == .dismissed { shared.activityObservers[activity.id] = nil }
                 return watchers
             }
@@ -512,13 +513,40 @@ public final class UserNotificationCenter: Sendable {
     /// Calls `handler` with every change of one activity from now on (until it is dismissed), and
     /// first, at once, with the activity as last told if that is not `since`: nothing is missed
     /// between the snapshot a caller holds and its observing.
-    func observeActivity(_ id: String, since: LiveActivity, _ handler: @escaping @Sendable (LiveActivity) -> Void) {
+    /// Returns what ``stopObserving(_:)`` takes.
+    func observeActivity(_ id: String, since: LiveActivity, _ handler: @escaping @Sendable (LiveActivity) -> Void)
+        -> Int
+    {
         shared.withLock { shared in
             shared.knownActivities.insert(id)
+            shared.nextObserver += 1
             if let latest = shared.latestActivities[id], latest != since { handler(latest) }
             if shared.latestActivities[id]?.state != .dismissed {
-                shared.activityObservers[id, default: []].append(handler)
+                shared.activityObservers[id, default: [:]][shared.nextObserver] = handler
             }
+            return shared.nextObserver
+        }
+    }
+
+    /// Ends an observation (its stream's reader went away).
+    func stopObserving(_ observer: Int) {
+        shared.withLock { shared in
+            for id in Array(shared.activityObservers.keys) {
+                shared.activityObservers[id]?[observer] = nil
+                if shared.activityObservers[id]?.isEmpty == true { shared.activityObservers[id] = nil }
+            }
+            for type in Array(shared.newActivityObservers.keys) {
+                shared.newActivityObservers[type]?[observer] = nil
+                if shared.newActivityObservers[type]?.isEmpty == true { shared.newActivityObservers[type] = nil }
+            }
+        }
+    }
+
+    /// How many observations are live (for tests: streams whose readers left leave none behind).
+    var activityObserverCount: Int {
+        shared.withLock { shared in
+            shared.activityObservers.values.map(\.count).reduce(0, +)
+                + shared.newActivityObservers.values.map(\.count).reduce(0, +)
         }
     }
 
@@ -526,8 +554,12 @@ public final class UserNotificationCenter: Sendable {
     func latestActivity(_ id: String) -> LiveActivity? { shared.withLock { $0.latestActivities[id] } }
 
     /// Calls `handler` with each activity of a type the device starts from now on.
-    func observeNewActivities(_ type: String, _ handler: @escaping @Sendable (LiveActivity) -> Void) {
-        shared.withLock { $0.newActivityObservers[type, default: []].append(handler) }
+    func observeNewActivities(_ type: String, _ handler: @escaping @Sendable (LiveActivity) -> Void) -> Int {
+        shared.withLock { shared in
+            shared.nextObserver += 1
+            shared.newActivityObservers[type, default: [:]][shared.nextObserver] = handler
+            return shared.nextObserver
+        }
     }
 
     static func unexpected(_ call: String) -> AppLinkFailure {

@@ -322,6 +322,19 @@ struct LinkHarness {
         #expect(again.registrations.first { $0.scope == activity }?.token == scoped, "\(again.registrations)")
         #expect(again.registrations.first { $0.scope == nil }?.token == app)
 
+        // At most 64 live scoped tokens per app: the next is refused until one is given up.
+        for i in 0..<(GatewayDirectory.scopedTokenLimit - 2) {
+            _ = try await again.token(topic: Fixture.bundle, scope: .activity("more-\(i)"))
+        }
+        do {
+            _ = try await again.token(topic: Fixture.bundle, scope: .activity("one-too-many"))
+            Issue.record("a 65th scoped token was issued")
+        } catch let failure as GatewayLinkClient.Failure {
+            #expect(failure.code == .refused && failure.message.contains("holds 64 scoped tokens"), "\(failure)")
+        }
+        try await again.releaseToken(topic: Fixture.bundle, scope: .activity("more-0"))
+        _ = try await again.token(topic: Fixture.bundle, scope: .activity("one-too-many"))
+
         try await again.releaseToken(topic: Fixture.bundle, scope: activity)
         #expect(h.reason(of: scoped) == .unregistered)
         #expect(h.reason(of: app) == nil)

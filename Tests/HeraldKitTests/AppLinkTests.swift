@@ -1,5 +1,5 @@
 import Foundation
-import HeraldKit
+@testable import HeraldKit
 import HeraldTesting
 import Synchronization
 import Testing
@@ -340,5 +340,54 @@ extension DeviceService {
     /// of the socket, after the client closed).
     func waitUntilNotRunning(_ app: String) async {
         while runState(of: app) != .notRunning { await Task.yield() }
+    }
+}
+
+/// HeraldKit's `Activity` against the in-process daemon (docs/live-activities.md).
+@Suite struct ActivityKitShapeTests {
+    struct Brew: ActivityAttributes {
+        struct ContentState: Codable, Hashable, Sendable { var left: Int }
+        var pot: String
+    }
+
+    @Test func anActivitysStreamsFollowItsChangesAndLeaveNoObserverBehind() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "k"))
+        let center = try await device.connect("k", .foreground)
+        let activity = try await Activity.request(
+            attributes: Brew(pot: "green"), content: ActivityContent(state: .init(left: 3), staleDate: nil),
+            center: center)
+        #expect(activity.attributes.pot == "green" && activity.activityState == .active)
+        #expect(try activity.content.state.left == 3)
+        let states = activity.activityStateUpdates
+        let seen = Task {
+            var lefts: [Int] = []
+            // The stream is the task's alone: it goes (and its observation) when the task stops reading.
+            for await content in activity.contentUpdates {
+                lefts.append(content.state.left)
+                if lefts.count == 2 { break }
+            }
+            return lefts
+        }
+        let ended = Task {
+            for await state in states where state == .dismissed { return true }
+            return false
+        }
+        try await activity.update(ActivityContent(state: .init(left: 2), staleDate: nil))
+        try await activity.update(ActivityContent(state: .init(left: 1), staleDate: nil))
+        #expect(await seen.value == [2, 1])
+        // The content reader stopped: its observation went with it; the state reader's stays.
+        // (Its end reaches the center a few task hops later: yield until then, a bounded number of times.)
+        for _ in 0..<100_000 where center.activityObserverCount > 1 { await Task.yield() }
+        #expect(center.activityObserverCount == 1)
+        try await activity.end(nil, dismissalPolicy: .immediate)
+        #expect(await ended.value)
+        #expect(activity.activityState == .dismissed)
+        // Dismissed: no observation is left.
+        for _ in 0..<100_000 where center.activityObserverCount > 0 { await Task.yield() }
+        #expect(center.activityObserverCount == 0)
+        #expect(try await Activity<Brew>.activities(center: center).isEmpty)
+        await center.close()
+        await device.stop()
     }
 }

@@ -200,6 +200,11 @@ public struct GatewayDirectory: Sendable {
     /// Registers an app on a device in an environment and returns its token. Registering again
     /// returns the same token; an app registered again after its removal gets its token back and
     /// leaves the feedback list.
+    /// Scoped tokens (Live Activities', push-to-start) one app on one device may hold at once in an
+    /// environment: far more than its activities (5 live) and attributes types need, few enough that
+    /// a device cannot fill the store with them.
+    public static let scopedTokenLimit = 64
+
     public func registerApp(
         device deviceID: String, bundleID: String, environment: APNsEnvironment, scope: TokenScope? = nil, now: Date
     ) async throws -> Registration {
@@ -212,6 +217,16 @@ public struct GatewayDirectory: Sendable {
             scope: scope)
         if let existing = registry.registration(token, in: environment), existing.invalidatedAt == nil {
             return existing
+        }
+        if scope != nil {
+            let held = registry.registrations(device: deviceID).filter {
+                $0.bundleID == bundleID && $0.environment == environment && $0.scope != nil
+            }.count
+            guard held < Self.scopedTokenLimit else {
+                throw Failure(
+                    status: 429,
+                    description: "device \(deviceID) holds \(held) scoped tokens of \(bundleID); give one up first")
+            }
         }
         let registration = Registration(
             token: token, deviceID: deviceID, bundleID: bundleID, environment: environment,

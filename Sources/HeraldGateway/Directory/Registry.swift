@@ -17,6 +17,15 @@ public final class Registry: Sendable {
         var tokens: [APNsEnvironment: [DeviceToken: Registration]] = [.development: [:], .production: [:]]
         /// (device, bundle id, environment, scope) → current token.
         var current: [String: DeviceToken] = [:]
+        /// Every token a device was ever issued, by environment: a device's registrations are read
+        /// on each of its connections, which must not scan every device's.
+        var byDevice: [String: Set<TokenRef>] = [:]
+    }
+
+    /// A token in its environment.
+    struct TokenRef: Hashable {
+        var environment: APNsEnvironment
+        var token: DeviceToken
     }
 
     private let state = Mutex(State())
@@ -63,7 +72,8 @@ public final class Registry: Sendable {
     /// The current, valid registrations of a device (its apps' tokens and their scoped ones).
     public func registrations(device: String) -> [Registration] {
         state.withLock { s in
-            s.tokens.values.flatMap { $0.values }.filter { $0.deviceID == device && $0.invalidatedAt == nil }
+            (s.byDevice[device] ?? []).compactMap { s.tokens[$0.environment]?[$0.token] }
+                .filter { $0.invalidatedAt == nil }
         }.sorted {
             ($0.bundleID, $0.environment.rawValue, $0.scope?.rawValue ?? "")
                 < ($1.bundleID, $1.environment.rawValue, $1.scope?.rawValue ?? "")
@@ -131,6 +141,8 @@ extension Registry.State {
 
     mutating func put(_ registration: Registration) {
         tokens[registration.environment, default: [:]][registration.token] = registration
+        byDevice[registration.deviceID, default: []].insert(
+            Registry.TokenRef(environment: registration.environment, token: registration.token))
         let slot = Registry.slot(
             registration.deviceID, registration.bundleID, registration.environment, registration.scope)
         if registration.invalidatedAt == nil {
