@@ -46,6 +46,8 @@ import Testing
         (#"{"aps":{"interruption-level":"loud"}}"#, "aps.interruption-level"),
         (#"{"aps":{"relevance-score":1.5}}"#, "aps.relevance-score"),
         (#"{"aps":{"event":"pause"}}"#, "aps.event"),
+        (#"{"aps":{"event":"start","timestamp":1,"input-push-token":2}}"#, "aps.input-push-token"),
+        (#"{"aps":{"event":"start","timestamp":1,"input-push-channel":5}}"#, "aps.input-push-channel"),
         (#"{"aps":[]}"#, "aps"),
         (#"[1,2]"#, "payload"),
         (#"{"aps":"#, "payload"),
@@ -107,6 +109,17 @@ import Testing
             try missing.validate(pushType: .liveactivity)
         }
         try Payload(json: #"{"aps":{"timestamp":1,"event":"end"}}"#).validate(pushType: .liveactivity)
+    }
+
+    /// A Live Activity's relevance score is any number (a notification's is 0 to 1), and a start may
+    /// ask for the activity's token or a channel (spec/APNS.md §8).
+    @Test func liveActivityKeysOfAStart() throws {
+        let start = try Payload(
+            json:
+                #"{"aps":{"event":"start","timestamp":1,"relevance-score":75,"input-push-token":1,"input-push-channel":"AQ=="}}"#
+        )
+        #expect(start.aps.relevanceScore == 75 && start.aps.inputPushToken && start.aps.inputPushChannel == "AQ==")
+        #expect(try Payload(json: #"{"aps":{"event":"update","timestamp":1}}"#).aps.inputPushToken == false)
     }
 
     @Test func reasonsAreThirtyTwoWithTheirStatus() {

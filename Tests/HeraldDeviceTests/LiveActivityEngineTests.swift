@@ -140,6 +140,14 @@ import Testing
         #expect(later.contains(.releaseActivityToken(app: Self.app, activityID: "B")))
         #expect(e.nextWake == Self.t0.addingTimeInterval(900))
         #expect(e.advance(to: Self.t0.addingTimeInterval(900)).compactMap(\.activity).map(\.state) == [.dismissed])
+        // None: four hours after the end.
+        try started(&e, "C", token: "cc")
+        let end = Self.t0.addingTimeInterval(1000)
+        _ = try e.handleActivity(
+            .push(
+                app: Self.app, payload: try payload(#"{"aps":{"event":"end","timestamp":\#(stamp + 2)}}"#),
+                apnsID: "e3", priority: .immediate, token: "cc"), now: end)
+        #expect(activity(e, "C")?.state == .ended && activity(e, "C")?.dismissAt == end.addingTimeInterval(4 * 3600))
     }
 
     @Test func priorityTenUpdatesPastTheHourlyBudgetWaitForRoom() throws {

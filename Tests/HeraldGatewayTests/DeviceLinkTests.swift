@@ -474,7 +474,6 @@ func waitUntil(
     let deadline = clock.now + limit
     while try await !condition() {
         guard clock.now < deadline else { throw TestFailure("timed out waiting for \(what)") }
-        // Polling across a socket or a background commit, not letting time pass.
-        try await Task.sleep(for: .milliseconds(5))
+        try await Task.sleep(for: .milliseconds(5))  // polls a socket or a commit, within the deadline
     }
 }

@@ -51,20 +51,8 @@ import Testing
 
         /// Moves bytes between the two until neither has more to send.
         func carry() throws {
-            var moved = true
-            while moved {
-                moved = false
-                // The handler flushes once per turn of its loop: let the turn run.
-                client.embeddedEventLoop.run()
-                while let bytes = try client.readOutbound(as: ByteBuffer.self) {
-                    try server.writeInbound(bytes)
-                    moved = true
-                }
-                while let bytes = try server.readOutbound(as: ByteBuffer.self) {
-                    try client.writeInbound(bytes)
-                    moved = true
-                }
-            }
+            // The handler flushes once per turn of its loop: each round lets the turn run.
+            try carryBytes(between: client, and: server, runningClientLoop: true)
         }
 
         func send(_ n: Int, timeout: TimeAmount = .seconds(7)) {

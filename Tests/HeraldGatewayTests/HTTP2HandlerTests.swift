@@ -38,18 +38,7 @@ struct HTTP2Pair {
 
     /// Moves bytes both ways until neither side has anything to send.
     func exchange() throws {
-        var moved = true
-        while moved {
-            moved = false
-            while let bytes = try client.readOutbound(as: ByteBuffer.self) {
-                try server.writeInbound(bytes)
-                moved = true
-            }
-            while let bytes = try server.readOutbound(as: ByteBuffer.self) {
-                try client.writeInbound(bytes)
-                moved = true
-            }
-        }
+        try carryBytes(between: client, and: server)
     }
 
     /// A request the gateway answers 400 `BadDeviceToken` at once (a well-formed token that is too short).

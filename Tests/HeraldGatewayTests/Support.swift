@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldTesting
 import Logging
 import NIOCore
+import NIOEmbedded
 
 @testable import HeraldGateway
 
@@ -101,5 +102,26 @@ extension Logger {
         var logger = Logger(label: "test.gateway")
         logger.logLevel = .warning
         return logger
+    }
+}
+
+/// Moves bytes between two embedded channels, client to server and back, until neither has more to
+/// send; with `runningClientLoop`, the client's loop runs its queued tasks first each round (a
+/// handler that flushes once per turn of its loop).
+func carryBytes(between client: EmbeddedChannel, and server: EmbeddedChannel, runningClientLoop: Bool = false)
+    throws
+{
+    var moved = true
+    while moved {
+        moved = false
+        if runningClientLoop { client.embeddedEventLoop.run() }
+        while let bytes = try client.readOutbound(as: ByteBuffer.self) {
+            try server.writeInbound(bytes)
+            moved = true
+        }
+        while let bytes = try server.readOutbound(as: ByteBuffer.self) {
+            try client.writeInbound(bytes)
+            moved = true
+        }
     }
 }

@@ -158,17 +158,17 @@ public actor DeviceService {
     /// store's error when the change could not be saved.
     @discardableResult
     public func apply(_ event: DeviceEvent) async throws -> [DeviceAction] {
-        let actions = try engine.handle(event, now: clock.now())
-        try await persist()
-        perform(actions)
-        rescheduleTimer()
-        return actions
+        try await carryOut(try engine.handle(event, now: clock.now()))
     }
 
     /// Hands a Live Activity event to the engine, saves what changed and carries out the actions.
     @discardableResult
     public func applyActivity(_ event: ActivityEvent) async throws -> [DeviceAction] {
-        let actions = try engine.handleActivity(event, now: clock.now())
+        try await carryOut(try engine.handleActivity(event, now: clock.now()))
+    }
+
+    /// Saves what the engine changed, then carries out its actions and sets the timer for its next wake.
+    private func carryOut(_ actions: [DeviceAction]) async throws -> [DeviceAction] {
         try await persist()
         perform(actions)
         rescheduleTimer()

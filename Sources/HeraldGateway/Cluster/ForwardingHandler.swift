@@ -61,7 +61,7 @@ final class ForwardingHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var nextStreamID = HTTP2StreamID(1)
     private var inFlight: [HTTP2StreamID: InFlight] = [:]
     private var waiting = CircularBuffer<(request: ForwardingRequest, deadline: NIODeadline)>()
-    private var flushScheduled = false
+    private let turnFlush = LoopTurnFlush()
     /// Whether the connection is up and the HTTP/2 preface on its way: a request written before
     /// would be refused by NIOHTTP2 (the connect's promise completes before `channelActive`).
     private var active = false
@@ -234,13 +234,6 @@ final class ForwardingHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// One flush per turn of the event loop, however many requests were written in it.
     private func scheduleFlush(_ context: ChannelHandlerContext) {
-        if flushScheduled { return }
-        flushScheduled = true
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let handler = bound.value
-            handler.flushScheduled = false
-            handler.context?.flush()
-        }
+        turnFlush.request(on: context.eventLoop) { [self] in self.context?.flush() }
     }
 }

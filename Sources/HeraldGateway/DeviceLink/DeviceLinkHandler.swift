@@ -61,7 +61,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Acknowledgement deadlines of direct pushes, in the event loop's time.
     var deadlines: AcknowledgementDeadlines
     var deadlineTimer: Scheduled<Void>?
-    var flushScheduled = false
+    let turnFlush = LoopTurnFlush()
     /// Liveness (``DeviceLinkServer/Configuration/idleTimeout``): when the device was last heard,
     /// whether it has been pinged since, and the timer that looks again.
     var lastHeard = NIODeadline.distantPast
@@ -560,14 +560,8 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Flushes once per turn of the event loop, however many notifications were written in it.
     func scheduleFlush() {
-        guard let context, !flushScheduled else { return }
-        flushScheduled = true
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let handler = bound.value
-            handler.flushScheduled = false
-            handler.context?.flush()
-        }
+        guard let context else { return }
+        turnFlush.request(on: context.eventLoop) { [self] in self.context?.flush() }
     }
 
     func send(_ message: LinkMessage) {

@@ -31,7 +31,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler, IdleWatching {
     var highestStreamID = HTTP2StreamID(0)
     var unacknowledgedBytes = 0
     var needsFlush = false
-    var flushScheduled = false
+    let turnFlush = LoopTurnFlush()
     var draining = false
     var context: ChannelHandlerContext?
     var idle: IdleWatch
@@ -250,14 +250,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler, IdleWatching {
     /// Answers that come back later (from the store or a device) arrive one by one as tasks on the
     /// event loop: flush once after the tasks queued now have run, not once per answer.
     private func scheduleFlush(_ context: ChannelHandlerContext) {
-        if flushScheduled { return }
-        flushScheduled = true
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let handler = bound.value
-            handler.flushScheduled = false
-            handler.needsFlush = false
-            handler.context?.flush()
+        turnFlush.request(on: context.eventLoop) { [self] in
+            self.needsFlush = false
+            self.context?.flush()
         }
     }
 
