@@ -189,6 +189,7 @@ let package = Package(
             name: "HeraldDeviceTests",
             dependencies: [
                 "HeraldDevice", "HeraldCore", "HeraldTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -68,6 +68,28 @@ public enum AppLinkCall: Sendable, Hashable, Codable {
     /// The app's push-to-start token for an attributes type (`Activity.pushToStartToken`); answered
     /// with `token`.
     case pushToStartToken(attributesType: String)
+    /// The app's badge number (`applicationIconBadgeNumber`); answered with `badge`.
+    case badge
+    /// `scheduleLocalNotification:` / `presentLocalNotificationNow:`: the device computes the
+    /// schedule's dates on its own clock (a past fire date delivers at once).
+    case addLegacy(notification: LegacyNotification)
+    /// `cancelLocalNotification:` / `cancelAllLocalNotifications` (`nil`): removes the pending ones
+    /// and takes them off the screen if shown.
+    case cancelLegacy(identifiers: [String]?)
+    /// Asks the user (once) to let the app know whether a Focus is on (`INFocusStatusCenter`);
+    /// answered with `focusAuthorization`.
+    case requestFocusStatusAuthorization
+    /// Whether a Focus is on (`INFocusStatusCenter.focusStatus`); answered with `focusStatus`.
+    case focusStatus
+}
+
+/// Whether the user is focused, as an app may read it (`INFocusStatus`): `isFocused` is `nil` until
+/// the user lets the app know.
+public struct FocusStatus: Sendable, Hashable, Codable {
+    public var isFocused: Bool?
+
+    /// Creates a status.
+    public init(isFocused: Bool?) { self.isFocused = isFocused }
 }
 
 /// What a background task reports when it is done (`UIBackgroundFetchResult`).
@@ -87,6 +109,9 @@ public enum AppLinkResult: Sendable, Hashable, Codable {
     case locationAuthorization(granted: Bool)
     case activity(activity: LiveActivity)
     case activities(activities: [LiveActivity])
+    case badge(badge: Int)
+    case focusAuthorization(granted: Bool)
+    case focusStatus(status: FocusStatus)
 }
 
 /// Something the daemon tells an app without being asked.
@@ -114,6 +139,11 @@ public enum AppLinkEvent: Sendable, Hashable, Codable {
     /// One of the app's Live Activities changed: started (by the app or a push), updated, got its
     /// push token, went stale, ended or was dismissed.
     case activityChanged(activity: LiveActivity)
+    /// The time the app was given for background work (`kind`: background fetch, response, location
+    /// query) ran out before it said it finished: the system suspends it now (its link closes next).
+    case backgroundTimeExpired(identifier: String, kind: String)
+    /// A Focus came on or went off (only to an app the user lets know).
+    case focusStatusChanged(status: FocusStatus)
 }
 
 /// What a `widgets` or `controls` push asks to reload.

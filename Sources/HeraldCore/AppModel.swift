@@ -52,18 +52,58 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
     public var late: Bool
     /// The push's `apns-id`, for remote notifications.
     public var apnsID: String?
+    /// Herald: where the device put it (the lock screen's list, silenced by a Focus, in a Scheduled
+    /// Summary, delivered quietly); `nil` until the device has placed it.
+    public var placement: NotificationPlacement?
 
     /// Creates a delivered notification.
-    public init(request: NotificationRequest, date: Date, isRemote: Bool, late: Bool, apnsID: String? = nil) {
+    public init(
+        request: NotificationRequest, date: Date, isRemote: Bool, late: Bool, apnsID: String? = nil,
+        placement: NotificationPlacement? = nil
+    ) {
         self.request = request
         self.date = date
         self.isRemote = isRemote
         self.late = late
         self.apnsID = apnsID
+        self.placement = placement
     }
 
     /// The notification's identifier (the request's; for a push, its collapse id or apns-id).
     public var identifier: String { request.identifier }
+}
+
+/// Where the device put a delivered notification, beside Notification Center (Herald's record of
+/// the decisions of docs/device-engine.md, for the screens that show it).
+public struct NotificationPlacement: Sendable, Hashable, Codable {
+    /// In the lock screen's list as well as Notification Center.
+    public var lockScreen: Bool
+    /// The Focus that silenced it (its name), if one did.
+    public var silencedBy: String?
+    /// The Scheduled Summary it came in, if it was held for one.
+    public var summaryID: String?
+    /// Delivered quietly under provisional authorization: it offers Keep and Turn Off.
+    public var quiet: Bool
+    /// Shown as "Time Sensitive" (its level broke through, with the app's setting on).
+    public var timeSensitive: Bool
+    /// Critical: shown and heard whatever the Focus and sound settings.
+    public var critical: Bool
+    /// Its place in the order of arrival (larger is newer), kept across restarts.
+    public var sequence: Int64
+
+    /// Creates a placement.
+    public init(
+        lockScreen: Bool = true, silencedBy: String? = nil, summaryID: String? = nil, quiet: Bool = false,
+        timeSensitive: Bool = false, critical: Bool = false, sequence: Int64 = 0
+    ) {
+        self.lockScreen = lockScreen
+        self.silencedBy = silencedBy
+        self.summaryID = summaryID
+        self.quiet = quiet
+        self.timeSensitive = timeSensitive
+        self.critical = critical
+        self.sequence = sequence
+    }
 }
 
 /// What the app is told when the user acts on a notification (`UNNotificationResponse`).

@@ -45,6 +45,17 @@ public enum AlertStyle: String, Sendable, Codable, CaseIterable {
     case none, banner, alert
 }
 
+/// How Notification Center stacks an app's notifications (Settings → Notifications → the app →
+/// Notification Grouping).
+public enum GroupingSetting: String, Sendable, Codable, CaseIterable {
+    /// By `thread-id` (`threadIdentifier`); notifications without one stack by app.
+    case automatic
+    /// Every notification of the app in one stack.
+    case byApp
+    /// No stacks: each notification on its own.
+    case off
+}
+
 /// When previews are shown (`UNShowPreviewsSetting`).
 public enum ShowPreviewsSetting: String, Sendable, Codable, CaseIterable {
     case always, whenAuthenticated, never
@@ -66,6 +77,11 @@ public struct NotificationSettings: Sendable, Hashable, Codable {
     public var alertStyle: AlertStyle
     public var showPreviewsSetting: ShowPreviewsSetting
     public var providesAppNotificationSettings: Bool
+    /// Notification Grouping; `nil` (settings saved before it existed) is automatic.
+    public var groupingSetting: GroupingSetting?
+
+    /// Notification Grouping, automatic unless the user chose otherwise.
+    public var grouping: GroupingSetting { groupingSetting ?? .automatic }
 
     /// Settings of an app that has not asked yet: everything not supported.
     public static let notDetermined = NotificationSettings(

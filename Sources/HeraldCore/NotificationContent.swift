@@ -102,6 +102,15 @@ public struct NotificationContent: Sendable, Hashable, Codable {
     public var bodyLocArgs: [String] = []
     /// Legacy: the label of the action button (`alertAction`), or its key.
     public var actionLocKey: String?
+    /// Legacy `hasAction = NO` (or a push's `"action-loc-key": null`): the alert has one OK button
+    /// and never launches the app. `nil` means it has its action, as by default.
+    public var hasAction: Bool?
+    /// Whom the notification is from, for its stack's line in Notification Center ("and 3 more from
+    /// Anna"): `summaryArgument`, a push's `summary-arg`.
+    public var summaryArgument: String?
+    /// How many items the notification stands for in its stack's line (`summaryArgumentCount`, a
+    /// push's `summary-arg-count`); `nil` counts as 1.
+    public var summaryArgumentCount: Int?
     /// Set on remote notifications: `content-available`.
     public var contentAvailable: Bool = false
     /// Set on remote notifications: `mutable-content`.
@@ -142,6 +151,9 @@ public struct NotificationContent: Sendable, Hashable, Codable {
             bodyLocKey = alert.locKey
             bodyLocArgs = alert.locArgs ?? []
             actionLocKey = alert.actionLocKey
+            if alert.noAction { hasAction = false }
+            summaryArgument = alert.summaryArg
+            summaryArgumentCount = alert.summaryArgCount
         }
         badge = aps.badge
         sound = aps.sound.map(NotificationSound.init(payload:))
@@ -161,10 +173,21 @@ public struct NotificationContent: Sendable, Hashable, Codable {
             || bodyLocKey != nil || badge != nil || sound != nil
     }
 
+    /// Whether the content has text to show: a title, subtitle or body. Apply it to the localized
+    /// content (``localized(with:preferredLanguages:)``): a notification without text is not presented,
+    /// only its badge and sound apply (docs/device-engine.md).
+    public var hasText: Bool { !title.isEmpty || !subtitle.isEmpty || !body.isEmpty }
+
+    /// Whether the notification has its action (legacy `hasAction`, true unless set to `false`).
+    public var opensApp: Bool { hasAction ?? true }
+
     /// Checks the content's own rules (Apple's codes): badge ≥ 0, relevance 0…1, something to show.
     public func validate() throws(NotificationError) {
         if let badge, badge < 0 {
             throw NotificationError(.badgeInputInvalid, "content.badge: must be 0 or more, not \(badge)")
+        }
+        if let count = summaryArgumentCount, count < 0 {
+            throw .invalid("content.summaryArgumentCount", "must be 0 or more, not \(count)")
         }
         guard (0...1).contains(relevanceScore) else {
             throw .invalid("content.relevanceScore", "must be from 0 to 1, not \(relevanceScore)")

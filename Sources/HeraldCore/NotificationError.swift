@@ -21,6 +21,9 @@ public struct NotificationError: Error, Sendable, Hashable, CustomStringConverti
         public static let badgeInputInvalid = Code(rawValue: 1600)
         /// Herald: an argument Apple's API would trap on (interval ≤ 0, repeating interval < 60 s, …).
         public static let invalidArgument = Code(rawValue: -1)
+        /// Herald: the device is locked and the user's answer needs the passcode (an action that
+        /// requires authentication, a foreground action, or opening the app).
+        public static let passcodeRequired = Code(rawValue: -2)
 
         /// Apple's name of the code.
         public var description: String {
@@ -38,6 +41,7 @@ public struct NotificationError: Error, Sendable, Hashable, CustomStringConverti
             case .contentProvidingInvalid: "contentProvidingInvalid"
             case .badgeInputInvalid: "badgeInputInvalid"
             case .invalidArgument: "invalidArgument"
+            case .passcodeRequired: "passcodeRequired"
             default: "code \(rawValue)"
             }
         }

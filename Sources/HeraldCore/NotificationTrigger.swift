@@ -244,3 +244,100 @@ public struct LegacySchedule: Sendable, Hashable {
             try CalendarTrigger(components: c, repeats: true, timeZone: triggerZone, notBefore: fireDate))
     }
 }
+
+extension LegacySchedule: Codable {
+    enum CodingKeys: String, CodingKey {
+        case fireDate, timeZone, repeatInterval, region, regionTriggersOnce
+    }
+
+    /// Decodes a schedule; `timeZone` is a zone identifier.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let zone = try c.decodeIfPresent(String.self, forKey: .timeZone)
+        var timeZone: TimeZone?
+        if let zone {
+            guard let known = TimeZone(identifier: zone) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .timeZone, in: c, debugDescription: "unknown time zone '\(zone)'")
+            }
+            timeZone = known
+        }
+        self.init(
+            fireDate: try c.decodeIfPresent(Date.self, forKey: .fireDate), timeZone: timeZone,
+            repeatInterval: try c.decodeIfPresent(LegacyRepeatInterval.self, forKey: .repeatInterval),
+            region: try c.decodeIfPresent(CircularRegion.self, forKey: .region),
+            regionTriggersOnce: try c.decodeIfPresent(Bool.self, forKey: .regionTriggersOnce) ?? true)
+    }
+
+    /// Encodes the schedule with the zone's identifier.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(fireDate, forKey: .fireDate)
+        try c.encodeIfPresent(timeZone?.identifier, forKey: .timeZone)
+        try c.encodeIfPresent(repeatInterval, forKey: .repeatInterval)
+        try c.encodeIfPresent(region, forKey: .region)
+        try c.encode(regionTriggersOnce, forKey: .regionTriggersOnce)
+    }
+}
+
+/// A `UILocalNotification` (the seeds' API): what it shows and its schedule. The device turns it into
+/// a request on its own clock (``request(now:)``): a fire date that is `nil` or already past delivers
+/// it at once.
+public struct LegacyNotification: Sendable, Hashable, Codable {
+    /// The identifier to cancel it by (`UILocalNotification` has none; Herald's handle).
+    public var identifier: String
+    public var schedule: LegacySchedule
+    public var alertTitle: String?
+    public var alertBody: String?
+    /// The action button's and the lock screen slider's label ("slide to show…").
+    public var alertAction: String?
+    /// `false`: one OK button, and the notification never launches the app.
+    public var hasAction: Bool
+    public var alertLaunchImage: String?
+    /// `default` (`UILocalNotificationDefaultSoundName`) or a file name; `nil` is silent.
+    public var soundName: String?
+    /// The badge it sets; 0 (the default) leaves the badge unchanged, as in `UILocalNotification`.
+    public var applicationIconBadgeNumber: Int
+    public var category: String?
+    public var userInfo: [String: JSONValue]
+
+    /// Creates a legacy notification.
+    public init(
+        identifier: String, schedule: LegacySchedule = LegacySchedule(), alertTitle: String? = nil,
+        alertBody: String? = nil, alertAction: String? = nil, hasAction: Bool = true, alertLaunchImage: String? = nil,
+        soundName: String? = nil, applicationIconBadgeNumber: Int = 0, category: String? = nil,
+        userInfo: [String: JSONValue] = [:]
+    ) {
+        self.identifier = identifier
+        self.schedule = schedule
+        self.alertTitle = alertTitle
+        self.alertBody = alertBody
+        self.alertAction = alertAction
+        self.hasAction = hasAction
+        self.alertLaunchImage = alertLaunchImage
+        self.soundName = soundName
+        self.applicationIconBadgeNumber = applicationIconBadgeNumber
+        self.category = category
+        self.userInfo = userInfo
+    }
+
+    /// The request it stands for at `now` (the device's time): its content, and the trigger of its
+    /// schedule (`nil`: deliver now).
+    public func request(now: Date) throws(NotificationError) -> NotificationRequest {
+        var content = NotificationContent()
+        content.title = alertTitle ?? ""
+        content.body = alertBody ?? ""
+        content.actionLocKey = alertAction
+        if !hasAction { content.hasAction = false }
+        content.launchImageName = alertLaunchImage ?? ""
+        content.sound = soundName.map { $0 == "default" ? .default : .named($0) }
+        if applicationIconBadgeNumber < 0 {
+            throw NotificationError(
+                .badgeInputInvalid, "applicationIconBadgeNumber: must be 0 or more, not \(applicationIconBadgeNumber)")
+        }
+        content.badge = applicationIconBadgeNumber == 0 ? nil : applicationIconBadgeNumber
+        content.categoryIdentifier = category ?? ""
+        content.userInfo = userInfo
+        return NotificationRequest(identifier: identifier, content: content, trigger: try schedule.trigger(now: now))
+    }
+}

@@ -35,6 +35,8 @@ public struct PayloadAlert: Sendable, Hashable, Codable {
     public var locArgs: [String]?
     /// Legacy: the key of the action button's label.
     public var actionLocKey: String?
+    /// Legacy: `"action-loc-key": null`, an alert with a single OK button that does not open the app.
+    public var noAction: Bool = false
     public var summaryArg: String?
     public var summaryArgCount: Int?
 
@@ -362,7 +364,12 @@ public struct Payload: Sendable, Hashable {
         alert.subtitleLocArgs = try strings(a, "subtitle-loc-args", path: p)
         alert.locKey = try string(a, "loc-key", path: p)
         alert.locArgs = try strings(a, "loc-args", path: p)
-        alert.actionLocKey = try string(a, "action-loc-key", path: p)
+        if a["action-loc-key"] == .null {
+            // Apple's legacy rule: null shows the alert with one OK button, which does not open the app.
+            alert.noAction = true
+        } else {
+            alert.actionLocKey = try string(a, "action-loc-key", path: p)
+        }
         alert.summaryArg = try string(a, "summary-arg", path: p)
         if let value = a["summary-arg-count"] {
             guard let n = value.intValue, n >= 0 else {

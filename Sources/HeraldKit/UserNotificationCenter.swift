@@ -33,6 +33,12 @@ public protocol UserNotificationCenterDelegate: Sendable {
     /// One of the app's Live Activities changed: started (by the app or a push-to-start), updated,
     /// got its push token, went stale, ended or was dismissed (docs/live-activities.md).
     func activityChanged(_ activity: LiveActivity, center: UserNotificationCenter) async
+    /// The time the system gave the app for background work ran out before the app said it had
+    /// finished (`kind`: background fetch, response, location query): the app is suspended right
+    /// after this (its link closes), as iOS calls a background task's expiration handler.
+    func backgroundTimeExpired(identifier: String, kind: String, center: UserNotificationCenter) async
+    /// A Focus came on or went off (only for an app the user lets know: ``UserNotificationCenter/requestFocusStatusAuthorization()``).
+    func focusStatusChanged(_ status: FocusStatus, center: UserNotificationCenter) async
 }
 
 extension UserNotificationCenterDelegate {
@@ -49,6 +55,8 @@ extension UserNotificationCenterDelegate {
     public func contentChanged(_ kind: ReloadKind, center: UserNotificationCenter) async {}
     public func didReceiveLocationPush(_ notification: DeliveredNotification, center: UserNotificationCenter) async {}
     public func activityChanged(_ activity: LiveActivity, center: UserNotificationCenter) async {}
+    public func backgroundTimeExpired(identifier: String, kind: String, center: UserNotificationCenter) async {}
+    public func focusStatusChanged(_ status: FocusStatus, center: UserNotificationCenter) async {}
 }
 
 /// Lets the connection's reader find its center once it exists.
@@ -303,6 +311,10 @@ public final class UserNotificationCenter: Sendable {
             }
             for watcher in watchers { watcher(activity) }
             await delegate?.activityChanged(activity, center: self)
+        case .backgroundTimeExpired(let identifier, let kind):
+            await delegate?.backgroundTimeExpired(identifier: identifier, kind: kind, center: self)
+        case .focusStatusChanged(let status):
+            await delegate?.focusStatusChanged(status, center: self)
         case .tokenChanged(let token):
             tokenContinuation.yield(token)
         case .stateChanged(let state):
@@ -446,8 +458,67 @@ public final class UserNotificationCenter: Sendable {
         _ = try await call(.setBadge(badge: count))
     }
 
+    /// The app's badge number (`applicationIconBadgeNumber`), as the user sees it on the icon: read
+    /// it to count up (`setBadgeCount(badgeCount() + 1)`).
+    public func badgeCount() async throws -> Int {
+        guard case .badge(let badge) = try await call(.badge) else { throw Self.unexpected("badge") }
+        return badge
+    }
+
+    // MARK: - UILocalNotification (the seeds' API)
+
+    /// `scheduleLocalNotification:`: the device computes the schedule's dates on its own clock; a
+    /// fire date that is `nil` or already past delivers it at once (a repeating one fires at its next
+    /// repetition). Replaces a pending one with the same identifier.
+    public func scheduleLocalNotification(_ notification: LegacyNotification) async throws {
+        _ = try await call(.addLegacy(notification: notification))
+    }
+
+    /// `presentLocalNotificationNow:`: delivers it at once, whatever its fire date.
+    public func presentLocalNotificationNow(_ notification: LegacyNotification) async throws {
+        var now = notification
+        now.schedule = LegacySchedule()
+        _ = try await call(.addLegacy(notification: now))
+    }
+
+    /// `cancelLocalNotification:`: removes it from the pending ones and, if it is on the screen (in
+    /// the list, an alert still up, held for a summary), takes it away.
+    public func cancelLocalNotification(identifier: String) async throws {
+        _ = try await call(.cancelLegacy(identifiers: [identifier]))
+    }
+
+    /// `cancelAllLocalNotifications`: the same for every one of the app's notifications.
+    public func cancelAllLocalNotifications() async throws {
+        _ = try await call(.cancelLegacy(identifiers: nil))
+    }
+
+    /// `scheduledLocalNotifications`: the pending requests, with their next fire dates.
+    public func scheduledLocalNotifications() async throws -> [PendingRequest] {
+        try await pendingNotifications()
+    }
+
+    // MARK: - Focus (INFocusStatusCenter)
+
+    /// Asks the user (once) to let the app know whether a Focus is on; later calls return the answer.
+    public func requestFocusStatusAuthorization() async throws -> Bool {
+        guard case .focusAuthorization(let granted) = try await call(.requestFocusStatusAuthorization) else {
+            throw Self.unexpected("requestFocusStatusAuthorization")
+        }
+        return granted
+    }
+
+    /// Whether the user is focused: `isFocused` is `nil` until the user lets the app know.
+    public func focusStatus() async throws -> FocusStatus {
+        guard case .focusStatus(let status) = try await call(.focusStatus) else {
+            throw Self.unexpected("focusStatus")
+        }
+        return status
+    }
+
     /// Registers with the push service and returns the device token as 64 hex characters, as a
-    /// provider sends it. Later changes arrive on ``tokenChanges``.
+    /// provider sends it. Later changes arrive on ``tokenChanges``. While the push service cannot be
+    /// reached the call waits for it (Apple calls neither callback until the device is connected), up
+    /// to the device's bound (5 minutes by default), then fails with Cocoa's 3010.
     public func registerForRemoteNotifications() async throws -> String {
         guard case .token(let token) = try await call(.registerForRemoteNotifications) else {
             throw Self.unexpected("registerForRemoteNotifications")

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldTesting
 import Testing
@@ -42,7 +43,7 @@ import Testing
         _ = try e.handle(.removeApp(app), now: t0)
         _ = try e.handle(.installApp(InstalledApp(bundleID: app)), now: t0)
         try await store.save(e.takeChanges())
-        #expect(try await store.loadAll().map(\.app.bundleID) == [app])
+        #expect(try await store.load().records.map(\.app.bundleID) == [app])
         e = try engine(app: app, now: t0)
         _ = try e.handle(
             .setCategories(
@@ -63,7 +64,7 @@ import Testing
 
         // A new process: reopen, reload, and the pending request fires once, late.
         let reopened = try SQLiteDeviceStore(path: path)
-        let records = try await reopened.loadAll()
+        let records = try await reopened.load().records
         #expect(records.map(\.app.bundleID) == [app])
         var restarted = DeviceEngine(policy: FixedDecision(allow: false), records: records)
         let r = try #require(restarted.apps[app])
@@ -73,7 +74,64 @@ import Testing
         #expect(actions.presentations.map(\.notification.identifier) == ["later"])
         #expect(actions.presentations.first?.notification.late == true)
         try await reopened.save(restarted.takeChanges())
-        #expect(try await reopened.loadAll().first?.pending.isEmpty == true)
+        #expect(try await reopened.load().records.first?.pending.isEmpty == true)
+    }
+}
+
+extension DeviceStoreTests {
+    /// A database of the first schema (notifications inside each app's record) opens with its
+    /// notifications in rows of their own, in order, and their pushes known as taken.
+    @Test func aFirstSchemaDatabaseIsMigrated() async throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var record = AppRecord(app: InstalledApp(bundleID: "a"))
+        record.badge = 2
+        record.delivered = ["new", "old"].enumerated().map { k, id in
+            DeliveredNotification(
+                request: NotificationRequest(identifier: id, content: NotificationContent(body: id)),
+                date: at("2025-01-01T00:00:00Z").addingTimeInterval(Double(-k)), isRemote: true, late: false,
+                apnsID: "apns-\(id)")
+        }
+        let encoded = try JSONEncoder().encode(record)
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
+            try db.execute(sql: "INSERT INTO grdb_migrations VALUES ('v1')")
+            try db.execute(sql: "CREATE TABLE app (bundleID TEXT PRIMARY KEY, record BLOB NOT NULL, updatedAt DATETIME NOT NULL)")
+            try db.execute(
+                sql: "INSERT INTO app VALUES ('a', ?, ?)", arguments: [encoded, Date()])
+        }
+        try queue.close()
+        let store = try SQLiteDeviceStore(path: path)
+        let snapshot = try await store.load()
+        #expect(snapshot.records.first?.delivered.map(\.identifier) == ["new", "old"])
+        #expect(snapshot.records.first?.badge == 2 && snapshot.taken == ["apns-old", "apns-new"])
+        #expect(snapshot.device == nil)
+    }
+
+    /// The device's state, held notifications and the pushes taken come back after a restart.
+    @Test func theDevicesStateHeldNotificationsAndTakenPushesSurvive() async throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let t0 = at("2025-01-06T10:00:00Z")
+        var e = try engine(now: t0)
+        var summary = SummarySettings()
+        summary.enabled = true
+        summary.apps = ["com.example.app"]
+        _ = try e.handle(.updateSummary(summary), now: t0)
+        _ = try e.handle(.focus(.turnOn("work", until: nil)), now: t0)
+        _ = try e.handle(
+            .remoteNotification(
+                app: "com.example.app", payload: try Payload(json: #"{"aps":{"alert":"x"}}"#), apnsID: "p1",
+                collapseID: nil), now: t0)
+        let store = try SQLiteDeviceStore(path: path)
+        try await store.save(e.takeChanges())
+        let snapshot = try await store.load()
+        #expect(snapshot.device?.summary.apps == ["com.example.app"] && snapshot.device?.focus.manual?.mode == "work")
+        #expect(snapshot.records.first?.held?.map(\.identifier) == ["p1"] && snapshot.taken == ["p1"])
+        let restarted = DeviceEngine(
+            policy: FixedDecision(allow: true), records: snapshot.records, device: snapshot.device ?? DeviceState())
+        #expect(restarted.activeFocus(at: t0)?.identifier == "work")
     }
 }
 
@@ -91,7 +149,7 @@ import Testing
         let store = try SQLiteDeviceStore(path: path)
         try await store.save(e.takeChanges())
         // kill -9 here; a new process loads the records.
-        var restarted = DeviceEngine(policy: FixedDecision(allow: true), records: try await store.loadAll())
+        var restarted = DeviceEngine(policy: FixedDecision(allow: true), records: try await store.load().records)
         #expect(restarted.nextWake == t0.addingTimeInterval(30))
         let shown = try restarted.handle(.start, now: t0.addingTimeInterval(120))
         #expect(shown.presentations.map(\.notification.request.content.body) == ["original"])

@@ -26,13 +26,18 @@ final class RecordingDelegate: UserNotificationCenterDelegate {
 
     let told: AsyncStream<Told>
     let sink: AsyncStream<Told>.Continuation
-    let answer: PresentationOptions
+    private let answers: Mutex<PresentationOptions>
+    /// What `willPresent` answers (changeable between pushes).
+    var answer: PresentationOptions {
+        get { answers.withLock { $0 } }
+        set { answers.withLock { $0 = newValue } }
+    }
     let hold: Bool
     let release = Mutex<[CheckedContinuation<Void, Never>]>([])
 
     init(answer: PresentationOptions = [], hold: Bool = false) {
         (told, sink) = AsyncStream.makeStream(of: Told.self)
-        self.answer = answer
+        answers = Mutex(answer)
         self.hold = hold
     }
 
@@ -153,7 +158,15 @@ struct TestDevice {
         #expect(shown.requestedByForegroundApp)
         #expect(shown.sound == "default" && shown.alertStyle == "banner")
         #expect(shown.badge == nil)  // the app did not ask for the badge
-        #expect(try await center.deliveredNotifications().map(\.identifier) == ["p1"])
+        // A banner without `.list` is not in Notification Center (iOS 14's split of `.alert`).
+        #expect(!shown.inList)
+        let listed = try await center.deliveredNotifications()
+        #expect(listed.isEmpty)
+        delegate.answer = [.banner, .list]
+        try await device.push("a", #"{"aps":{"alert":"again"}}"#, id: "p2")
+        #expect(await told.next() == .willPresent("p2"))
+        #expect(try #require(await device.log.next(.presented)?.presentation).inList)
+        #expect(try await center.deliveredNotifications().map(\.identifier) == ["p2"])
 
         // Closing the connection: the app is not running any more.
         await center.close()

@@ -71,6 +71,22 @@ extension DeviceAPI {
         var minimalActions: [ScreenAction]
         /// The app's alert style (banner, alert or none).
         var alertStyle: AlertStyle
+        /// passive, active, time-sensitive or critical, as delivered.
+        var level: InterruptionLevel
+        /// Labelled "Time Sensitive".
+        var timeSensitive: Bool
+        /// The Focus that silenced it.
+        var silencedBy: String?
+        /// Delivered quietly (provisional): Keep and Turn Off are on it.
+        var quiet: Bool
+        /// In the lock screen's list (else Notification Center only).
+        var lockScreen: Bool
+        /// The Scheduled Summary it came in.
+        var summaryID: String?
+        /// `false`: legacy `hasAction = NO`: one OK button, never opens the app.
+        var opensApp: Bool
+        /// The legacy alert button's label (`alertAction`), when set.
+        var actionTitle: String?
     }
 
     /// What the screen shows: locked or not, the apps with their badges, the delivered notifications
@@ -82,6 +98,19 @@ extension DeviceAPI {
         var timeZone: String
         /// The app in the foreground; `nil`: the home screen.
         var foreground: String?
+        /// What the app in front was told when it came there (`didReceive default for …`).
+        var foregroundTold: String?
+        /// The Focus on now.
+        var focus: ActiveFocus?
+        /// The Focus modes (for the control on the home and lock screens).
+        var focusModes: [ScreenFocusMode]
+        /// Notification Center's stacks, newest first.
+        var stacks: [CenterStack]
+        /// Delivered summaries still holding notifications, newest first.
+        var summaries: [CenterSummary]
+        /// Notifications held for the next summary, and when it is due.
+        var held: Int
+        var nextSummary: Date?
         var apps: [ScreenApp]
         var notifications: [ScreenNotification]
         /// Live Activities on the lock screen: per app by relevance, then oldest first.
@@ -106,6 +135,12 @@ extension DeviceAPI {
         var updatedAt: Date
     }
 
+    /// A Focus mode as the control lists it.
+    struct ScreenFocusMode: Codable {
+        var identifier: String
+        var name: String
+    }
+
     struct LockBody: Codable { var locked: Bool }
     struct PromptAnswer: Codable { var allow: Bool }
 
@@ -117,7 +152,7 @@ extension DeviceAPI {
         router.get("/screen") { _, _ in Self.json(await Self.screen(service)) }
         router.put("/lock") { request, _ in
             let body = try await Self.decode(LockBody.self, request)
-            await service.setLocked(body.locked)
+            try await Self.mapped { try await service.setLocked(body.locked) }
             return Self.json(await Self.screen(service))
         }
         router.post("/apps/{app}/open") { _, context in
@@ -205,25 +240,31 @@ extension DeviceAPI {
                 bundleID: $0.app.bundleID, name: InstalledApp.displayName(of: $0.app.bundleID), badge: $0.badge,
                 state: $0.runState, settings: $0.settings)
         }
-        let locked = await service.locked
+        let engine = await service.engine
+        let locked = engine.locked
         let notifications = records.flatMap { record in
             record.delivered.map { delivered in
-                let content = delivered.request.content
+                let content = engine.localized(record, delivered.request.content)
                 let category = record.categories[content.categoryIdentifier]
-                let shown = Self.preview(content, category: category, settings: record.settings, locked: locked)
-                return ScreenNotification(
-                    app: record.app.bundleID, appName: InstalledApp.displayName(of: record.app.bundleID),
-                    identifier: delivered.identifier, title: shown.title, subtitle: shown.subtitle,
-                    body: shown.body, date: delivered.date, threadIdentifier: content.threadIdentifier,
-                    categoryIdentifier: content.categoryIdentifier, launchImageName: content.launchImageName,
-                    alertAction: content.actionLocKey.map { "slide to \($0)" } ?? "slide to view",
-                    remote: delivered.isRemote,
-                    actions: (category?.actions(for: .default) ?? []).map(ScreenAction.init),
-                    minimalActions: (category?.actions(for: .minimal) ?? []).map(ScreenAction.init),
-                    alertStyle: record.settings.alertStyle)
+                let shown = Self.shown(delivered, of: record, engine)
+                return (
+                    delivered.placement?.sequence ?? 0,
+                    ScreenNotification(
+                        app: record.app.bundleID, appName: InstalledApp.displayName(of: record.app.bundleID),
+                        identifier: delivered.identifier, title: shown.title, subtitle: shown.subtitle,
+                        body: shown.body, date: delivered.date, threadIdentifier: content.threadIdentifier,
+                        categoryIdentifier: content.categoryIdentifier, launchImageName: content.launchImageName,
+                        alertAction: Self.slider(content), remote: delivered.isRemote,
+                        actions: (category?.actions(for: .default) ?? []).map(ScreenAction.init),
+                        minimalActions: (category?.actions(for: .minimal) ?? []).map(ScreenAction.init),
+                        alertStyle: record.settings.alertStyle, level: shown.level, timeSensitive: shown.timeSensitive,
+                        silencedBy: shown.silencedBy, quiet: shown.quiet, lockScreen: shown.lockScreen,
+                        summaryID: shown.summaryID, opensApp: shown.opensApp,
+                        actionTitle: content.actionLocKey.flatMap { $0.isEmpty ? nil : $0 })
+                )
             }
         }
-        .sorted { ($0.date, $0.identifier) > ($1.date, $1.identifier) }
+        .sorted { ($0.0, $0.1.date, $0.1.identifier) > ($1.0, $1.1.date, $1.1.identifier) }.map(\.1)
         let prompts = await service.permissionPrompts.map { prompt in
             ScreenPrompt(
                 app: prompt.app, appName: InstalledApp.displayName(of: prompt.app),
@@ -240,10 +281,24 @@ extension DeviceAPI {
             }
         }
         .sorted { ($0.app, -$0.relevanceScore, $0.id) < ($1.app, -$1.relevanceScore, $1.id) }
+        let now = await service.now
         return ScreenView(
-            locked: locked, now: await service.now, timeZone: await service.timeZone.identifier,
-            foreground: await service.foregroundApp, apps: apps, notifications: notifications, activities: activities,
+            locked: locked, now: now, timeZone: await service.timeZone.identifier,
+            foreground: await service.foregroundApp, foregroundTold: await service.foregroundTold,
+            focus: engine.activeFocus(at: now),
+            focusModes: engine.device.focus.modes.map { ScreenFocusMode(identifier: $0.identifier, name: $0.name) },
+            stacks: Self.stacks(engine), summaries: Self.summaries(engine), held: engine.heldNotifications.count,
+            nextSummary: engine.summaryWake, apps: apps, notifications: notifications, activities: activities,
             prompts: prompts)
+    }
+
+    /// The lock screen slider's text: "slide to view", or with the legacy `alertAction` in place of
+    /// "view", its first letter lowered ("Show me" → "slide to show me"; seed 003); "slide to unlock"
+    /// for a notification without an action (`hasAction = NO`).
+    static func slider(_ content: NotificationContent) -> String {
+        guard content.opensApp else { return "slide to unlock" }
+        guard let action = content.actionLocKey, let first = action.first else { return "slide to view" }
+        return "slide to " + first.lowercased() + action.dropFirst()
     }
 
 }

@@ -90,6 +90,8 @@ public struct DeviceAPI: Sendable {
         var timeSensitiveSetting: NotificationSetting?
         var alertStyle: AlertStyle?
         var showPreviewsSetting: ShowPreviewsSetting?
+        /// Notification Grouping: automatic, byApp or off.
+        var groupingSetting: GroupingSetting?
         var locationAuthorized: Bool?
         /// The user's switch for the app's Live Activities (off ends them).
         var liveActivitiesAllowed: Bool?
@@ -106,6 +108,7 @@ public struct DeviceAPI: Sendable {
             if let v = timeSensitiveSetting { s.timeSensitiveSetting = v }
             if let v = alertStyle { s.alertStyle = v }
             if let v = showPreviewsSetting { s.showPreviewsSetting = v }
+            if let v = groupingSetting { s.groupingSetting = v }
         }
     }
 
@@ -124,6 +127,8 @@ public struct DeviceAPI: Sendable {
     struct RespondBody: Codable {
         var action: String
         var text: String?
+        /// The device's passcode, for an answer that needs authentication while the device is locked.
+        var passcode: String?
     }
 
     struct BadgeView: Codable { var badge: Int }
@@ -230,7 +235,8 @@ public struct DeviceAPI: Sendable {
                 default: body.action
                 }
             try await Self.mapped {
-                try await service.apply(.respond(app: app, identifier: id, actionIdentifier: action, text: body.text))
+                try await service.respond(
+                    app: app, identifier: id, action: action, text: body.text, passcode: body.passcode)
             }
             return Self.json(["app": app, "identifier": id, "action": action])
         }
@@ -307,6 +313,7 @@ public struct DeviceAPI: Sendable {
             try await Self.mapped { try await service.setLocation(fix) }
             return Self.json(fix)
         }
+        Self.addToday(to: router, service: service)
         if webDevice {
             Self.addWebDevice(to: router, service: service)
         } else {
@@ -346,6 +353,8 @@ public struct DeviceAPI: Sendable {
     static func mapped(_ body: () async throws -> Void) async throws {
         do {
             try await body()
+        } catch let error as NotificationError where error.code == .passcodeRequired {
+            throw HTTPError(.forbidden, message: "\(AppLink.notificationErrorDomain) \(error.code.rawValue): \(error)")
         } catch let error as NotificationError {
             throw HTTPError(.badRequest, message: "\(AppLink.notificationErrorDomain) \(error.code.rawValue): \(error)")
         } catch let error as ActivityError {

@@ -34,13 +34,20 @@ extension DeviceService {
                 note(.serviceExtension, app: app, notification.identifier, "given to the app's service extension")
                 deliverEvent(app, .serviceExtension(notification: notification, deadline: deadline))
             case .launchApp(let app, let mode, let launchOptions):
+                if mode == .foreground { front = FrontApp(app: app, told: nil) }
                 launch(app, mode: mode, launchOptions: launchOptions)
             case .bringToForeground(let app):
+                front = FrontApp(app: app, told: nil)
                 note(.broughtForward, app: app, "brought to the foreground")
                 _ = try? engine.handle(.appStateChanged(app: app, state: .foreground), now: clock.now())
                 deliverEvent(app, .stateChanged(state: .foreground))
             case .tellApp(let app, let response):
                 let id = response.notification.identifier
+                if front?.app == app {
+                    front?.told =
+                        "didReceive \(Self.actionName(response.actionIdentifier)) for \(id)"
+                        + (response.userText.map { " with text \"\($0)\"" } ?? "")
+                }
                 note(
                     .response, app: app, id,
                     "response \(Self.actionName(response.actionIdentifier))"
@@ -100,8 +107,64 @@ extension DeviceService {
                 note(
                     .removed, app: app, identifiers.count == 1 ? identifiers[0] : nil,
                     "removed from the screen: \(identifiers.joined(separator: ", "))", identifiers: identifiers)
+            case .held(let app, let notification, let until):
+                let content = engine.apps[app].map { engine.localized($0, notification.request.content) }
+                let text = [content?.title, content?.body].compactMap { $0 }.filter { !$0.isEmpty }
+                    .joined(separator: " — ")
+                note(
+                    .held, app: app, notification.identifier,
+                    "held for the Scheduled Summary" + (until.map { " at \(Self.localTime($0, engine.configuration.timeZone))" } ?? "")
+                        + (text.isEmpty ? "" : ": \(text)"))
+            case .nothingToShow(let app, let notification):
+                note(.notShown, app: app, notification.identifier, "nothing to show, play or count")
+            case .summaryDelivered(let summary, let notifications):
+                let entry = SummaryEntry(
+                    id: summary.id, title: summary.title,
+                    items: notifications.map {
+                        let content = $0.notification.request.content
+                        return SummaryEntry.Item(
+                            app: $0.app, identifier: $0.notification.identifier,
+                            title: [content.title, content.subtitle].filter { !$0.isEmpty }.joined(separator: " / "),
+                            body: content.body, relevanceScore: content.relevanceScore)
+                    })
+                note(.summary, app: "device", summary.id, entry.line, summary: entry)
+            case .focusChanged(let focus):
+                let zone = engine.configuration.timeZone
+                let text =
+                    focus.map {
+                        "Focus \($0.name) on" + ($0.scheduled ? " (scheduled)" : "")
+                            + ($0.until.map { " until \(Self.localTime($0, zone))" } ?? "")
+                    } ?? "Focus off"
+                note(.focus, app: "device", focus?.identifier, text, focus: focus)
+                for (app, session) in sessions where engine.apps[app]?.focusStatusAuthorized == true {
+                    session.send(.event(event: .focusStatusChanged(status: FocusStatus(isFocused: focus != nil))))
+                }
+            case .lockChanged(let locked):
+                note(.lock, app: "device", nil, locked ? "locked" : "unlocked", locked: locked)
+            case .settingsChanged(let app, let settings):
+                note(.system, app: app, "settings changed: \(Self.settingsText(settings))")
             }
         }
+    }
+
+    /// `08:00` in the device's zone (with the date when it is not today).
+    static func localTime(_ date: Date, _ zone: TimeZone) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = zone
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter.string(from: date)
+    }
+
+    /// What the user allows the app now, in words: `authorized (banners, sounds, badges)`.
+    static func settingsText(_ s: NotificationSettings) -> String {
+        var allowed: [String] = []
+        if s.alertSetting == .enabled, s.alertStyle != .none { allowed.append(s.alertStyle == .alert ? "alerts" : "banners") }
+        if s.soundSetting == .enabled { allowed.append("sounds") }
+        if s.badgeSetting == .enabled { allowed.append("badges") }
+        if s.lockScreenSetting == .enabled { allowed.append("lock screen") }
+        if s.notificationCenterSetting == .enabled { allowed.append("Notification Center") }
+        return "\(s.authorizationStatus.rawValue)" + (allowed.isEmpty ? "" : " (\(allowed.joined(separator: ", ")))")
     }
 
     /// One line for an activity: `activity <id> <type> <attributes> <state>: <content state> (relevance …, …)`.
@@ -189,9 +252,22 @@ extension DeviceService {
         outstanding[key] = Outstanding(started: started, timer: timer)
     }
 
-    func expire(_ key: String, app: String, identifier: String, kind: String, budget: TimeInterval) {
+    /// The app's time for background work ran out: as iOS suspends such an app, the daemon tells it
+    /// (``AppLinkEvent/backgroundTimeExpired(identifier:kind:)``) and, unless it is in the foreground,
+    /// takes it out of the running apps (its link is closed: the app counts as not running).
+    func expire(_ key: String, app: String, identifier: String, kind: String, budget: TimeInterval) async {
         guard outstanding.removeValue(forKey: key) != nil else { return }
         note(.budgetExceeded, app: app, identifier, "\(kind) did not finish within \(Int(budget)) s")
+        guard let session = sessions[app] else { return }
+        session.send(.event(event: .backgroundTimeExpired(identifier: identifier, kind: kind)))
+        guard engine.apps[app]?.runState != .foreground else { return }
+        sessions[app] = nil
+        session.send(.event(event: .stateChanged(state: .notRunning)))
+        for other in outstanding.keys where other.hasPrefix(app + "\n") {
+            outstanding.removeValue(forKey: other)?.timer.cancel()
+        }
+        try? await setRunState(app, .notRunning)
+        note(.suspended, app: app, identifier, "suspended: its \(kind) ran past \(Int(budget)) s")
     }
 
     func finish(_ app: String, _ identifier: String, kind: String, detail: String) -> Bool {
@@ -210,11 +286,12 @@ extension DeviceService {
 
     func note(
         _ kind: DeviceLogEntry.Kind, app: String, _ identifier: String?, _ text: String,
-        presentation: PresentationSummary? = nil, identifiers: [String]? = nil, activity: LiveActivity? = nil
+        presentation: PresentationSummary? = nil, identifiers: [String]? = nil, activity: LiveActivity? = nil,
+        summary: SummaryEntry? = nil, focus: ActiveFocus? = nil, locked: Bool? = nil
     ) {
         let entry = DeviceLogEntry(
             date: clock.now(), app: app, kind: kind, identifier: identifier, text: text, presentation: presentation,
-            identifiers: identifiers, activity: activity)
+            identifiers: identifiers, activity: activity, summary: summary, focus: focus, locked: locked)
         entries.append(entry)
         if entries.count > configuration.logLimit { entries.removeFirst(entries.count - configuration.logLimit) }
         logger.info(

@@ -139,6 +139,24 @@ extension DeviceService {
             return .activities(activities: all)
         case .pushToStartToken(let type):
             return .token(token: try await pushToStartToken(app, attributesType: type))
+        case .badge:
+            return .badge(badge: try need(app).badge)
+        case .addLegacy(let notification):
+            try await apply(.addLegacy(app: app, notification: notification))
+            return .done
+        case .cancelLegacy(let identifiers):
+            try await apply(.cancelLegacy(app: app, identifiers: identifiers))
+            return .done
+        case .requestFocusStatusAuthorization:
+            if try need(app).focusStatusAuthorized == nil {
+                try await apply(.setFocusStatusAuthorization(app: app, allowed: configuration.userAllows))
+                note(.system, app: app, "Focus status \(configuration.userAllows ? "shared" : "not shared")")
+            }
+            return .focusAuthorization(granted: try need(app).focusStatusAuthorized == true)
+        case .focusStatus:
+            let shared = try need(app).focusStatusAuthorized == true
+            return .focusStatus(
+                status: FocusStatus(isFocused: shared ? engine.activeFocus(at: clock.now()) != nil : nil))
         }
     }
 
@@ -194,8 +212,9 @@ extension DeviceService {
                 "remote notifications are not supported: this device has no push service (--gateway)")
         } catch GatewaySession.RegistrationError.unreachable {
             throw AppLinkFailure(
-                .pushServiceUnreachable,
-                "the push service is not reachable; registration will work once the device is connected")
+                .remoteNotificationsNotSupported,
+                "remote notifications are not available: the push service could not be reached within "
+                    + "\(Int(configuration.registrationWait)) s; registering again once connected gives the token")
         } catch GatewaySession.RegistrationError.linkClosed {
             throw AppLinkFailure.protocolError("the push service link closed")
         }

@@ -13,15 +13,28 @@ extension DeviceService {
         public var date: Date
     }
 
-    /// The app in the foreground, if any.
-    public var foregroundApp: String? {
-        engine.apps.values.first { $0.runState == .foreground }?.app.bundleID
+    /// The app the screen shows in front and what it was told last.
+    public struct FrontApp: Sendable, Hashable, Codable {
+        public var app: String
+        /// What the app was told when it came to the front (`didReceive default for …`), if anything.
+        public var told: String?
     }
+
+    /// The app in the foreground, if any: the one the user opened (from its icon or a notification)
+    /// until they go home, else one that put itself in the foreground.
+    public var foregroundApp: String? {
+        if let front, engine.apps[front.app] != nil { return front.app }
+        return engine.apps.values.first { $0.runState == .foreground }?.app.bundleID
+    }
+
+    /// What the app in front was told when it came there.
+    public var foregroundTold: String? { front?.told }
 
     /// Tapping the app's icon: the app comes to the foreground, launched if it is not running; the
     /// app that was in front goes to the background.
     public func open(_ app: String) async throws {
         let record = try need(app)
+        front = FrontApp(app: app, told: "opened from the home screen")
         for other in engine.apps.values where other.runState == .foreground && other.app.bundleID != app {
             try await moveToBackground(other.app.bundleID)
         }
@@ -37,7 +50,9 @@ extension DeviceService {
 
     /// The home button: the app in front goes to the background.
     public func goHome() async throws {
-        if let app = foregroundApp { try await moveToBackground(app) }
+        let running = engine.apps.values.first { $0.runState == .foreground }?.app.bundleID
+        front = nil
+        if let app = running { try await moveToBackground(app) }
     }
 
     private func moveToBackground(_ app: String) async throws {

@@ -26,8 +26,10 @@ public actor DeviceService {
         public var reconnectBase: TimeInterval = 0.5
         /// The longest reconnect delay, in seconds.
         public var reconnectMaximum: TimeInterval = 30
-        /// How long `registerForRemoteNotifications` waits for the push service, in seconds.
-        public var registrationWait: TimeInterval = 10
+        /// How long `registerForRemoteNotifications` waits for the push service, in seconds, before
+        /// it fails with Cocoa's 3010 (Apple calls neither callback until the device is connected;
+        /// Herald states a bound).
+        public var registrationWait: TimeInterval = 300
         /// The user's answer to first authorization requests.
         public var userAllows = true
         /// The user answers an app's first authorization request in the system's dialog on the web
@@ -36,6 +38,9 @@ public actor DeviceService {
         public var asksUser = false
         /// Entries the presentation log keeps.
         public var logLimit = 1000
+        /// The device's passcode: an answer to a notification that needs authentication on a locked
+        /// device (opening the app, a foreground action, an action that requires it) needs it.
+        public var passcode = "0000"
 
         /// The defaults.
         public init() {}
@@ -86,9 +91,12 @@ public actor DeviceService {
     var lastSave: Task<Void, any Error>?
     /// The last location fix.
     public private(set) var location: LocationFix?
-    /// Whether the device is locked: the web device shows the lock screen, and what arrives lands
-    /// there rather than in a banner.
-    public private(set) var locked = false
+    /// Whether the device is locked: the web device shows the lock screen, what arrives lands there
+    /// rather than in a banner, and an answer that needs authentication needs the passcode.
+    public var locked: Bool { engine.locked }
+    /// The app the screen shows in front, and what it was last told, from the moment a notification
+    /// or its icon opened it until the user goes home.
+    var front: FrontApp?
     /// Every log entry as it happens, for live views (the web device).
     public nonisolated let feed = DeviceFeed()
     /// Authorization requests shown to the user, by app, with the calls waiting for the answer.
@@ -115,10 +123,10 @@ public actor DeviceService {
         self.launcher = launcher
         self.presenters = presenters
         self.logger = logger
-        let records = try await store.loadAll()
+        let snapshot = try await store.load()
         engine = DeviceEngine(
             configuration: configuration.engine, policy: FixedDecision(allow: configuration.userAllows),
-            records: records)
+            records: snapshot.records, device: snapshot.device ?? DeviceState())
         let identity = try DeviceIdentity.loadOrCreate(at: directory.appendingPathComponent("identity.json").path)
         gateway = GatewaySession(
             configuration: .init(
@@ -127,7 +135,7 @@ public actor DeviceService {
                 reconnectBase: configuration.reconnectBase, reconnectMaximum: configuration.reconnectMaximum,
                 stateDirectory: directory),
             identity: identity, clock: networkClock, logger: logger,
-            taken: records.flatMap { $0.delivered.reversed().compactMap(\.apnsID) })
+            taken: snapshot.taken)
         await gateway.attach(self)
     }
 
@@ -296,10 +304,24 @@ public actor DeviceService {
     }
 
     /// Locks or unlocks the device (the web device's lock button, `PUT /lock`).
-    public func setLocked(_ locked: Bool) {
-        guard locked != self.locked else { return }
-        self.locked = locked
-        note(.system, app: "device", locked ? "locked" : "unlocked")
+    public func setLocked(_ locked: Bool) async throws {
+        try await apply(.setLocked(locked))
+    }
+
+    /// The user's answer to a notification, as every presenter gives it: on a locked device an
+    /// answer that needs authentication needs `passcode` (``Configuration/passcode``); without it,
+    /// or with a wrong one, it is refused (`passcodeRequired`) and nothing happens.
+    @discardableResult
+    public func respond(app: String, identifier: String, action: String, text: String? = nil, passcode: String? = nil)
+        async throws -> [DeviceAction]
+    {
+        if let passcode, passcode != configuration.passcode {
+            throw NotificationError(.passcodeRequired, "wrong passcode")
+        }
+        return try await apply(
+            .respond(
+                app: app, identifier: identifier, actionIdentifier: action, text: text,
+                authenticated: passcode != nil))
     }
 
     /// Whether an app is running, and how.

@@ -106,7 +106,9 @@ extension DeviceEngine {
             modifyActivities(app) { $0.pushToStartTokens[type] = token }
             return []
         case .push(let app, let payload, let apnsID, let priority, let token):
-            return try push(app, payload, apnsID: apnsID, priority: priority, token: token, now: now)
+            let actions = try push(app, payload, apnsID: apnsID, priority: priority, token: token, now: now)
+            takenPushes.append(apnsID)
+            return actions
         case .broadcast(let app, let channelID, let payload, let uniqueID, let priority):
             guard let record = apps[app] else { throw ActivityError(.notFound, "\(app) is not installed") }
             let subscribed = record.liveActivities.activities.values.filter { $0.isLive && $0.channelID == channelID }

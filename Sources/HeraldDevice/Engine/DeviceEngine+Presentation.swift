@@ -1,8 +1,9 @@
 import Foundation
 import HeraldCore
 
-/// The presentation policy: how a push becomes a notification, how the user's settings, the app's
-/// state and the foreground app's answer decide what is shown, and what the user's response does.
+/// The presentation policy: how a push becomes a notification, and how the user's settings, the
+/// app's state, the interruption level, the Focus on, Scheduled Summary and the foreground app's
+/// answer decide what is shown and heard (docs/device-engine.md, "What is shown").
 extension DeviceEngine {
     // MARK: - Remote notifications
 
@@ -15,10 +16,12 @@ extension DeviceEngine {
         let request = NotificationRequest(identifier: collapseID ?? apnsID, content: content, trigger: nil)
         let notification = DeliveredNotification(
             request: request, date: now, isRemote: true, late: false, apnsID: apnsID)
+        takenPushes.append(apnsID)
         switch pushType {
         case .widgets, .controls:
             // Not a notification: the app's widgets or controls reload; nothing is shown or kept.
             guard payload.aps.contentChanged else {
+                takenPushes.removeLast()
                 throw NotificationError(
                     .invalidArgument, "a \(pushType.rawValue) push needs \"content-changed\": true in aps")
             }
@@ -64,88 +67,179 @@ extension DeviceEngine {
             extensionDeadlines.schedule(.init(app: app, id: request.identifier), at: deadline)
             return actions + [.runServiceExtension(app: app, notification: notification, deadline: deadline)]
         }
-        return actions + deliver(app, notification)
+        return actions + deliver(app, notification, now: now)
     }
 
     // MARK: - Presentation
 
-    /// Records a delivery and decides its presentation by app state and settings.
-    mutating func deliver(_ app: String, _ notification: DeliveredNotification) -> [DeviceAction] {
-        guard var record = apps[app] else { return [] }
+    /// Delivers a notification: a foreground app is asked how to present it; otherwise the system
+    /// decides from the settings, the level, the Focus and Scheduled Summary.
+    mutating func deliver(_ app: String, _ notification: DeliveredNotification, now: Date) -> [DeviceAction] {
+        guard let record = apps[app] else { return [] }
         guard record.settings.isAllowed else { return [] }  // never presented without authorization
-        // Same identifier: replaces the delivered entry and moves it to the top.
-        record.delivered.removeAll { $0.identifier == notification.identifier }
-        record.delivered.insert(notification, at: 0)
-        apps[app] = record
-        changedApps.insert(app)
         if record.runState == .foreground {
+            // In the list until the answer says otherwise, so that a restart meanwhile loses nothing.
+            if localized(record, notification.request.content).hasText {
+                insertDelivered(app, notification, placement: NotificationPlacement())
+            }
             awaitingWillPresent[.init(app: app, id: notification.identifier)] = notification
             return [.askWillPresent(app: app, notification: notification)]
         }
-        return present(app, notification, allowed: .all, foreground: false)
+        return present(app, notification, allowed: .all, foreground: false, now: now)
     }
 
-    /// The presentation `options` ∩ the user's settings allow.
+    /// The content with its keys resolved in the user's languages.
+    func localized(_ record: AppRecord, _ content: NotificationContent) -> NotificationContent {
+        content.localized(with: record.app.localization, preferredLanguages: configuration.preferredLanguages)
+    }
+
+    /// The level a notification is delivered at: time-sensitive needs the app's Time Sensitive
+    /// setting and critical the critical-alert setting; without them it is active.
+    static func effectiveLevel(_ content: NotificationContent, _ s: NotificationSettings) -> InterruptionLevel {
+        switch content.interruptionLevel {
+        case .timeSensitive: s.timeSensitiveSetting == .enabled ? .timeSensitive : .active
+        case .critical: s.criticalAlertSetting == .enabled ? .critical : .active
+        case let level: level
+        }
+    }
+
+    /// What `options` (everything for a background app, the answer of a foreground one) ∩ the user's
+    /// settings ∩ the level, the Focus and Scheduled Summary allow, in the order of
+    /// docs/device-engine.md: nothing to show; provisional; Scheduled Summary holds; a Focus
+    /// silences; passive; active and time-sensitive; critical.
     mutating func present(
         _ app: String, _ notification: DeliveredNotification, allowed options: PresentationOptions,
-        foreground: Bool
+        foreground: Bool, now: Date
     ) -> [DeviceAction] {
-        guard var record = apps[app] else { return [] }
+        guard let record = apps[app] else { return [] }
         let s = record.settings
         let content = notification.request.content
+        let text = localized(record, content)
+        let hasText = text.hasText
         let provisional = s.authorizationStatus == .provisional
-        let alertStyle: AlertStyle =
+        let level = Self.effectiveLevel(content, s)
+        let zone = ZoneRules.of(configuration.timeZone)
+        let silencedBy = device.focus.silences(device.focus.active(at: now, in: zone), app: app, level: level)
+        let held =
+            hasText && !foreground && device.summary.holds(app) && level != .timeSensitive && level != .critical
+
+        var alertStyle: AlertStyle =
             options.contains(.banner) && s.alertSetting == .enabled && !provisional ? s.alertStyle : .none
-        let inList = options.contains(.list) && s.notificationCenterSetting == .enabled
+        var inList = options.contains(.list) && s.notificationCenterSetting == .enabled
+        var lockScreen = options.contains(.list) && s.lockScreenSetting == .enabled && !provisional
         var sound: PresentedSound?
-        if options.contains(.sound), s.soundSetting == .enabled, !provisional, let requested = content.sound {
-            switch requested {
-            case .default: sound = .default
-            case .named(let name): sound = .named(name)
-            case .critical(let name, let volume):
-                sound =
-                    s.criticalAlertSetting == .enabled
-                    ? .critical(name: name, volume: volume) : name.map { .named($0) } ?? .default
+        if options.contains(.sound), let requested = content.sound {
+            if level == .critical {
+                // Critical: heard even with sounds off or a Focus on, at the volume it names.
+                switch requested {
+                case .critical(let name, let volume): sound = .critical(name: name, volume: volume)
+                case .named(let name): sound = .critical(name: name, volume: 1)
+                case .default: sound = .critical(name: nil, volume: 1)
+                }
+            } else if s.soundSetting == .enabled, !provisional {
+                switch requested {
+                case .default: sound = .default
+                case .named(let name): sound = .named(name)
+                case .critical(let name, _): sound = name.map { .named($0) } ?? .default
+                }
             }
         }
         var badge: Int?
         if options.contains(.badge), s.badgeSetting == .enabled, !provisional, let requested = content.badge {
             badge = requested
-            record.badge = requested
-            apps[app] = record
+        }
+        if !hasText {
+            // Nothing to show: no banner, no entry anywhere; the badge and the sound still apply.
+            alertStyle = .none
+            inList = false
+            lockScreen = false
+        }
+        if held || silencedBy != nil || level == .passive {
+            // Held for the summary, silenced by a Focus, or passive: no banner and no sound.
+            alertStyle = .none
+            if sound.map({ if case .critical = $0 { false } else { true } }) ?? false { sound = nil }
+        }
+        if held || silencedBy != nil {
+            lockScreen = false  // Notification Center only (a held one, at its summary)
+        }
+        if let badge, apps[app]?.badge != badge {
+            apps[app]?.badge = badge
             changedApps.insert(app)
         }
+        var placed = notification
+        placed.placement = NotificationPlacement(
+            lockScreen: lockScreen, silencedBy: silencedBy, quiet: provisional,
+            timeSensitive: level == .timeSensitive, critical: level == .critical)
+        let identifier = notification.identifier
+        var actions: [DeviceAction] = []
+        if held {
+            placed.placement?.lockScreen = true
+            hold(app, placed)
+            actions.append(.held(app: app, notification: placed, until: summaryWake))
+            if let badge { actions.append(.setBadge(app: app, badge: badge)) }
+            if foreground { removeDelivered(app, [identifier]) }
+            return actions
+        }
+        if hasText && (inList || lockScreen) {
+            insertDelivered(app, placed, placement: placed.placement!)
+            placed.placement = apps[app]?.delivered.first?.placement
+        } else if foreground {
+            removeDelivered(app, [identifier])  // the foreground app asked for no list
+        }
+        var shown = placed
+        shown.request.content = text
+        // Passive never lights the screen; a silenced or held one has no banner, sound or lock-screen
+        // entry left to light it.
+        let wakes = level != .passive && (hasText && (alertStyle != .none || lockScreen) || sound != nil)
         let category = record.categories[content.categoryIdentifier]
-        var localized = notification
-        localized.request.content = content.localized(
-            with: record.app.localization, preferredLanguages: configuration.preferredLanguages)
         let presentation = Presentation(
-            app: app, notification: localized, alertStyle: alertStyle, inList: inList,
-            onLockScreen: s.lockScreenSetting == .enabled && alertStyle != .none, sound: sound, badge: badge,
+            app: app, notification: shown, alertStyle: alertStyle, inList: inList && hasText,
+            onLockScreen: lockScreen && hasText, level: level, silencedBy: hasText ? silencedBy : nil,
+            wakesScreen: wakes, hasText: hasText, sound: sound, badge: badge,
             actions: category?.actions(for: .default) ?? [], minimalActions: category?.actions(for: .minimal) ?? [],
             requestedByForegroundApp: foreground)
-        var actions: [DeviceAction] = []
-        if alertStyle != .none || inList || sound != nil || badge != nil { actions.append(.present(presentation)) }
+        if hasText && (alertStyle != .none || inList || lockScreen) || sound != nil || badge != nil {
+            actions.append(.present(presentation))
+        } else if !foreground {
+            // (A foreground app that answered with nothing has chosen silence: nothing to say.)
+            actions.append(.nothingToShow(app: app, notification: shown))
+        }
         if let badge { actions.append(.setBadge(app: app, badge: badge)) }
         return actions
     }
 
     // MARK: - Responses
 
-    mutating func respond(_ app: String, _ identifier: String, _ actionIdentifier: String, _ text: String?)
-        throws(NotificationError) -> [DeviceAction]
-    {
-        guard var record = apps[app] else { throw unknownApp(app) }
-        guard let index = record.delivered.firstIndex(where: { $0.identifier == identifier }) else {
+    /// Whether answering with `actionIdentifier` needs the user's authentication on a locked device:
+    /// opening the app (the default action, a foreground action) and actions that require it
+    /// (seed 000: "foreground actions always require authentication").
+    static func needsAuthentication(_ actionIdentifier: String, category: NotificationCategory?) -> Bool {
+        switch actionIdentifier {
+        case StandardAction.defaultIdentifier: true
+        case StandardAction.dismissIdentifier: false
+        default: category?.action(withIdentifier: actionIdentifier)?.effectiveOptions.contains(.authenticationRequired) ?? false
+        }
+    }
+
+    mutating func respond(
+        _ app: String, _ identifier: String, _ actionIdentifier: String, _ text: String?, authenticated: Bool,
+        now: Date
+    ) throws(NotificationError) -> [DeviceAction] {
+        guard let record = apps[app] else { throw unknownApp(app) }
+        guard let notification = record.delivered.first(where: { $0.identifier == identifier }) else {
             throw .invalid("respond.identifier", "\(app) has no delivered notification \(identifier)")
         }
-        let notification = record.delivered[index]
-        let category = record.categories[notification.request.content.categoryIdentifier]
+        let content = notification.request.content
+        let category = record.categories[content.categoryIdentifier]
         let mode: LaunchMode
         var userText: String?
         var tell = true
         switch actionIdentifier {
         case StandardAction.defaultIdentifier:
+            guard content.opensApp else {
+                throw .invalid(
+                    "respond.action", "\(identifier) has no action (hasAction false): it can only be dismissed (OK)")
+            }
             mode = .foreground
         case StandardAction.dismissIdentifier:
             mode = .background
@@ -155,17 +249,32 @@ extension DeviceEngine {
                 let known = (category?.actions.map(\.identifier) ?? []).joined(separator: ", ")
                 throw .invalid(
                     "respond.action",
-                    "\(actionIdentifier) is not an action of category '\(notification.request.content.categoryIdentifier)'"
+                    "\(actionIdentifier) is not an action of category '\(content.categoryIdentifier)'"
                         + (known.isEmpty ? "" : " (actions: \(known))"))
             }
             mode = action.options.contains(.foreground) ? .foreground : .background
             if action.textInput != nil { userText = text ?? "" }
         }
+        var actions: [DeviceAction] = []
+        if locked, Self.needsAuthentication(actionIdentifier, category: category) {
+            guard authenticated else {
+                let what =
+                    actionIdentifier == StandardAction.defaultIdentifier
+                    ? "opening \(InstalledApp.displayName(of: app))"
+                    : "\(category?.action(withIdentifier: actionIdentifier)?.title ?? actionIdentifier)"
+                throw NotificationError(
+                    .passcodeRequired, "the device is locked: \(what) needs the passcode")
+            }
+            if mode == .foreground {
+                // The app comes to the front: the device unlocks. A background action that needed the
+                // passcode runs with the device still locked (seed 000).
+                locked = false
+                actions.append(.lockChanged(locked: false))
+            }
+        }
         // Acting on a notification takes it out of the list.
-        record.delivered.remove(at: index)
-        apps[app] = record
-        changedApps.insert(app)
-        var actions: [DeviceAction] = [.removeFromScreen(app: app, identifiers: [identifier])]
+        removeDelivered(app, [identifier])
+        actions.append(.removeFromScreen(app: app, identifiers: [identifier]))
         guard tell else { return actions }
         switch (record.runState, mode) {
         case (.notRunning, _):
@@ -181,5 +290,45 @@ extension DeviceEngine {
                 response: NotificationResponse(
                     notification: notification, actionIdentifier: actionIdentifier, userText: userText)))
         return actions
+    }
+
+    /// Keep (Deliver Prominently, Deliver Quietly) or Turn Off on a provisional notification: the app
+    /// is decided, as the user chose; its quiet notifications stay in the list.
+    mutating func provisionalChoice(_ app: String, _ choice: ProvisionalChoice) throws(NotificationError)
+        -> [DeviceAction]
+    {
+        guard let record = apps[app] else { throw unknownApp(app) }
+        guard record.settings.authorizationStatus == .provisional else {
+            throw .invalid(
+                "provisional",
+                "\(app) is \(record.settings.authorizationStatus.rawValue), not provisional: Keep and Turn Off "
+                    + "are on provisional notifications only")
+        }
+        var asked = record.requestedOptions.subtracting(.provisional)
+        var settings: NotificationSettings
+        switch choice {
+        case .deliverProminently:
+            asked.formUnion(.alert)
+            settings = .after(decision: true, options: asked)
+        case .deliverQuietly:
+            settings = .after(decision: true, options: asked.union(.alert))
+            settings.alertSetting = .disabled
+            settings.alertStyle = .none
+            settings.soundSetting = .disabled
+            settings.badgeSetting = .disabled
+            settings.lockScreenSetting = .disabled
+            settings.notificationCenterSetting = .enabled
+        case .turnOff:
+            settings = .after(decision: false, options: asked)
+        }
+        settings.groupingSetting = record.settings.groupingSetting
+        settings.criticalAlertSetting = record.settings.criticalAlertSetting
+        try modify(app) { $0.settings = settings }
+        // Its notifications are no longer provisional ones: Keep and Turn Off leave them.
+        for var notification in record.delivered where notification.placement?.quiet == true {
+            notification.placement?.quiet = false
+            replaceDelivered(app, notification)
+        }
+        return [.settingsChanged(app: app, settings: settings)]
     }
 }

@@ -20,7 +20,8 @@ extension DeviceEngine {
             if record.pending.removeValue(forKey: request.identifier) != nil { scheduler.remove(key) }
             apps[app] = record
             changedApps.insert(app)
-            return deliver(app, DeliveredNotification(request: request, date: now, isRemote: false, late: false))
+            return deliver(
+                app, DeliveredNotification(request: request, date: now, isRemote: false, late: false), now: now)
         }
         var next: Date?
         if case .location = trigger {
@@ -59,6 +60,9 @@ extension DeviceEngine {
                 DroppedRequest(
                     request: pending.request, droppedAt: now,
                     reason: "more than \(configuration.pendingLimit) pending; this one fires later than the rest"))
+        }
+        if record.dropped.count > configuration.droppedLimit {
+            record.dropped.removeFirst(record.dropped.count - configuration.droppedLimit)
         }
         apps[app] = record
         return [.pendingDropped(app: app, identifiers: dropped.map(\.request.identifier))]
@@ -115,7 +119,8 @@ extension DeviceEngine {
             }
             apps[key.app] = record
             changedApps.insert(key.app)
-            actions += deliver(key.app, DeliveredNotification(request: request, date: now, isRemote: false, late: late))
+            actions += deliver(
+                key.app, DeliveredNotification(request: request, date: now, isRemote: false, late: late), now: now)
         }
         return actions
     }
@@ -138,7 +143,8 @@ extension DeviceEngine {
                     }
                     changedApps.insert(app)
                     actions += deliver(
-                        app, DeliveredNotification(request: pending.request, date: now, isRemote: false, late: false))
+                        app, DeliveredNotification(request: pending.request, date: now, isRemote: false, late: false),
+                        now: now)
                 }
             }
         }

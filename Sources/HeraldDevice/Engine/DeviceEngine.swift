@@ -31,7 +31,48 @@ public enum DeviceEvent: Sendable {
     // The user
     case updateSettings(app: String, settings: NotificationSettings)
     case setLocationAuthorization(app: String, allowed: Bool)
-    case respond(app: String, identifier: String, actionIdentifier: String, text: String?)
+    /// The user acts on a notification. `authenticated`: the user gave the passcode (or unlocked)
+    /// for it; on a locked device an action that needs authentication is refused without it.
+    case respond(app: String, identifier: String, actionIdentifier: String, text: String?, authenticated: Bool = false)
+    /// The user answers a provisional notification's Keep or Turn Off.
+    case provisionalChoice(app: String, choice: ProvisionalChoice)
+    /// The user changes Notification Grouping for the app.
+    case setGrouping(app: String, grouping: GroupingSetting)
+    /// The device locks or unlocks.
+    case setLocked(Bool)
+    /// The user turns a Focus on or off, or changes the modes.
+    case focus(FocusChange)
+    /// The user changes Scheduled Summary.
+    case updateSummary(SummarySettings)
+    /// The user lets the app read whether a Focus is on (`INFocusStatusCenter`), or not.
+    case setFocusStatusAuthorization(app: String, allowed: Bool)
+    // The app, legacy
+    /// `scheduleLocalNotification:` / `presentLocalNotificationNow:`: a `UILocalNotification`-style
+    /// schedule whose dates the device computes on its own clock.
+    case addLegacy(app: String, notification: LegacyNotification)
+}
+
+/// What the user chooses on a provisional notification (Keep → Deliver Prominently or Deliver
+/// Quietly, or Turn Off).
+public enum ProvisionalChoice: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Keep → Deliver Prominently: banners, sounds, badges, the lock screen.
+    case deliverProminently = "prominently"
+    /// Keep → Deliver Quietly: Notification Center only, decided.
+    case deliverQuietly = "quietly"
+    /// Turn Off: the app is denied.
+    case turnOff = "off"
+}
+
+/// A change to the Focus modes or to which is on.
+public enum FocusChange: Sendable, Hashable {
+    /// Turns a mode on by hand, until a time or until turned off.
+    case turnOn(String, until: Date?)
+    /// Turns off the Focus that is on (a scheduled one until its interval ends).
+    case turnOff
+    /// Adds or replaces a mode.
+    case put(FocusMode)
+    /// Removes a mode the user added.
+    case remove(String)
 }
 
 /// The device's notification center as a value-type state machine: it takes events and the current time and
@@ -59,6 +100,12 @@ public struct DeviceEngine: Sendable {
         public var activityUpdateBudget = 10
         /// The same with `NSSupportsLiveActivitiesFrequentUpdates`.
         public var frequentActivityUpdateBudget = 60
+        /// Notifications Notification Center keeps per app; the oldest go first (Apple publishes no
+        /// number; Herald's choice, docs/device-engine.md). The same bound holds the notifications
+        /// waiting for a Scheduled Summary.
+        public var deliveredLimit = 100
+        /// Requests pushed out by the pending limit that an app's record remembers (the newest).
+        public var droppedLimit = 64
         /// Creates the defaults.
         public init() {}
     }
@@ -72,6 +119,25 @@ public struct DeviceEngine: Sendable {
     public internal(set) var changedApps: Set<String> = []
     /// Apps removed since the last ``takeChanges()``.
     public internal(set) var removedApps: Set<String> = []
+    /// Delivered or held notifications changed since the last ``takeChanges()``, per app: their rows
+    /// are written from the record as it is (or deleted when gone).
+    var changedNotifications: [String: Set<NotificationKey>] = [:]
+    /// Whether ``device`` changed since the last ``takeChanges()``.
+    var deviceChanged = false
+    /// The `apns-id`s of the pushes handled since the last ``takeChanges()``: kept with the changes,
+    /// so that a push sent again after a crash is known.
+    var takenPushes: [String] = []
+    /// The Focus modes, Scheduled Summary and the summaries delivered.
+    public internal(set) var device = DeviceState()
+    /// Whether the device is locked (runtime only: a restarted daemon starts unlocked).
+    public internal(set) var locked = false
+    /// The next arrival's place in the order of notifications.
+    var nextSequence: Int64 = 1
+    /// The Focus last announced (``DeviceAction/focusChanged(_:)``).
+    var announcedFocus: ActiveFocus?
+    /// When the Focus may change next, and when the next summary is due (with something held).
+    var focusWake: Date?
+    var summaryWake: Date?
     let policy: any UserDecisionPolicy
     var regions = RegionMonitor()
     var awaitingWillPresent: [Scheduler.Key: DeliveredNotification] = [:]
@@ -81,13 +147,20 @@ public struct DeviceEngine: Sendable {
     /// records).
     var activityTimers = Scheduler()
 
-    /// Creates an engine, optionally with records loaded from a store.
-    public init(configuration: Configuration = .init(), policy: any UserDecisionPolicy, records: [AppRecord] = []) {
+    /// Creates an engine, optionally with records and the device's state loaded from a store.
+    public init(
+        configuration: Configuration = .init(), policy: any UserDecisionPolicy, records: [AppRecord] = [],
+        device: DeviceState = DeviceState()
+    ) {
         self.configuration = configuration
         self.policy = policy
+        self.device = device
         for var record in records {
             record.runState = .notRunning
             apps[record.app.bundleID] = record
+            for notification in record.delivered + (record.held ?? []) {
+                nextSequence = max(nextSequence, (notification.placement?.sequence ?? 0) + 1)
+            }
             for (id, pending) in record.pending {
                 if let date = pending.nextFireDate {
                     scheduler.schedule(.init(app: record.app.bundleID, id: id), at: date)
@@ -102,25 +175,47 @@ public struct DeviceEngine: Sendable {
 
     /// The earliest time the engine must be called again (`advance`), if any.
     public var nextWake: Date? {
-        [scheduler.nextWake, extensionDeadlines.nextWake, activityTimers.nextWake].compactMap { $0 }.min()
+        [scheduler.nextWake, extensionDeadlines.nextWake, activityTimers.nextWake, focusWake, summaryWake]
+            .compactMap { $0 }.min()
     }
 
     /// What changed since the last call, for the store to write (``DeviceStore/save(_:)``); the
     /// changes are no longer marked.
     public mutating func takeChanges() -> DeviceChanges {
+        var rows: [NotificationRow] = []
+        for (app, keys) in changedNotifications.sorted(by: { $0.key < $1.key }) {
+            guard let record = apps[app] else { continue }
+            for key in keys.sorted(by: { ($0.held ? 1 : 0, $0.identifier) < ($1.held ? 1 : 0, $1.identifier) }) {
+                let list = key.held ? (record.held ?? []) : record.delivered
+                rows.append(
+                    NotificationRow(
+                        app: app, identifier: key.identifier, held: key.held,
+                        notification: list.first { $0.identifier == key.identifier }))
+            }
+        }
         defer {
             changedApps = []
             removedApps = []
+            changedNotifications = [:]
+            deviceChanged = false
+            takenPushes = []
         }
         return DeviceChanges(
-            records: changedApps.sorted().compactMap { apps[$0] }, removed: removedApps.sorted())
+            records: changedApps.sorted().compactMap { apps[$0] }, removed: removedApps.sorted(),
+            notifications: rows, device: deviceChanged ? device : nil, taken: takenPushes)
     }
 
     /// Marks ``takeChanges()``'s answer as changed again after its write failed, so the next write
-    /// retries it (an app removed since is not marked).
+    /// retries it (what belongs to an app removed since is not marked; a removal is kept, since a
+    /// reinstalled app's record is written after it).
     public mutating func restore(_ changes: DeviceChanges) {
         changedApps.formUnion(changes.records.map(\.app.bundleID).filter { apps[$0] != nil })
-        removedApps.formUnion(changes.removed.filter { apps[$0] == nil })
+        removedApps.formUnion(changes.removed)
+        for row in changes.notifications where apps[row.app] != nil {
+            changedNotifications[row.app, default: []].insert(NotificationKey(identifier: row.identifier, held: row.held))
+        }
+        if changes.device != nil { deviceChanged = true }
+        takenPushes = changes.taken + takenPushes
     }
 
     // MARK: - Events
@@ -130,8 +225,10 @@ public struct DeviceEngine: Sendable {
         switch event {
         case .start:
             return expireExtensions(now: now) + fireDue(now: now, starting: true) + fireActivityTimers(now: now)
+                + deviceTimers(now: now, starting: true)
         case .installApp(let app):
-            removedApps.remove(app.bundleID)  // reinstalled before the removal was saved: keep the new record
+            // Reinstalled before the removal was saved: the removal stays marked (it clears what the old
+            // install left in the store) and the new record is written after it.
             if apps[app.bundleID] == nil {
                 apps[app.bundleID] = AppRecord(app: app)
             } else {
@@ -147,7 +244,13 @@ public struct DeviceEngine: Sendable {
             for key in record.liveActivities.activities.keys { activityTimers.remove(.init(app: id, id: key)) }
             awaitingWillPresent = awaitingWillPresent.filter { $0.key.app != id }
             changedApps.remove(id)
+            changedNotifications[id] = nil
             removedApps.insert(id)
+            if device.summary.apps.contains(id) || record.held?.isEmpty == false {
+                device.summary.apps.removeAll { $0 == id }
+                deviceChanged = true
+                refreshSummaryWake(now: now)
+            }
             return []
         case .appStateChanged(let app, let state):
             try modify(app) { $0.runState = state }
@@ -155,7 +258,7 @@ public struct DeviceEngine: Sendable {
         case .timeZoneChanged(let zone):
             configuration.timeZone = zone
             rescheduleFloatingTriggers(now: now)
-            return []
+            return deviceTimers(now: now, starting: false)
         case .locationFix(let fix):
             return locationFix(fix, now: now)
         case .requestAuthorization(let app, let options):
@@ -180,15 +283,20 @@ public struct DeviceEngine: Sendable {
             changedApps.insert(app)
             return []
         case .cancelLegacy(let app, let identifiers):
+            // The legacy calls also take what is on the screen away: the notification in the list, an
+            // alert still up, a notification held for the summary.
             _ = try handle(.removePending(app: app, identifiers: identifiers), now: now)
+            if let identifiers {
+                for id in identifiers where removeHeld(app, id) {}
+            } else {
+                for id in apps[app]?.held?.map(\.identifier) ?? [] where removeHeld(app, id) {}
+            }
             return try handle(.removeDelivered(app: app, identifiers: identifiers), now: now)
         case .removeDelivered(let app, let identifiers):
-            var removed: [String] = []
-            try modify(app) { record in
-                let ids = Set(identifiers ?? record.delivered.map(\.identifier))
-                removed = record.delivered.map(\.identifier).filter(ids.contains)
-                record.delivered.removeAll { ids.contains($0.identifier) }
-            }
+            guard let record = apps[app] else { throw unknownApp(app) }
+            let ids = identifiers.map(Set.init) ?? Set(record.delivered.map(\.identifier))
+            let removed = record.delivered.map(\.identifier).filter(ids.contains)
+            removeDelivered(app, Set(removed))
             return removed.isEmpty ? [] : [.removeFromScreen(app: app, identifiers: removed)]
         case .setBadge(let app, let badge):
             guard badge >= 0 else {
@@ -200,7 +308,7 @@ public struct DeviceEngine: Sendable {
             guard let notification = awaitingWillPresent.removeValue(forKey: .init(app: app, id: identifier)) else {
                 throw .invalid("willPresent", "no notification \(identifier) of \(app) is waiting for an answer")
             }
-            return present(app, notification, allowed: options, foreground: true)
+            return present(app, notification, allowed: options, foreground: true, now: now)
         case .serviceExtensionFinished(let app, let identifier, let content):
             guard var record = apps[app], var waiting = record.awaitingExtension.removeValue(forKey: identifier) else {
                 throw .invalid(
@@ -210,26 +318,46 @@ public struct DeviceEngine: Sendable {
             changedApps.insert(app)
             extensionDeadlines.remove(.init(app: app, id: identifier))
             if let content { waiting.notification.request.content = content }
-            return deliver(app, waiting.notification)
+            return deliver(app, waiting.notification, now: now)
         case .remoteNotification(let app, let payload, let apnsID, let collapseID, let pushType):
             return try remote(app, payload, apnsID: apnsID, collapseID: collapseID, pushType: pushType, now: now)
         case .updateSettings(let app, let settings):
             try modify(app) { $0.settings = settings }
             return []
+        case .setGrouping(let app, let grouping):
+            try modify(app) { $0.settings.groupingSetting = grouping }
+            return []
+        case .provisionalChoice(let app, let choice):
+            return try provisionalChoice(app, choice)
+        case .setLocked(let locked):
+            guard locked != self.locked else { return [] }
+            self.locked = locked
+            return [.lockChanged(locked: locked)]
+        case .focus(let change):
+            return try changeFocus(change, now: now)
+        case .updateSummary(let summary):
+            return try updateSummary(summary, now: now)
+        case .setFocusStatusAuthorization(let app, let allowed):
+            try modify(app) { $0.focusStatusAuthorized = allowed }
+            return []
+        case .addLegacy(let app, let notification):
+            return try add(app, try notification.request(now: now), now: now)
         case .setLocationAuthorization(let app, let allowed):
             try modify(app) {
                 $0.locationAuthorized = allowed
                 $0.locationDecided = true
             }
             return []
-        case .respond(let app, let identifier, let actionIdentifier, let text):
-            return try respond(app, identifier, actionIdentifier, text)
+        case .respond(let app, let identifier, let actionIdentifier, let text, let authenticated):
+            return try respond(app, identifier, actionIdentifier, text, authenticated: authenticated, now: now)
         }
     }
 
-    /// Fires everything due at `now` and shows originals whose service extension ran out of time.
+    /// Fires everything due at `now`, shows originals whose service extension ran out of time, turns
+    /// Focus modes on and off by their schedules and delivers a Scheduled Summary that is due.
     public mutating func advance(to now: Date) -> [DeviceAction] {
         expireExtensions(now: now) + fireDue(now: now, starting: false) + fireActivityTimers(now: now)
+            + deviceTimers(now: now, starting: false)
     }
 
     /// Shows the original content of notifications whose service extension did not finish in time.
@@ -238,7 +366,7 @@ public struct DeviceEngine: Sendable {
         for (key, _) in extensionDeadlines.takeDue(now: now) {
             guard let waiting = apps[key.app]?.awaitingExtension.removeValue(forKey: key.id) else { continue }
             changedApps.insert(key.app)
-            actions += deliver(key.app, waiting.notification)
+            actions += deliver(key.app, waiting.notification, now: now)
         }
         return actions
     }

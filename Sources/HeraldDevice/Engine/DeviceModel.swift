@@ -65,8 +65,11 @@ public struct AppRecord: Sendable, Hashable, Codable {
     public var requestedOptions: AuthorizationOptions = []
     public var categories: [String: NotificationCategory] = [:]
     public var pending: [String: PendingRequest] = [:]
-    /// Newest first.
+    /// Notification Center (and the lock screen's list), newest first, at most
+    /// ``DeviceEngine/Configuration/deliveredLimit``.
     public var delivered: [DeliveredNotification] = []
+    /// Notifications held for the next Scheduled Summary, newest first; `nil` when none ever were.
+    public var held: [DeliveredNotification]?
     public var dropped: [DroppedRequest] = []
     public var badge: Int = 0
     /// The user's location authorization for this app; location triggers never fire without it.
@@ -80,6 +83,8 @@ public struct AppRecord: Sendable, Hashable, Codable {
     /// The app's Live Activities and push-to-start tokens (``liveActivities``); `nil` until it has
     /// any, so that records saved before activities existed still load.
     public var activityState: AppActivities?
+    /// Whether the user lets the app read if a Focus is on (`INFocusStatusCenter`); `nil`: not asked.
+    public var focusStatusAuthorized: Bool?
     /// Runtime only: reset to not running when the engine starts.
     public var runState: AppRunState = .notRunning
 
@@ -97,13 +102,23 @@ public enum PresentedSound: Sendable, Hashable, Codable {
 /// How the system shows one notification.
 public struct Presentation: Sendable, Hashable, Codable {
     public var app: String
-    /// With its `loc-key`s resolved in the user's languages.
+    /// With its `loc-key`s resolved in the user's languages, and its placement.
     public var notification: DeliveredNotification
     /// Banner, alert, or none.
     public var alertStyle: AlertStyle
     /// Listed in the notification list.
     public var inList: Bool
     public var onLockScreen: Bool
+    /// The interruption level it was delivered at: the content's, unless the app's settings lowered
+    /// a time-sensitive or critical one to active.
+    public var level: InterruptionLevel
+    /// The Focus that silenced it: no sound, no banner, the screen stays dark.
+    public var silencedBy: String?
+    /// Whether it lights the screen (a banner, an alert, a sound or a lock-screen entry that is not
+    /// passive, silenced or quiet).
+    public var wakesScreen: Bool
+    /// Whether it has a title, subtitle or body to show; without, only its badge and sound apply.
+    public var hasText: Bool
     /// Plays this sound (already allowed by the settings); `nil` is silent.
     public var sound: PresentedSound?
     /// Sets the app's badge to this number.
@@ -143,6 +158,18 @@ public enum DeviceAction: Sendable, Hashable {
     case pendingDropped(app: String, identifiers: [String])
     /// Delivered notifications removed: take them off the screen.
     case removeFromScreen(app: String, identifiers: [String])
+    /// A notification of an app in Scheduled Summary, held until the summary at `until`.
+    case held(app: String, notification: DeliveredNotification, until: Date?)
+    /// A notification with nothing to show, hear or count: delivered to no screen.
+    case nothingToShow(app: String, notification: DeliveredNotification)
+    /// A Scheduled Summary is delivered: its notifications, in the summary's order, localized.
+    case summaryDelivered(DeliveredSummary, notifications: [SummaryNotification])
+    /// A Focus came on or went off (`nil`).
+    case focusChanged(ActiveFocus?)
+    /// The device locked or unlocked.
+    case lockChanged(locked: Bool)
+    /// The user changed the app's settings from a notification (provisional Keep or Turn Off).
+    case settingsChanged(app: String, settings: NotificationSettings)
     /// A `widgets` or `controls` push: tell the app its widgets or controls should reload.
     case reloadContent(app: String, kind: ReloadKind, apnsID: String)
     /// A `location` push: give it to the app's location query handler (``AppLinkEvent/locationPush(notification:)``).
@@ -161,4 +188,18 @@ public enum DeviceAction: Sendable, Hashable {
     case subscribeChannel(app: String, channelID: String)
     /// End the app's subscription to a broadcast channel.
     case unsubscribeChannel(app: String, channelID: String)
+}
+
+/// One notification of a delivered summary, as shown.
+public struct SummaryNotification: Sendable, Hashable, Codable {
+    public var app: String
+    /// Localized, with its placement.
+    public var notification: DeliveredNotification
+}
+
+/// A delivered or held notification of an app, as the store keeps it (one row each).
+public struct NotificationKey: Sendable, Hashable {
+    public var identifier: String
+    /// Held for the Scheduled Summary rather than delivered.
+    public var held: Bool
 }

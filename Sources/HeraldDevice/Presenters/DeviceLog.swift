@@ -45,6 +45,18 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
         case activity
         /// A Live Activity's update came with an alert.
         case activityAlert
+        /// A notification of an app in Scheduled Summary was held for the next summary.
+        case held
+        /// A notification with nothing to show, hear or count (no text, no sound, no badge).
+        case notShown
+        /// A Scheduled Summary was delivered (`summary` has it).
+        case summary
+        /// A Focus came on or went off (`focus` says which is on now).
+        case focus
+        /// The device locked or unlocked.
+        case lock
+        /// An app's time in the background ran out: it was told and suspended.
+        case suspended
         /// Apps installed or removed, tokens issued, the link's state.
         case system
         /// An app started, stopped, or moved between the foreground and the background (the web
@@ -65,12 +77,21 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
     public var identifiers: [String]?
     /// For `activity`: the activity as it is now.
     public var activity: LiveActivity?
+    /// For `summary`: the summary and what it holds.
+    public var summary: SummaryEntry?
+    /// For `focus`: the Focus on now (`nil`: none). For `lock`: whether the device is locked.
+    public var focus: ActiveFocus?
+    public var locked: Bool?
 
     /// Creates an entry.
     public init(
         date: Date, app: String, kind: Kind, identifier: String? = nil, text: String,
-        presentation: PresentationSummary? = nil, identifiers: [String]? = nil, activity: LiveActivity? = nil
+        presentation: PresentationSummary? = nil, identifiers: [String]? = nil, activity: LiveActivity? = nil,
+        summary: SummaryEntry? = nil, focus: ActiveFocus? = nil, locked: Bool? = nil
     ) {
+        self.summary = summary
+        self.focus = focus
+        self.locked = locked
         self.activity = activity
         self.date = date
         self.app = app
@@ -111,6 +132,20 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
     public var interruptionLevel: String?
     /// The app's icon: `AppIcon.png` in its bundle directory, when there is one.
     public var icon: String?
+    /// In the lock screen's list.
+    public var onLockScreen: Bool?
+    /// The Focus that silenced it.
+    public var silencedBy: String?
+    /// Whether it lights the screen.
+    public var wakesScreen: Bool?
+    /// Whether it has text; without, it is only a badge or a sound.
+    public var hasText: Bool?
+    /// Delivered quietly (provisional): Keep and Turn Off are on it.
+    public var quiet: Bool?
+    /// The legacy alert button's label (`alertAction`), when the app set one.
+    public var alertAction: String?
+    /// Legacy `hasAction = NO`: one OK button, never opens the app.
+    public var noAction: Bool?
 
     /// Summarises a presentation; `playing` is the sound as resolved on the device
     /// (``DeviceEngine/resolvedSound(for:)``), and without it a named sound is given by its name.
@@ -147,20 +182,69 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
         minimalActions = p.minimalActions.map(\.identifier)
         actionTitles = Dictionary((p.actions + p.minimalActions).map { ($0.identifier, $0.title) }) { first, _ in first
         }
-        interruptionLevel = content.interruptionLevel.rawValue
+        interruptionLevel = p.level.rawValue
+        onLockScreen = p.onLockScreen
+        silencedBy = p.silencedBy
+        wakesScreen = p.wakesScreen
+        hasText = p.hasText
+        quiet = p.notification.placement?.quiet == true ? true : nil
+        alertAction = content.actionLocKey
+        noAction = content.opensApp ? nil : true
     }
 
-    /// `Title — Body (sound default, badge 3, actions: accept | decline)`.
+    /// `Title — Body (sound default, badge 3, actions: accept | decline)`; for a notification without
+    /// text only what happened: `badge 5, sound default`.
     public var line: String {
         var text = [title, subtitle].filter { !$0.isEmpty }.joined(separator: " / ")
         if !body.isEmpty { text += text.isEmpty ? body : " — \(body)" }
-        if text.isEmpty { text = "(no text)" }
+        let soundText = sound.map { "sound \($0)" + (soundFallback.map { " (\($0))" } ?? "") }
+        if hasText == false || text.isEmpty {
+            return [badge.map { "badge \($0)" }, soundText].compactMap { $0 }.joined(separator: ", ")
+        }
         var details: [String] = []
-        if alertStyle == "none" { details.append(inList ? "list only" : "not shown") }
-        details.append("sound \(sound ?? "none")" + (soundFallback.map { " (\($0))" } ?? ""))
+        switch interruptionLevel {
+        case "passive": details.append("passive")
+        case "time-sensitive": details.append("time sensitive")
+        case "critical": details.append("critical")
+        default: break
+        }
+        if let silencedBy { details.append("silenced by \(silencedBy)") }
+        if quiet == true { details.append("delivered quietly") }
+        if alertStyle == "none" && silencedBy == nil && quiet != true && interruptionLevel != "passive" {
+            details.append(inList ? "list only" : "not shown")
+        }
+        details.append(soundText ?? "sound none")
         if let badge { details.append("badge \(badge)") }
         if !actions.isEmpty { details.append("actions: " + actions.joined(separator: " | ")) }
+        if noAction == true { details.append("no action") }
         if late { details.append("late") }
         return "\(text) (\(details.joined(separator: ", ")))"
+    }
+}
+
+/// A delivered Scheduled Summary, as the log, the terminal and the screens show it.
+public struct SummaryEntry: Sendable, Hashable, Codable {
+    public var id: String
+    public var title: String
+    /// Its notifications, most relevant first.
+    public var items: [Item]
+
+    /// One notification of the summary.
+    public struct Item: Sendable, Hashable, Codable {
+        public var app: String
+        public var identifier: String
+        public var title: String
+        public var body: String
+        public var relevanceScore: Double
+    }
+
+    /// `Your Morning Summary: 3 notifications from Demo and News`.
+    public var line: String {
+        var names: [String] = []
+        for item in items where !names.contains(InstalledApp.displayName(of: item.app)) {
+            names.append(InstalledApp.displayName(of: item.app))
+        }
+        let from = names.count <= 1 ? names.first ?? "" : names.dropLast().joined(separator: ", ") + " and " + names.last!
+        return "\(title): \(items.count) notification\(items.count == 1 ? "" : "s") from \(from)"
     }
 }

@@ -1,19 +1,35 @@
 import Foundation
 import GRDB
+import HeraldCore
 
 /// Where the device keeps everything the engine knows. Each role keeps persistence behind a protocol.
 public protocol DeviceStore: Sendable {
-    /// Every app's record.
-    func loadAll() async throws -> [AppRecord]
-    /// Writes the changed records and deletes the removed apps in one transaction.
-    func save(_ records: [AppRecord], removing removed: [String]) async throws
+    /// Everything kept: the apps' records with their notifications, the device's state, and the
+    /// `apns-id`s of the newest pushes taken.
+    func load() async throws -> DeviceSnapshot
+    /// Writes what changed in one transaction.
+    func save(_ changes: DeviceChanges) async throws
 }
 
-/// The embedded SQLite store (GRDB, WAL): one row per app, its record as JSON.
+/// What a ``DeviceStore`` holds, as loaded.
+public struct DeviceSnapshot: Sendable {
+    /// Every app's record, by bundle id, with its delivered and held notifications.
+    public var records: [AppRecord]
+    /// The Focus modes, Scheduled Summary and summaries; `nil` when never saved.
+    public var device: DeviceState?
+    /// The `apns-id`s of the newest pushes taken, oldest first (at most ``SQLiteDeviceStore/takenLimit``).
+    public var taken: [String]
+}
+
+/// The embedded SQLite store (GRDB, WAL): one row per app with its record as JSON, one row per
+/// delivered or held notification, the device's state, and the `apns-id`s taken. A push costs a row
+/// or two, whatever the device already keeps.
 public final class SQLiteDeviceStore: DeviceStore {
     let writer: any DatabaseWriter
+    /// How many `apns-id`s of pushes taken are kept (a push sent again after a crash is known by them).
+    public static let takenLimit = 20_000
 
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens (creating if needed) the database at `path`, bringing an older one's schema up to date.
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
@@ -30,56 +46,151 @@ public final class SQLiteDeviceStore: DeviceStore {
                 t.column("updatedAt", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v2-notifications") { db in
+            // Notifications leave the app's record for rows of their own, so that a push writes one
+            // row instead of the whole list; the device's state and the pushes taken get tables.
+            try db.create(table: "notification") { t in
+                t.column("bundleID", .text).notNull()
+                t.column("held", .integer).notNull()
+                t.column("identifier", .text).notNull()
+                t.column("seq", .integer).notNull()
+                t.column("notification", .blob).notNull()
+                t.primaryKey(["bundleID", "held", "identifier"])
+            }
+            try db.create(table: "device") { t in
+                t.primaryKey("key", .text)
+                t.column("value", .blob).notNull()
+            }
+            try db.execute(sql: "CREATE TABLE taken (seq INTEGER PRIMARY KEY AUTOINCREMENT, apnsID TEXT NOT NULL UNIQUE)")
+            let decoder = JSONDecoder()
+            let encoder = Self.encoder
+            var seq: Int64 = 0
+            var taken: [(Date, String)] = []
+            for row in try Row.fetchAll(db, sql: "SELECT bundleID, record FROM app") {
+                let id: String = row["bundleID"]
+                var record = try decoder.decode(AppRecord.self, from: row["record"] as Data)
+                for notification in record.delivered.reversed() {
+                    seq += 1
+                    var placed = notification
+                    placed.placement = placed.placement ?? NotificationPlacement()
+                    placed.placement!.sequence = seq
+                    try db.execute(
+                        sql: "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, 0, ?, ?, ?)",
+                        arguments: [id, placed.identifier, seq, try encoder.encode(placed)])
+                    if let apnsID = notification.apnsID { taken.append((notification.date, apnsID)) }
+                }
+                record.delivered = []
+                try db.execute(
+                    sql: "UPDATE app SET record = ? WHERE bundleID = ?", arguments: [try encoder.encode(record), id])
+            }
+            for (_, apnsID) in taken.sorted(by: { $0.0 < $1.0 }) {
+                try db.execute(sql: "INSERT OR IGNORE INTO taken (apnsID) VALUES (?)", arguments: [apnsID])
+            }
+        }
         return migrator
     }
 
-    /// Reads every app's record.
-    public func loadAll() async throws -> [AppRecord] {
-        let rows = try await writer.read { db in
-            try Data.fetchAll(db, sql: "SELECT record FROM app ORDER BY bundleID")
-        }
-        let decoder = JSONDecoder()
-        return try rows.map { try decoder.decode(AppRecord.self, from: $0) }
-    }
-
-    /// Writes records and deletes removed apps atomically.
-    public func save(_ records: [AppRecord], removing removed: [String]) async throws {
+    static var encoder: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        let encoded = try records.map { ($0.app.bundleID, try encoder.encode($0)) }
+        return encoder
+    }
+
+    /// Reads everything kept.
+    public func load() async throws -> DeviceSnapshot {
+        try await writer.read { db in
+            let decoder = JSONDecoder()
+            var records: [String: AppRecord] = [:]
+            var order: [String] = []
+            for row in try Row.fetchAll(db, sql: "SELECT bundleID, record FROM app ORDER BY bundleID") {
+                var record = try decoder.decode(AppRecord.self, from: row["record"] as Data)
+                record.delivered = []
+                record.held = nil
+                records[row["bundleID"]] = record
+                order.append(row["bundleID"])
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT bundleID, held, notification FROM notification ORDER BY seq DESC")
+            {
+                let id: String = row["bundleID"]
+                guard records[id] != nil else { continue }
+                let notification = try decoder.decode(DeliveredNotification.self, from: row["notification"] as Data)
+                if (row["held"] as Int) != 0 {
+                    records[id]!.held = (records[id]!.held ?? []) + [notification]
+                } else {
+                    records[id]!.delivered.append(notification)
+                }
+            }
+            let device = try Data.fetchOne(db, sql: "SELECT value FROM device WHERE key = 'state'").map {
+                try decoder.decode(DeviceState.self, from: $0)
+            }
+            let taken = try String.fetchAll(
+                db, sql: "SELECT apnsID FROM taken ORDER BY seq DESC LIMIT ?", arguments: [Self.takenLimit])
+            return DeviceSnapshot(records: order.compactMap { records[$0] }, device: device, taken: taken.reversed())
+        }
+    }
+
+    /// Writes what changed atomically: removed apps first (record and rows), then records, then
+    /// notification rows, the device's state and the pushes taken.
+    public func save(_ changes: DeviceChanges) async throws {
+        guard !changes.isEmpty else { return }
+        let encoder = Self.encoder
+        let records = try changes.records.map { record -> (String, Data) in
+            var bare = record
+            bare.delivered = []
+            bare.held = nil
+            return (record.app.bundleID, try encoder.encode(bare))
+        }
+        let rows = try changes.notifications.map { row -> (NotificationRow, Data?) in
+            (row, try row.notification.map { try encoder.encode($0) })
+        }
+        let device = try changes.device.map { try encoder.encode($0) }
+        let now = Date()
         try await writer.write { db in
-            for (id, data) in encoded {
+            for id in changes.removed {
+                try db.execute(sql: "DELETE FROM app WHERE bundleID = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM notification WHERE bundleID = ?", arguments: [id])
+            }
+            for (id, data) in records {
                 try db.execute(
                     sql: "INSERT INTO app (bundleID, record, updatedAt) VALUES (?, ?, ?) "
                         + "ON CONFLICT(bundleID) DO UPDATE SET record = excluded.record, updatedAt = excluded.updatedAt",
-                    arguments: [id, data, Date()])
+                    arguments: [id, data, now])
             }
-            for id in removed { try db.execute(sql: "DELETE FROM app WHERE bundleID = ?", arguments: [id]) }
+            for (row, data) in rows {
+                if let data, let notification = row.notification {
+                    try db.execute(
+                        sql: "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, ?, ?, ?, ?) "
+                            + "ON CONFLICT(bundleID, held, identifier) DO UPDATE SET seq = excluded.seq, "
+                            + "notification = excluded.notification",
+                        arguments: [
+                            row.app, row.held ? 1 : 0, row.identifier, notification.placement?.sequence ?? 0, data,
+                        ])
+                } else {
+                    try db.execute(
+                        sql: "DELETE FROM notification WHERE bundleID = ? AND held = ? AND identifier = ?",
+                        arguments: [row.app, row.held ? 1 : 0, row.identifier])
+                }
+            }
+            if let device {
+                try db.execute(
+                    sql: "INSERT INTO device (key, value) VALUES ('state', ?) "
+                        + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [device])
+            }
+            if !changes.taken.isEmpty {
+                for apnsID in changes.taken {
+                    try db.execute(sql: "INSERT OR IGNORE INTO taken (apnsID) VALUES (?)", arguments: [apnsID])
+                }
+                try db.execute(
+                    sql: "DELETE FROM taken WHERE seq <= (SELECT MAX(seq) FROM taken) - ?",
+                    arguments: [Self.takenLimit])
+            }
         }
     }
 
     /// The journal mode in force (`wal`).
     public func journalMode() async throws -> String {
         try await writer.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
-    }
-}
-
-/// The app records to write and the apps to delete, taken from the engine in one piece
-/// (``DeviceEngine/takeChanges()``).
-public struct DeviceChanges: Sendable {
-    /// Records of apps that changed, in bundle-id order.
-    public var records: [AppRecord]
-    /// Apps removed, in bundle-id order.
-    public var removed: [String]
-
-    /// Nothing to write.
-    public var isEmpty: Bool { records.isEmpty && removed.isEmpty }
-}
-
-extension DeviceStore {
-    /// Writes what changed, atomically: the one way the engine's state reaches the store.
-    public func save(_ changes: DeviceChanges) async throws {
-        guard !changes.isEmpty else { return }
-        try await save(changes.records, removing: changes.removed)
     }
 }
