@@ -66,6 +66,17 @@ struct DeviceRun: AsyncParsableCommand {
     var deny = false
     @Option(name: .long, help: "Seconds of background time for content-available pushes and background actions.")
     var backgroundBudget: Double = 30
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The device's passcode: on a locked device, opening an app from a notification, a foreground action "
+                + "or an action that requires authentication needs it (the web device asks; herald respond --passcode)."
+        ))
+    var passcode = "0000"
+    @Option(
+        name: .long,
+        help: "Seconds registerForRemoteNotifications waits for an unreachable push service before it fails (3010).")
+    var registrationWait: Double = 300
     @Flag(
         name: .long,
         help: "The device's clock stands still and moves only when told (herald device clock --advance): for tests.")
@@ -98,6 +109,10 @@ struct DeviceRun: AsyncParsableCommand {
                 "--gateway must be a ws:// or wss:// URL, such as ws://127.0.0.1:5223/device/v1, not '\(gateway)'")
         }
         guard backgroundBudget > 0 else { throw ValidationError("--background-budget must be more than 0 seconds") }
+        guard !passcode.isEmpty, passcode.allSatisfy(\.isNumber) else {
+            throw ValidationError("--passcode: digits, such as 0000 or 482915")
+        }
+        guard registrationWait > 0 else { throw ValidationError("--registration-wait must be more than 0 seconds") }
         if let startTime {
             guard manualClock else { throw ValidationError("--start-time needs --manual-clock") }
             _ = try parseDate(startTime, field: "--start-time")
@@ -124,6 +139,8 @@ struct DeviceRun: AsyncParsableCommand {
         configuration.engine.timeZone = timeZone.flatMap(TimeZone.init(identifier:)) ?? .current
         if !language.isEmpty { configuration.engine.preferredLanguages = language }
         configuration.engine.backgroundBudget = backgroundBudget
+        configuration.passcode = passcode
+        configuration.registrationWait = registrationWait
         let clock: any WallClock =
             manualClock
             ? ManualClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())

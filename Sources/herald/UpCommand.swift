@@ -44,6 +44,14 @@ struct UpCommand: AsyncParsableCommand {
     var app = "dev.herald.demo"
     @Option(name: .long, help: "The device's time zone (default: the system's).")
     var timeZone: String?
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "The device's clock stands still and moves only when told (herald device clock --advance): for tests "
+                + "and demos of schedules, Focus and Scheduled Summary."))
+    var manualClock = false
+    @Option(name: .long, help: "With --manual-clock: the time the device starts at (ISO 8601 with offset).")
+    var startTime: String?
     @Option(
         name: .customLong("install"),
         help: ArgumentHelp(
@@ -72,6 +80,10 @@ struct UpCommand: AsyncParsableCommand {
         guard (1...9).contains(nodes) else { throw ValidationError("--nodes: between 1 and 9, not \(nodes)") }
         if let timeZone, TimeZone(identifier: timeZone) == nil {
             throw ValidationError("--time-zone: unknown time zone '\(timeZone)'")
+        }
+        if let startTime {
+            guard manualClock else { throw ValidationError("--start-time needs --manual-clock") }
+            _ = try parseDate(startTime, field: "--start-time")
         }
         for install in installs {
             guard let (bundle, path) = Self.install(install), !bundle.isEmpty, !path.isEmpty else {
@@ -234,6 +246,8 @@ struct UpCommand: AsyncParsableCommand {
             deviceArguments += ["--gateway", try info("linkDevelopmentURL", node: node)]
         }
         if let timeZone { deviceArguments += ["--time-zone", timeZone] }
+        if manualClock { deviceArguments += ["--manual-clock"] }
+        if let startTime { deviceArguments += ["--start-time", startTime] }
         let device = try children.start(
             "device", executable: executable, arguments: deviceArguments,
             log: root.appendingPathComponent("device.log"), stdout: true, events: sink)
