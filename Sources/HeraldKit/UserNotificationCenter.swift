@@ -218,6 +218,12 @@ public final class UserNotificationCenter: Sendable {
                         case .failure(let id, let failure):
                             center.center.withLock { $0 }?.resume(
                                 id, with: .failure(failure.notificationError ?? failure))
+                        case .event(.backgroundTimeExpired(let identifier, let kind)):
+                            // The expiration handler runs at once, even while the delegate is still
+                            // at the work whose time ran out (the other events wait their turn).
+                            if let center = center.center.withLock({ $0 }) {
+                                Task { await center.handle(.backgroundTimeExpired(identifier: identifier, kind: kind)) }
+                            }
                         case .event(let event):
                             events.yield(event)
                         case .call:

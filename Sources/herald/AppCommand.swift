@@ -3,6 +3,8 @@ import Foundation
 import HeraldKit
 import Synchronization
 
+extension LegacyRepeatInterval: ExpressibleByArgument {}
+
 struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app",
@@ -17,7 +19,12 @@ struct AppCommand: AsyncParsableCommand {
               delivered          list delivered notifications
               remove-pending     remove pending requests (identifiers after the action; none = all)
               remove-delivered   remove delivered notifications (identifiers after the action; none = all)
-              badge N            set the badge
+              badge [N]          print the badge, or set it to N
+              schedule-legacy    a UILocalNotification: --fire-date (none or past: now), --time-zone (wall-clock
+                                 time that follows the device), --repeat-interval, --alert-action, --no-action,
+                                 --region (with --repeats: keeps firing); the device computes the dates
+              cancel-legacy      cancel legacy notifications (identifiers; none = all): pending and on the screen
+              focus-status       ask to know whether a Focus is on, and print it (INFocusStatusCenter)
               register           register for remote notifications and print the device token
               listen             stay connected and print what the app is told (willPresent, didReceive, pushes,
                                  widget and control reloads, location queries, Live Activity changes)
@@ -43,6 +50,9 @@ struct AppCommand: AsyncParsableCommand {
         case removePending = "remove-pending"
         case removeDelivered = "remove-delivered"
         case badge, register, listen
+        case scheduleLegacy = "schedule-legacy"
+        case cancelLegacy = "cancel-legacy"
+        case focusStatus = "focus-status"
         case activityStart = "activity-start"
         case activityUpdate = "activity-update"
         case activityEnd = "activity-end"
@@ -86,6 +96,14 @@ struct AppCommand: AsyncParsableCommand {
     var region: String?
     @Flag(name: .long, help: "add: the region fires on exit as well as on entry.") var onExit = false
     @Flag(name: .long, help: "add: repeat.") var repeats = false
+    @Option(name: .long, help: "schedule-legacy: the fire date (ISO 8601 with offset); none: now.")
+    var fireDate: String?
+    @Option(name: .long, help: "schedule-legacy: minute, hour, day, week, month or year.")
+    var repeatInterval: LegacyRepeatInterval?
+    @Option(name: .long, help: "schedule-legacy: the action button's and the slider's label (alertAction).")
+    var alertAction: String?
+    @Flag(name: .long, help: "schedule-legacy: hasAction = NO: one OK button, never opens the app.")
+    var noAction = false
 
     @Flag(name: .long, help: "Connect as the foreground app (default: background).")
     var foreground = false
@@ -108,9 +126,13 @@ struct AppCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if action == .badge, values.count != 1 || Int(values[0]) == nil {
-            throw ValidationError("badge: give the number, e.g. herald app \(bundleID) badge 3")
+        if action == .badge, values.count > 1 || values.first.map({ Int($0) == nil }) == true {
+            throw ValidationError("badge: give a number to set it (herald app \(bundleID) badge 3), or none to read it")
         }
+        if action == .scheduleLegacy, fireDate != nil, region != nil {
+            throw ValidationError("schedule-legacy: give --fire-date or --region, not both")
+        }
+        if let fireDate { _ = try parseDate(fireDate, field: "--fire-date") }
         if action == .add, [`in` != nil, at != nil, calendar != nil, region != nil].filter({ $0 }).count > 1 {
             throw ValidationError("add: give at most one of --in, --at, --calendar and --region")
         }
@@ -215,8 +237,35 @@ struct AppCommand: AsyncParsableCommand {
             }
             print("removed")
         case .badge:
-            try await center.setBadgeCount(Int(values[0])!)
-            print("badge \(values[0])")
+            if let value = values.first.flatMap({ Int($0) }) {
+                try await center.setBadgeCount(value)
+                print("badge \(value)")
+            } else {
+                let badge = try await center.badgeCount()
+                if json { return try printJSON(["badge": badge]) }
+                print("badge \(badge)")
+            }
+        case .scheduleLegacy:
+            let notification = try legacy()
+            try await center.scheduleLocalNotification(notification)
+            if json { return try printJSON(["identifier": notification.identifier]) }
+            print("scheduled \(notification.identifier)")
+        case .cancelLegacy:
+            if values.isEmpty {
+                try await center.cancelAllLocalNotifications()
+            } else {
+                for id in values { try await center.cancelLocalNotification(identifier: id) }
+            }
+            print("cancelled")
+        case .focusStatus:
+            let shared = try await center.requestFocusStatusAuthorization()
+            let status = try await center.focusStatus()
+            struct Shown: Encodable {
+                var authorized: Bool
+                var isFocused: Bool?
+            }
+            if json { return try printJSON(Shown(authorized: shared, isFocused: status.isFocused)) }
+            print(status.isFocused.map { $0 ? "focused" : "not focused" } ?? "not shared (the user said no)")
         case .register:
             let token = try await center.registerForRemoteNotifications()
             if json { return try printJSON(["token": token]) }
@@ -271,6 +320,26 @@ struct AppCommand: AsyncParsableCommand {
             }
             await printer.waitUntilDone(center)
         }
+    }
+
+    /// The `UILocalNotification` the options describe.
+    func legacy() throws -> LegacyNotification {
+        var schedule = LegacySchedule(
+            fireDate: try fireDate.map { try parseDate($0, field: "--fire-date") },
+            timeZone: try timeZone.map { name in
+                guard let zone = TimeZone(identifier: name) else {
+                    throw ValidationError("--time-zone: unknown time zone '\(name)'")
+                }
+                return zone
+            }, repeatInterval: repeatInterval)
+        if region != nil, case .location(let trigger)? = try trigger() {
+            schedule.region = trigger.region
+            schedule.regionTriggersOnce = !repeats
+        }
+        return LegacyNotification(
+            identifier: id ?? UUID().uuidString, schedule: schedule, alertTitle: title.isEmpty ? nil : title,
+            alertBody: body.isEmpty ? nil : body, alertAction: alertAction, hasAction: !noAction, soundName: sound,
+            applicationIconBadgeNumber: setBadge ?? 0, category: categoryID.isEmpty ? nil : categoryID)
     }
 
     func activityContent() throws -> LiveActivityContent {
@@ -469,7 +538,29 @@ final class EventPrinter: UserNotificationCenterDelegate {
     func didReceive(_ response: NotificationResponse, center: UserNotificationCenter) async {
         var extra = ["action": response.actionIdentifier]
         if let text = response.userText { extra["text"] = text }
+        if let target = response.notification.request.content.targetContentIdentifier { extra["target"] = target }
         emit("didReceive", response.notification, extra: extra)
+    }
+
+    func backgroundTimeExpired(identifier: String, kind: String, center: UserNotificationCenter) async {
+        if json {
+            print(#"{"event":"backgroundTimeExpired","identifier":"\#(identifier)","kind":"\#(kind)"}"#)
+        } else {
+            print("backgroundTimeExpired \(identifier) (\(kind))")
+        }
+        fflush(nil)
+        count()
+    }
+
+    func focusStatusChanged(_ status: FocusStatus, center: UserNotificationCenter) async {
+        let focused = status.isFocused.map { $0 ? "focused" : "not focused" } ?? "unknown"
+        if json {
+            print(#"{"event":"focusStatus","status":"\#(focused)"}"#)
+        } else {
+            print("focusStatus \(focused)")
+        }
+        fflush(nil)
+        count()
     }
 
     func didReceiveRemoteNotification(_ notification: DeliveredNotification, center: UserNotificationCenter) async

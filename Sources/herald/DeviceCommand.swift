@@ -11,7 +11,8 @@ struct DeviceCommand: AsyncParsableCommand {
         abstract: "Run the device daemon, or manage a running one (install and remove apps, move it, list its log).",
         subcommands: [
             DeviceRun.self, DeviceInstall.self, DeviceRemove.self, DeviceApps.self, DeviceSet.self,
-            DeviceLog.self, DeviceClockCommand.self,
+            DeviceLog.self, DeviceClockCommand.self, DeviceFocus.self, DeviceSummary.self, DeviceCenter.self,
+            DeviceProvisional.self, DeviceLock.self, DeviceUnlock.self,
         ],
         defaultSubcommand: DeviceRun.self)
 }
@@ -152,10 +153,13 @@ struct DeviceRun: AsyncParsableCommand {
         let service = try await DeviceService(
             configuration: configuration, clock: clock, presenters: shown, logger: logger)
         // A click or an action on the desktop is the user's response, as `herald respond` gives it.
-        try desktop?.start { [logger] app, identifier, action in
+        try desktop?.start { [logger, desktop] app, identifier, action in
             do {
-                try await service.apply(
-                    .respond(app: app, identifier: identifier, actionIdentifier: action, text: nil))
+                try await service.respond(app: app, identifier: identifier, action: action)
+            } catch let error as NotificationError where error.code == .passcodeRequired {
+                // The desktop cannot take the passcode: the answer is refused, and the user told why.
+                desktop?.tell(app: app, summary: "Locked", body: error.message + "; unlock the device first")
+                logger.notice("a desktop response needs the passcode", metadata: ["app": "\(app)", "id": "\(identifier)"])
             } catch {
                 logger.warning(
                     "a desktop response was refused",

@@ -12,8 +12,12 @@ struct RespondCommand: AsyncParsableCommand {
               herald respond com.example.invites invite-42 --action accept
               herald respond com.example.chat m-7 --action reply --text "on my way"
               herald respond com.example.demo n1 --action dismiss
+              herald respond com.example.mail m-3 --action trash --passcode 0000   # on a locked device
             Opening a notification of an app that is not running launches it with the notification as its \
-            launch options; a background action launches it in the background.
+            launch options; a background action launches it in the background. On a locked device, opening, \
+            a foreground action or an action that requires authentication needs --passcode (the device's, \
+            herald device --passcode): a background action then runs with the device still locked; opening \
+            or a foreground action unlocks it.
             """)
 
     @Argument(help: "The app's bundle id.")
@@ -24,6 +28,8 @@ struct RespondCommand: AsyncParsableCommand {
     var action = "default"
     @Option(name: .long, help: "The text typed into a text-input action.")
     var text: String?
+    @Option(name: .long, help: "The device's passcode, for an answer that needs it while the device is locked.")
+    var passcode: String?
     @OptionGroup var device: DeviceLocation
     @Flag(name: .long, help: "Print the result as JSON.")
     var json = false
@@ -40,6 +46,7 @@ struct RespondCommand: AsyncParsableCommand {
         }
         var body: [String: Any] = ["action": action]
         if let text { body["text"] = text }
+        if let passcode { body["passcode"] = passcode }
         let escaped = id!.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id!
         let answer = try await client.json("POST", "/apps/\(bundleID)/delivered/\(escaped)/respond", body)
         if json { return try printJSONObject(answer ?? [:]) }

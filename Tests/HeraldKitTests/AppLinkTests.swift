@@ -22,6 +22,8 @@ final class RecordingDelegate: UserNotificationCenterDelegate {
         case willPresent(String)
         case didReceive(String, action: String, text: String?)
         case remote(String)
+        case expired(String, kind: String)
+        case focus(Bool?)
     }
 
     let told: AsyncStream<Told>
@@ -59,6 +61,14 @@ final class RecordingDelegate: UserNotificationCenterDelegate {
     {
         sink.yield(.remote(notification.identifier))
         return .newData
+    }
+
+    func backgroundTimeExpired(identifier: String, kind: String, center: UserNotificationCenter) async {
+        sink.yield(.expired(identifier, kind: kind))
+    }
+
+    func focusStatusChanged(_ status: FocusStatus, center: UserNotificationCenter) async {
+        sink.yield(.focus(status.isFocused))
     }
 
     func releaseAll() {
@@ -228,7 +238,77 @@ struct TestDevice {
         device.clock.advance(by: 30)
         let exceeded = try #require(await device.log.next(.budgetExceeded))
         #expect(exceeded.identifier == "m1" && exceeded.text == "response did not finish within 30 s")
+        // As iOS suspends such an app: it is told, and the daemon counts it as not running any more.
+        #expect(await told.next() == .expired("m1", kind: "response"))
+        let suspended = try #require(await device.log.next(.suspended))
+        #expect(suspended.text == "suspended: its response ran past 30 s")
+        #expect(await device.service.runState(of: "c") == .notRunning)
         delegate.releaseAll()
+        await app.close()
+        await device.stop()
+    }
+
+    @Test func theAppReadsItsBadgeToCountUp() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "k"))
+        let app = try await device.connect("k", .background)
+        _ = try await app.requestAuthorization(options: [.alert, .badge])
+        #expect(try await app.badgeCount() == 0)
+        try await device.push("k", #"{"aps":{"badge":4}}"#, id: "p1")
+        #expect(try await app.badgeCount() == 4)
+        try await app.setBadgeCount(try await app.badgeCount() + 1)
+        #expect(try await app.badgeCount() == 5)
+        await app.close()
+        await device.stop()
+    }
+
+    /// Seed 003: `UILocalNotification` through HeraldKit, its dates computed on the device's clock.
+    @Test func legacyLocalNotificationsAreScheduledOnTheDevicesClockAndCancelledOffTheScreen() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "l"))
+        let app = try await device.connect("l", .background)
+        _ = try await app.requestAuthorization(options: [.alert, .sound, .badge])
+        let now = device.clock.now()
+        // A fire date in the past (by the device's clock, whatever the app's): delivered at once.
+        try await app.scheduleLocalNotification(
+            LegacyNotification(
+                identifier: "late", schedule: LegacySchedule(fireDate: now.addingTimeInterval(-5)),
+                alertBody: "Pick up milk", alertAction: "Show me"))
+        let shown = try #require(await device.log.next(.presented)?.presentation)
+        #expect(shown.body == "Pick up milk" && shown.alertAction == "Show me")
+        // Later: pending at the device's time, fired when the device's clock gets there.
+        try await app.scheduleLocalNotification(
+            LegacyNotification(
+                identifier: "soon", schedule: LegacySchedule(fireDate: now.addingTimeInterval(600)),
+                alertBody: "Ten minutes", applicationIconBadgeNumber: 2))
+        #expect(try await app.scheduledLocalNotifications().map(\.nextFireDate) == [now.addingTimeInterval(600)])
+        try await device.device.advanceClock(by: 600)
+        #expect(try #require(await device.log.next(.presented)?.presentation).badge == 2)
+        #expect(try await app.deliveredNotifications().map(\.identifier) == ["soon", "late"])
+        // Cancelling takes them off the screen as well.
+        try await app.cancelAllLocalNotifications()
+        let removed = try #require(await device.log.next(.removed))
+        #expect(Set(removed.identifiers ?? []) == ["soon", "late"])
+        #expect(try await app.deliveredNotifications().isEmpty)
+        await app.close()
+        await device.stop()
+    }
+
+    /// `INFocusStatusCenter`: the app learns whether the user is focused once the user lets it.
+    @Test func theFocusStatusOnceAuthorized() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "f"))
+        let delegate = RecordingDelegate()
+        let app = try await device.connect("f", .background, delegate: delegate)
+        #expect(try await app.focusStatus().isFocused == nil, "not shared before the user says so")
+        #expect(try await app.requestFocusStatusAuthorization())
+        #expect(try await app.focusStatus().isFocused == false)
+        var told = delegate.told.makeAsyncIterator()
+        try await device.service.apply(.focus(.turnOn("sleep", until: nil)))
+        #expect(await told.next() == .focus(true))
+        #expect(try await app.focusStatus().isFocused == true)
+        try await device.service.apply(.focus(.turnOff))
+        #expect(await told.next() == .focus(false))
         await app.close()
         await device.stop()
     }

@@ -293,7 +293,7 @@ extension DeviceService {
             date: clock.now(), app: app, kind: kind, identifier: identifier, text: text, presentation: presentation,
             identifiers: identifiers, activity: activity, summary: summary, focus: focus, locked: locked)
         entries.append(entry)
-        if entries.count > configuration.logLimit { entries.removeFirst(entries.count - configuration.logLimit) }
+        while entries.count > configuration.logLimit { entries.removeFirst() }
         logger.info(
             "\(kind.rawValue)", metadata: ["app": "\(app)", "id": "\(identifier ?? "-")", "text": "\(text)"])
         for presenter in presenters { presenter.show(entry) }

@@ -10,34 +10,47 @@ extension DeviceService: GatewaySessionHost {
         }
     }
 
-    /// Hands a push to the engine and saves it. A push the device cannot use (its app is not installed,
-    /// its payload is not one, the engine refuses it) is shown in the device's log and on its
-    /// presenters and refused; one that could not be saved is not acknowledged, so it comes again.
-    func take(_ push: LinkPush) async -> GatewaySession.Outcome {
-        guard let app = engine.apps[push.topic] ?? Self.baseApp(of: push.topic, in: engine.apps) else {
-            return refuse(push, app: push.topic, reason: "the app \(push.topic) is not installed")
+    /// Hands pushes to the engine and saves what they changed in one write, then carries out what the
+    /// engine decided. A push the device cannot use (its app is not installed, its payload is not one,
+    /// the engine refuses it) is shown in the device's log and on its presenters and refused; when the
+    /// write fails none is acknowledged, so they come again.
+    func take(_ pushes: [LinkPush]) async -> [GatewaySession.Outcome] {
+        var outcomes: [GatewaySession.Outcome] = []
+        var actions: [DeviceAction] = []
+        let now = clock.now()
+        for push in pushes {
+            guard let app = engine.apps[push.topic] ?? Self.baseApp(of: push.topic, in: engine.apps) else {
+                outcomes.append(refuse(push, app: push.topic, reason: "the app \(push.topic) is not installed"))
+                continue
+            }
+            let bundleID = app.app.bundleID
+            do {
+                let payload = try Payload(data: push.payload)
+                if push.pushType == .liveactivity {
+                    actions += try engine.handleActivity(
+                        .push(
+                            app: bundleID, payload: payload, apnsID: push.apnsID, priority: push.priority,
+                            token: push.token.hex), now: now)
+                } else {
+                    actions += try engine.handle(
+                        .remoteNotification(
+                            app: bundleID, payload: payload, apnsID: push.apnsID, collapseID: push.collapseID,
+                            pushType: push.pushType), now: now)
+                }
+                outcomes.append(.taken)
+            } catch {
+                outcomes.append(refuse(push, app: bundleID, reason: "\(error)"))
+            }
         }
-        let payload: Payload
         do {
-            payload = try Payload(data: push.payload)
+            try await persist()
         } catch {
-            return refuse(push, app: app.app.bundleID, reason: "\(error)")
+            logger.error("pushes not saved; not acknowledged", metadata: ["error": "\(error)"])
+            return outcomes.map { if case .taken = $0 { .notSaved } else { $0 } }
         }
-        if push.pushType == .liveactivity {
-            return await takeActivityPush(push, app: app.app.bundleID, payload: payload)
-        }
-        do {
-            _ = try await apply(
-                .remoteNotification(
-                    app: app.app.bundleID, payload: payload, apnsID: push.apnsID, collapseID: push.collapseID,
-                    pushType: push.pushType))
-            return .taken
-        } catch let error as NotificationError {
-            return refuse(push, app: app.app.bundleID, reason: "\(error)")
-        } catch {
-            logger.error("push not saved; not acknowledged", metadata: ["error": "\(error)"])
-            return .notSaved
-        }
+        perform(actions)
+        rescheduleTimer()
+        return outcomes
     }
 
     private func refuse(_ push: LinkPush, app: String, reason: String) -> GatewaySession.Outcome {
@@ -45,20 +58,6 @@ extension DeviceService: GatewaySessionHost {
             "push refused", metadata: ["apns-id": "\(push.apnsID)", "topic": "\(push.topic)", "reason": "\(reason)"])
         note(.refused, app: app, push.apnsID, "refused push \(push.apnsID): \(reason)")
         return .refused(reason: reason)
-    }
-
-    /// A `liveactivity` push: to an activity's token or a push-to-start token (docs/live-activities.md).
-    func takeActivityPush(_ push: LinkPush, app: String, payload: Payload) async -> GatewaySession.Outcome {
-        do {
-            try await applyActivity(
-                .push(app: app, payload: payload, apnsID: push.apnsID, priority: push.priority, token: push.token.hex))
-            return .taken
-        } catch let error as ActivityError {
-            return refuse(push, app: app, reason: "\(error)")
-        } catch {
-            logger.error("push not saved; not acknowledged", metadata: ["error": "\(error)"])
-            return .notSaved
-        }
     }
 
     /// A broadcast on a channel the app's activities subscribe to.

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import HeraldCore
 import HeraldRuntime
@@ -85,7 +86,8 @@ public actor DeviceService {
     /// Apps being launched: their events wait here until they connect.
     var waiting: [String: [AppLinkEvent]] = [:]
     var outstanding: [String: Outstanding] = [:]
-    var entries: [DeviceLogEntry] = []
+    /// The presentation log, oldest first, at most ``Configuration/logLimit``.
+    var entries = Deque<DeviceLogEntry>()
     var timer: Task<Void, Never>?
     var timerWake: Date?
     var lastSave: Task<Void, any Error>?

@@ -8,8 +8,8 @@ import ServiceLifecycle
 protocol GatewaySessionHost: Actor {
     /// The topics to register: every installed app with an `aps-environment`.
     func registrableTopics() -> [GatewaySession.Topic]
-    /// Hands a push to the engine and saves it.
-    func take(_ push: LinkPush) async -> GatewaySession.Outcome
+    /// Hands pushes to the engine and saves them together; an outcome per push, in order.
+    func take(_ pushes: [LinkPush]) async -> [GatewaySession.Outcome]
     /// Something about the link worth a line in the device's log.
     func linkNote(app: String, _ text: String)
     /// An app's token changed after it had one: a connected app is told.
@@ -307,7 +307,7 @@ actor GatewaySession {
                 for await event in client.events {
                     switch event {
                     case .pushes(let pushes):
-                        for push in pushes { await take(push, from: client) }
+                        await take(pushes, from: client)
                     case .reset: await registerAll(client)
                     case .broadcast(let broadcast):
                         await host?.take(broadcast)
@@ -396,26 +396,33 @@ actor GatewaySession {
         }
     }
 
-    /// Takes one push: hands it to the engine, which saves it, then acknowledges it. A push whose
-    /// `apns-id` was already taken is acknowledged again and dropped.
-    private func take(_ push: LinkPush, from client: GatewayLinkClient) async {
-        if taken.contains(push.apnsID) {
-            client.acknowledge([push.apnsID])
-            return
+    /// Takes the pushes read together: hands them to the engine, which saves them in one write, then
+    /// acknowledges them. A push whose `apns-id` was already taken is acknowledged again and dropped.
+    private func take(_ pushes: [LinkPush], from client: GatewayLinkClient) async {
+        var fresh: [LinkPush] = []
+        var again: [String] = []
+        for push in pushes {
+            if taken.contains(push.apnsID) { again.append(push.apnsID) } else { fresh.append(push) }
         }
-        guard let host else { return }
-        switch await host.take(push) {
-        case .taken:
-            taken.insert(push.apnsID)
-            client.acknowledge([push.apnsID])
-        case .refused(let reason):
-            // Acknowledged (sending it again would not help) and reported for the delivery log.
-            taken.insert(push.apnsID)
-            client.acknowledge([push.apnsID])
-            client.refused(push.apnsID, reason: reason)
-        case .notSaved:
-            break
+        if !again.isEmpty { client.acknowledge(again) }
+        guard let host, !fresh.isEmpty else { return }
+        let outcomes = await host.take(fresh)
+        var acknowledged: [String] = []
+        for (push, outcome) in zip(fresh, outcomes) {
+            switch outcome {
+            case .taken:
+                taken.insert(push.apnsID)
+                acknowledged.append(push.apnsID)
+            case .refused(let reason):
+                // Acknowledged (sending it again would not help) and reported for the delivery log.
+                taken.insert(push.apnsID)
+                acknowledged.append(push.apnsID)
+                client.refused(push.apnsID, reason: reason)
+            case .notSaved:
+                break
+            }
         }
+        if !acknowledged.isEmpty { client.acknowledge(acknowledged) }
     }
 
     /// Whether the link is up, waiting up to `seconds` for it.

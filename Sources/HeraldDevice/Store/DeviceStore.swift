@@ -151,25 +151,26 @@ public final class SQLiteDeviceStore: DeviceStore {
                 try db.execute(sql: "DELETE FROM app WHERE bundleID = ?", arguments: [id])
                 try db.execute(sql: "DELETE FROM notification WHERE bundleID = ?", arguments: [id])
             }
+            // The statements of every push are compiled once per connection (GRDB's statement cache).
             for (id, data) in records {
-                try db.execute(
+                try db.cachedStatement(
                     sql: "INSERT INTO app (bundleID, record, updatedAt) VALUES (?, ?, ?) "
-                        + "ON CONFLICT(bundleID) DO UPDATE SET record = excluded.record, updatedAt = excluded.updatedAt",
-                    arguments: [id, data, now])
+                        + "ON CONFLICT(bundleID) DO UPDATE SET record = excluded.record, updatedAt = excluded.updatedAt"
+                ).execute(arguments: [id, data, now])
             }
             for (row, data) in rows {
                 if let data, let notification = row.notification {
-                    try db.execute(
+                    try db.cachedStatement(
                         sql: "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, ?, ?, ?, ?) "
                             + "ON CONFLICT(bundleID, held, identifier) DO UPDATE SET seq = excluded.seq, "
-                            + "notification = excluded.notification",
-                        arguments: [
-                            row.app, row.held ? 1 : 0, row.identifier, notification.placement?.sequence ?? 0, data,
-                        ])
+                            + "notification = excluded.notification"
+                    ).execute(arguments: [
+                        row.app, row.held ? 1 : 0, row.identifier, notification.placement?.sequence ?? 0, data,
+                    ])
                 } else {
-                    try db.execute(
-                        sql: "DELETE FROM notification WHERE bundleID = ? AND held = ? AND identifier = ?",
-                        arguments: [row.app, row.held ? 1 : 0, row.identifier])
+                    try db.cachedStatement(
+                        sql: "DELETE FROM notification WHERE bundleID = ? AND held = ? AND identifier = ?"
+                    ).execute(arguments: [row.app, row.held ? 1 : 0, row.identifier])
                 }
             }
             if let device {
@@ -179,12 +180,10 @@ public final class SQLiteDeviceStore: DeviceStore {
                     arguments: [device])
             }
             if !changes.taken.isEmpty {
-                for apnsID in changes.taken {
-                    try db.execute(sql: "INSERT OR IGNORE INTO taken (apnsID) VALUES (?)", arguments: [apnsID])
-                }
-                try db.execute(
-                    sql: "DELETE FROM taken WHERE seq <= (SELECT MAX(seq) FROM taken) - ?",
-                    arguments: [Self.takenLimit])
+                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO taken (apnsID) VALUES (?)")
+                for apnsID in changes.taken { try insert.execute(arguments: [apnsID]) }
+                try db.cachedStatement(sql: "DELETE FROM taken WHERE seq <= (SELECT MAX(seq) FROM taken) - ?")
+                    .execute(arguments: [Self.takenLimit])
             }
         }
     }

@@ -16,6 +16,8 @@ public final class DesktopPresenter: Presenter {
         case show(DeviceLogEntry)
         case activity(LiveActivity)
         case activityAlert(LiveActivity)
+        case summary(SummaryEntry)
+        case notice(app: String, summary: String, body: String)
         case close([UInt32])
     }
 
@@ -79,14 +81,25 @@ public final class DesktopPresenter: Presenter {
     /// Stops the thread (the notifications already shown stay).
     public func stop() { state.withLock { $0.running = false } }
 
+    /// Says something to the user in a notification of its own (not answerable): why an answer given
+    /// on the desktop was refused ("the device is locked: Decline needs the passcode").
+    public func tell(app: String, summary: String, body: String) {
+        state.withLock { $0.jobs.append(.notice(app: app, summary: summary, body: body)) }
+    }
+
     /// Queues the entry for the thread: presentations are shown, removals closed.
     public func show(_ entry: DeviceLogEntry) {
         switch entry.kind {
         case .presented:
+            // A banner or an alert only: what has no text, and what is passive, silenced by a Focus,
+            // delivered quietly or held for the summary (no banner on iOS either) is not shown.
             guard let presentation = entry.presentation, presentation.alertStyle != AlertStyle.none.rawValue,
-                entry.identifier != nil
+                presentation.hasText != false, entry.identifier != nil
             else { return }
             state.withLock { $0.jobs.append(.show(entry)) }
+        case .summary:
+            guard let summary = entry.summary else { return }
+            state.withLock { $0.jobs.append(.summary(summary)) }
         case .activity:
             // A Live Activity is one resident notification, replaced as it changes, closed when it
             // leaves the screen (docs/live-activities.md).
@@ -140,6 +153,9 @@ public final class DesktopPresenter: Presenter {
                     case .show(let entry): try notify(bus, entry)
                     case .activity(let activity): try notify(bus, activity)
                     case .activityAlert(let activity): try alert(bus, activity)
+                    case .summary(let summary): try notify(bus, summary)
+                    case .notice(let app, let summary, let body):
+                        try plain(bus, app: InstalledApp.displayName(of: app), summary: summary, body: body, urgency: 1)
                     case .close(let ids):
                         for id in ids {
                             _ = try bus.call(
@@ -175,6 +191,9 @@ public final class DesktopPresenter: Presenter {
             for action in context { actions += [action, p.actionTitles?[action] ?? action] }
         }
         var hints: [(String, DBusConnection.Hint)] = [("urgency", .byte(Self.urgency(p.interruptionLevel)))]
+        if p.interruptionLevel == InterruptionLevel.timeSensitive.rawValue {
+            hints.append(("category", .string("x-herald.time-sensitive")))
+        }
         if let file = p.soundFile {
             hints.append(("sound-file", .string(file)))
         } else if p.sound == nil {
@@ -186,7 +205,11 @@ public final class DesktopPresenter: Presenter {
         let reply = try bus.call(
             destination: Self.service, path: Self.path, interface: Self.service, method: "Notify",
             [
-                .string(InstalledApp.displayName(of: entry.app)), .uint32(replaces), .string(p.icon ?? ""),
+                // The label iOS puts on it: "Time Sensitive".
+                .string(
+                    InstalledApp.displayName(of: entry.app)
+                        + (p.interruptionLevel == InterruptionLevel.timeSensitive.rawValue ? " · Time Sensitive" : "")),
+                .uint32(replaces), .string(p.icon ?? ""),
                 .string(summary.isEmpty ? InstalledApp.displayName(of: entry.app) : summary), .string(p.body),
                 .strings(actions), .hints(hints), .int32(-1),
             ])
@@ -197,6 +220,27 @@ public final class DesktopPresenter: Presenter {
             state.answered.remove(id)
             state.shown[id] = key
         }
+    }
+
+    /// A Scheduled Summary: one quiet notification (no sound, low urgency) with its title and its
+    /// first items, not answerable (each item opens from the device's list, as itself).
+    private func notify(_ bus: DBusConnection, _ summary: SummaryEntry) throws {
+        var lines = summary.items.prefix(3).map { item in
+            "\(InstalledApp.displayName(of: item.app)): " + [item.title, item.body].filter { !$0.isEmpty }.joined(separator: " — ")
+        }
+        if summary.items.count > 3 { lines.append("and \(summary.items.count - 3) more") }
+        try plain(bus, app: "Scheduled Summary", summary: summary.title, body: lines.joined(separator: "\n"), urgency: 0)
+    }
+
+    /// A notification nobody answers: shown, silent, and its closing or clicking ignored.
+    private func plain(_ bus: DBusConnection, app: String, summary: String, body: String, urgency: UInt8) throws {
+        let reply = try bus.call(
+            destination: Self.service, path: Self.path, interface: Self.service, method: "Notify",
+            [
+                .string(app), .uint32(0), .string(""), .string(summary), .string(body), .strings([]),
+                .hints([("urgency", .byte(urgency)), ("suppress-sound", .boolean(true))]), .int32(-1),
+            ])
+        if case .uint32(let id)? = reply.first { state.withLock { _ = $0.answered.insert(id) } }
     }
 
     /// The key an activity's notification is kept under (never a notification's identifier).

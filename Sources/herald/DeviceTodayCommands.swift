@@ -1,0 +1,308 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldDevice
+
+/// `herald device focus`: which Focus is on, turning one on or off, and changing the modes.
+struct DeviceFocus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "focus",
+        abstract: "Show the Focus that is on and the modes, turn one on or off, or change a mode.",
+        discussion: """
+            A silenced notification makes no sound, shows no banner and does not wake the screen; it goes \
+            to Notification Center marked with the Focus. Apps a mode allows, time-sensitive notifications \
+            (when the mode lets them through) and critical ones still interrupt.
+              herald device focus                                 # what is on, and every mode
+              herald device focus on do-not-disturb               # until turned off
+              herald device focus on work --for 2h                # or --until 2026-12-01T18:00:00+01:00
+              herald device focus off                             # a scheduled one stays off until it ends
+              herald device focus set reading --name Reading --allow com.example.books
+              herald device focus set work --schedule 2-6,09:00-17:00 --time-sensitive off
+              herald device focus remove reading
+            Schedules are in the device's zone, on its clock: DAYS,HH:MM-HH:MM with DAYS 1 (Sunday) … 7, \
+            a range 2-6 or a list 1+7 (or "daily"); an end at or before the start is the next day.
+            """)
+
+    enum Action: String, ExpressibleByArgument, CaseIterable {
+        case status, on, off, set, remove
+    }
+
+    @Argument(help: "status (default), on, off, set or remove.")
+    var action: Action = .status
+    @Argument(help: "The mode's identifier (on, set, remove): do-not-disturb, sleep, work, or one you set.")
+    var mode: String?
+    @Option(name: .long, help: "on: until this instant (ISO 8601 with offset).")
+    var until: String?
+    @Option(name: .long, help: "on: for this long (90, 15m, 2h, 1d).")
+    var `for`: String?
+    @Option(name: .long, help: "set: the name people see.")
+    var name: String?
+    @Option(name: .long, help: "set: the apps that still interrupt, comma-separated (none: '').")
+    var allow: String?
+    @Option(name: .long, help: "set: whether time-sensitive notifications break through: on or off.")
+    var timeSensitive: String?
+    @Option(name: .long, help: "set: when it turns itself on, DAYS,HH:MM-HH:MM (repeatable; 'none' clears).")
+    var schedule: [String] = []
+    @OptionGroup var device: DeviceLocation
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func validate() throws {
+        if [.on, .set, .remove].contains(action), mode == nil {
+            throw ValidationError("\(action.rawValue): name the mode, e.g. herald device focus \(action.rawValue) work")
+        }
+        if until != nil && `for` != nil { throw ValidationError("give --until or --for, not both") }
+        if let text = `for`, DeviceClockCommand.seconds(text) == nil {
+            throw ValidationError("--for: '\(text)' is not a duration such as 90, 15m, 2h or 1d")
+        }
+        if let until { _ = try parseDate(until, field: "--until") }
+        if let timeSensitive, !["on", "off"].contains(timeSensitive) {
+            throw ValidationError("--time-sensitive: on or off, not '\(timeSensitive)'")
+        }
+        for text in schedule where text != "none" { _ = try Self.schedule(text) }
+    }
+
+    /// `2-6,09:00-17:00`, `1+7,10:00-12:00`, `daily,22:00-07:00` as the device API's JSON.
+    static func schedule(_ text: String) throws -> [String: Any] {
+        let parts = text.split(separator: ",")
+        guard parts.count == 2 else {
+            throw ValidationError("--schedule: '\(text)' is not DAYS,HH:MM-HH:MM (e.g. 2-6,09:00-17:00)")
+        }
+        var days: [Int] = []
+        if parts[0] != "daily" {
+            for item in parts[0].split(separator: "+") {
+                let range = item.split(separator: "-").compactMap { Int($0) }
+                guard (1...2).contains(range.count), range.allSatisfy({ (1...7).contains($0) }),
+                    range.first! <= range.last!
+                else { throw ValidationError("--schedule: days are 1 (Sunday) … 7, such as 2-6 or 1+7, not '\(item)'") }
+                days += Array(range.first!...range.last!)
+            }
+        }
+        let times = parts[1].split(separator: "-").map(String.init)
+        guard times.count == 2 else { throw ValidationError("--schedule: '\(parts[1])' is not HH:MM-HH:MM") }
+        do {
+            _ = try DayTime(times[0])
+            _ = try DayTime(times[1])
+        } catch {
+            throw ValidationError("--schedule: \(error.message)")
+        }
+        return ["weekdays": days, "start": times[0], "end": times[1]]
+    }
+
+    func run() async throws {
+        let client = try device.client()
+        var answer: Any?
+        switch action {
+        case .status:
+            answer = try await client.json("GET", "/focus")
+        case .on:
+            var body: [String: Any] = ["mode": mode!]
+            if let until { body["until"] = until }
+            if let text = `for`, let seconds = DeviceClockCommand.seconds(text) {
+                let clock = try await client.json("GET", "/clock") as? [String: Any] ?? [:]
+                let now = (clock["now"] as? String).flatMap(AppLinkDates.parse) ?? Date()
+                body["until"] = AppLinkDates.format(now.addingTimeInterval(seconds))
+            }
+            answer = try await client.json("PUT", "/focus", body)
+        case .off:
+            answer = try await client.json("PUT", "/focus", ["mode": NSNull()])
+        case .set:
+            var body: [String: Any] = [:]
+            if let name { body["name"] = name }
+            if let allow { body["allowedApps"] = allow.split(separator: ",").map(String.init) }
+            if let timeSensitive { body["allowsTimeSensitive"] = timeSensitive == "on" }
+            if !schedule.isEmpty {
+                body["schedules"] = try schedule.filter { $0 != "none" }.map(Self.schedule)
+            }
+            answer = try await client.json("PUT", "/focus/modes/\(mode!)", body)
+        case .remove:
+            answer = try await client.json("DELETE", "/focus/modes/\(mode!)")
+        }
+        if json { return try printJSONObject(answer ?? [:]) }
+        let view = answer as? [String: Any] ?? [:]
+        if let active = view["active"] as? [String: Any] {
+            print(
+                "Focus: \(active["name"] as? String ?? "?") on" + ((active["scheduled"] as? Bool) == true ? " (scheduled)" : "")
+                    + ((active["until"] as? String).map { " until \($0)" } ?? ""))
+        } else {
+            print("Focus: off")
+        }
+        for m in view["modes"] as? [[String: Any]] ?? [] {
+            let allowed = (m["allowedApps"] as? [String] ?? []).joined(separator: ", ")
+            let schedules = (m["schedules"] as? [[String: Any]] ?? []).map { s in
+                let days = (s["weekdays"] as? [Int] ?? []).map(String.init).joined(separator: "+")
+                return "\(days.isEmpty ? "daily" : days),\(s["start"] as? String ?? "")-\(s["end"] as? String ?? "")"
+            }
+            print(
+                "  \(m["identifier"] as? String ?? "")  \(m["name"] as? String ?? "")"
+                    + "  allows: \(allowed.isEmpty ? "no apps" : allowed)"
+                    + ((m["allowsTimeSensitive"] as? Bool) == false ? ", not time-sensitive" : ", time-sensitive")
+                    + (schedules.isEmpty ? "" : "  scheduled \(schedules.joined(separator: "; "))"))
+        }
+    }
+}
+
+/// `herald device summary`: Scheduled Summary's settings, what waits, and what was delivered.
+struct DeviceSummary: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "summary",
+        abstract: "Show or change Scheduled Summary: on or off, its times, its apps; and what waits for it.",
+        discussion: """
+            Notifications from the summary's apps that are neither time-sensitive nor critical are held \
+            and delivered together at the next time, the most relevant first; badges still change at once.
+              herald device summary --on --times 08:00,18:00 --apps com.example.news,com.example.shop
+              herald device summary --add-app com.example.games
+              herald device summary --off            # what waited is delivered now
+            """)
+
+    @Flag(name: .long, help: "Turn it on.") var on = false
+    @Flag(name: .long, help: "Turn it off (what waits is delivered now).") var off = false
+    @Option(name: .long, help: "One to twelve times a day, HH:MM, comma-separated.") var times: String?
+    @Option(name: .long, help: "The apps in it, comma-separated (replaces the list).") var apps: String?
+    @Option(name: .long, help: "Add an app (repeatable).") var addApp: [String] = []
+    @Option(name: .long, help: "Take an app out (repeatable).") var removeApp: [String] = []
+    @OptionGroup var device: DeviceLocation
+    @Flag(name: .long, help: "Print JSON.") var json = false
+
+    func validate() throws {
+        if on && off { throw ValidationError("give --on or --off, not both") }
+        if apps != nil && !(addApp.isEmpty && removeApp.isEmpty) {
+            throw ValidationError("give --apps, or --add-app/--remove-app, not both")
+        }
+        for time in times?.split(separator: ",") ?? [] {
+            do { _ = try DayTime(String(time)) } catch { throw ValidationError("--times: \(error.message)") }
+        }
+    }
+
+    func run() async throws {
+        let client = try device.client()
+        var body: [String: Any] = [:]
+        if on { body["enabled"] = true }
+        if off { body["enabled"] = false }
+        if let times { body["times"] = times.split(separator: ",").map(String.init) }
+        if let apps { body["apps"] = apps.split(separator: ",").map(String.init) }
+        if !addApp.isEmpty || !removeApp.isEmpty {
+            let current = try await client.json("GET", "/summary") as? [String: Any] ?? [:]
+            var list = (current["settings"] as? [String: Any])?["apps"] as? [String] ?? []
+            list = (list + addApp).filter { !removeApp.contains($0) }
+            body["apps"] = Array(Set(list)).sorted()
+        }
+        let answer = try await client.json(body.isEmpty ? "GET" : "PATCH", "/summary", body.isEmpty ? nil : body)
+        if json { return try printJSONObject(answer ?? [:]) }
+        let view = answer as? [String: Any] ?? [:]
+        let settings = view["settings"] as? [String: Any] ?? [:]
+        let listed = (settings["apps"] as? [String] ?? []).joined(separator: ", ")
+        print(
+            "Scheduled Summary: \((settings["enabled"] as? Bool) == true ? "on" : "off")"
+                + " at \((settings["times"] as? [String] ?? []).joined(separator: ", "))"
+                + "; apps: \(listed.isEmpty ? "none" : listed)")
+        let held = view["held"] as? [[String: Any]] ?? []
+        if !held.isEmpty {
+            print(
+                "  \(held.count) waiting" + ((view["next"] as? String).map { " for \($0)" } ?? "") + ": "
+                    + held.map { "\($0["appName"] as? String ?? "") \($0["title"] as? String ?? "") \($0["body"] as? String ?? "")" }
+                    .joined(separator: "; "))
+        }
+        for summary in view["summaries"] as? [[String: Any]] ?? [] {
+            print("  \(summary["title"] as? String ?? "") (\(summary["date"] as? String ?? "")):")
+            for n in summary["notifications"] as? [[String: Any]] ?? [] { print("    " + DeviceCenter.line(n)) }
+        }
+    }
+}
+
+/// `herald device center`: Notification Center as the user sees it.
+struct DeviceCenter: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "center",
+        abstract: "Print Notification Center: the summaries, then each app's stacks (count and line), newest first.")
+
+    @OptionGroup var device: DeviceLocation
+    @Flag(name: .long, help: "Print JSON.") var json = false
+
+    /// `[Demo] Title — Body (time sensitive, silenced by Work)`.
+    static func line(_ n: [String: Any]) -> String {
+        var text = [n["title"] as? String ?? "", n["subtitle"] as? String ?? ""].filter { !$0.isEmpty }
+            .joined(separator: " / ")
+        if let body = n["body"] as? String, !body.isEmpty { text += text.isEmpty ? body : " — \(body)" }
+        var marks: [String] = []
+        if (n["timeSensitive"] as? Bool) == true { marks.append("time sensitive") }
+        if n["level"] as? String == "passive" { marks.append("passive") }
+        if let focus = n["silencedBy"] as? String { marks.append("silenced by \(focus)") }
+        if (n["quiet"] as? Bool) == true { marks.append("delivered quietly: keep or turn off") }
+        return "[\(n["appName"] as? String ?? "")] \(n["identifier"] as? String ?? ""): \(text)"
+            + (marks.isEmpty ? "" : " (\(marks.joined(separator: ", ")))")
+    }
+
+    func run() async throws {
+        let view = try await device.client().json("GET", "/center") as? [String: Any] ?? [:]
+        if json { return try printJSONObject(view) }
+        if let focus = view["focus"] as? [String: Any] { print("Focus: \(focus["name"] as? String ?? "") on") }
+        let summaries = view["summaries"] as? [[String: Any]] ?? []
+        let stacks = view["stacks"] as? [[String: Any]] ?? []
+        if summaries.isEmpty && stacks.isEmpty { print("Notification Center is empty") }
+        for summary in summaries {
+            let items = summary["notifications"] as? [[String: Any]] ?? []
+            print("\(summary["title"] as? String ?? "") (\(items.count)):")
+            for n in items { print("  " + Self.line(n)) }
+        }
+        for stack in stacks {
+            let items = stack["notifications"] as? [[String: Any]] ?? []
+            let thread = stack["thread"] as? String ?? ""
+            print(
+                "\(stack["appName"] as? String ?? "")" + (thread.isEmpty ? "" : " · \(thread)") + " (\(items.count))"
+                    + ((stack["line"] as? String).map { " — \($0)" } ?? ""))
+            for n in items { print("  " + Self.line(n)) }
+        }
+        if let held = view["held"] as? Int, held > 0 {
+            print("\(held) waiting for the summary" + ((view["nextSummary"] as? String).map { " at \($0)" } ?? ""))
+        }
+    }
+}
+
+/// `herald device provisional`: the user's Keep or Turn Off on an app's quiet notifications.
+struct DeviceProvisional: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "provisional",
+        abstract: "Answer an app's provisional (quiet) notifications: Keep → prominently or quietly, or Turn Off.")
+
+    @Argument(help: "The app's bundle id.") var bundleID: String
+    @Argument(help: "prominently (Keep → Deliver Prominently), quietly (Keep → Deliver Quietly) or off (Turn Off).")
+    var choice: String
+    @OptionGroup var device: DeviceLocation
+
+    func validate() throws {
+        guard ["prominently", "quietly", "off"].contains(choice) else {
+            throw ValidationError("choice: prominently, quietly or off, not '\(choice)'")
+        }
+    }
+
+    func run() async throws {
+        let view = try await device.client().json("POST", "/apps/\(bundleID)/provisional", ["choice": choice])
+        let settings = (view as? [String: Any])?["settings"] as? [String: Any] ?? [:]
+        print("\(bundleID): \(settings["authorizationStatus"] as? String ?? "?")")
+    }
+}
+
+/// `herald device lock`.
+struct DeviceLock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lock",
+        abstract: "Lock the device: what arrives lands on the lock screen, and answers that need authentication need the passcode.")
+    @OptionGroup var device: DeviceLocation
+
+    func run() async throws {
+        _ = try await device.client().json("PUT", "/lock", ["locked": true])
+        print("locked")
+    }
+}
+
+/// `herald device unlock`.
+struct DeviceUnlock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Unlock the device.")
+    @OptionGroup var device: DeviceLocation
+
+    func run() async throws {
+        _ = try await device.client().json("PUT", "/lock", ["locked": false])
+        print("unlocked")
+    }
+}
