@@ -4,6 +4,7 @@ import HeraldKit
 import Synchronization
 
 extension LegacyRepeatInterval: ExpressibleByArgument {}
+extension InterruptionLevel: ExpressibleByArgument {}
 
 struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -86,6 +87,10 @@ struct AppCommand: AsyncParsableCommand {
     @Option(name: .customLong("set-badge"), help: "add: the badge the notification sets.") var setBadge: Int?
     @Option(name: .customLong("category-id"), help: "add: the category identifier.") var categoryID = ""
     @Option(name: .long, help: "add: the thread identifier.") var thread = ""
+    @Option(name: .long, help: "add: the interruption level: passive, active, time-sensitive or critical.")
+    var level: InterruptionLevel?
+    @Option(name: .long, help: "add: whom it is from, for its stack's line in Notification Center (summaryArgument).")
+    var summaryArg: String?
     @Option(name: .long, help: "add: fire after this many seconds.") var `in`: Double?
     @Option(name: .long, help: "add: fire at this instant (ISO 8601 with offset).") var at: String?
     @Option(name: .long, help: "add: fire when the date matches, e.g. hour=9,minute=30 or weekday=2,hour=9.")
@@ -120,7 +125,8 @@ struct AppCommand: AsyncParsableCommand {
     @Option(name: .long, help: "activity-*: the content state, a JSON object.") var contentState: String?
     @Option(name: .long, help: "activity-start: token, none, or a channel id to subscribe to.") var pushType = "token"
     @Option(name: .long, help: "activity-*: the content's stale date, UNIX seconds.") var staleDate: Int64?
-    @Option(name: .long, help: "activity-*: the content's relevance score.") var relevanceScore: Double = 0
+    @Option(name: .long, help: "add, activity-*: the relevance score (a notification's: 0 to 1; it orders the summary).")
+    var relevanceScore: Double = 0
     @Option(name: .long, help: "activity-end: default, immediate, or UNIX seconds.") var dismissal = "default"
     @Flag(name: .long, help: "Print JSON.")
     var json = false
@@ -372,10 +378,14 @@ struct AppCommand: AsyncParsableCommand {
     }
 
     func content() -> NotificationContent {
-        NotificationContent(
+        var content = NotificationContent(
             title: title, subtitle: subtitle, body: body, badge: setBadge,
             sound: sound.map { $0 == "default" ? .default : .named($0) }, categoryIdentifier: categoryID,
             threadIdentifier: thread)
+        if let level { content.interruptionLevel = level }
+        content.relevanceScore = relevanceScore
+        content.summaryArgument = summaryArg
+        return content
     }
 
     func trigger() throws -> NotificationTrigger? {

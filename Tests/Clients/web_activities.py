@@ -19,6 +19,7 @@ import traceback
 import urllib.request
 
 from browser import Browser, emit
+from selenium.webdriver.common.by import By
 
 DEVICE, HERALD, STATE, APP, SHOTS = sys.argv[1:6]
 
@@ -56,6 +57,11 @@ try:
     step = "updated"
     app("activity-update", first, "--content-state", '{"stop":2,"eta":"12:25"}', "--relevance-score", "50")
     wait.until(lambda d: text(card(first) + " .activity-state") == "eta 12:25 · stop 2")
+    # Locked, the screen went dark; a person taps it to look (an update without an alert does not
+    # light it).
+    driver.find_element(By.ID, "lock-time").click()
+    wait.until(lambda d: d.execute_script(
+        "return document.body.dataset.awake === 'yes' && getComputedStyle(document.getElementById('sleep')).opacity === '0'"))
     driver.save_screenshot(os.path.join(SHOTS, "web-device-activity.png"))
     emit(step="updated", state=text(card(first) + " .activity-state"))
 

@@ -8,7 +8,8 @@ command it printed; HERALD is the herald executable, DEVICE_STATE the device's s
 INVITES the Invites example (installed as dev.herald.invites). Pushes are sent with curl.
 
 Steps, one JSON object printed per step: the permission dialog answered Don't Allow and Allow; a
-push on the lock screen; the badge on the home screen; a banner with its lock-screen actions and
+push on the lock screen; an action that needs the passcode on the lock screen (it runs, still
+locked); the badge on the home screen; a banner with its lock-screen actions and
 its sound; Settings switched to alerts without sounds; an alert panel, silent, whose Accept runs the
 app; a text reply from a banner; Notification Center grouped by thread, cleared one and all. The page
 is never reloaded. Saves web-device-*.png in SHOTS and exits 1 naming the step that failed. Needs
@@ -138,9 +139,12 @@ try:
     emit(step="lock", app=text(card + " .card-app"), title=text(card + " .card-title"),
          body=text(card + " .card-body"), foot=text(card + " .card-foot"),
          homeVisible=driver.find_element(By.ID, "home-screen").is_displayed())
+    # Locking put the screen to sleep; the push lit it: the picture once it has.
+    wait.until(lambda d: d.execute_script(
+        "return document.body.dataset.awake === 'yes' && getComputedStyle(document.getElementById('sleep')).opacity === '0'"))
     shot("lock")
 
-    step = "unlock first"
+    step = "passcode"
     push(token, INVITES_APP, {"aps": {"alert": {"title": "You’re invited!", "body": "Breakfast"},
                                       "category": "INVITE_CATEGORY"}, "event": "Breakfast"})
     invite = f'#lock-notifications .card[data-app="{INVITES_APP}"]'
@@ -148,7 +152,15 @@ try:
     click(invite + " .expand")
     lock_actions = [b.text for b in driver.find_elements(By.CSS_SELECTOR, invite + " .card-actions button")]
     click(invite + ' button[data-action="DECLINE_IDENTIFIER"]')
-    emit(step="unlock first", actions=lock_actions, hint=visible("#unlock-hint").text, locked=screen()["locked"])
+    # Decline needs authentication: the passcode sheet asks; with it, Decline runs (in the
+    # background) and the device stays locked.
+    reason = visible("#passcode-reason").text
+    driver.find_element(By.ID, "passcode-input").send_keys("0000")
+    click("#passcode-ok")
+    wait.until_not(shown.visibility_of_element_located((By.ID, "passcode-layer")))
+    wait.until(lambda d: not any(n["app"] == INVITES_APP for n in screen()["notifications"]))
+    emit(step="passcode", actions=lock_actions, reason=reason, locked=screen()["locked"],
+         lockVisible=driver.find_element(By.ID, "lock-screen").is_displayed())
 
     step = "home screen"
     click("#unlock")

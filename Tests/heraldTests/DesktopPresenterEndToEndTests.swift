@@ -18,15 +18,15 @@ import Testing
         let devicePID: Int32
         var state: URL { directory.appendingPathComponent("device") }
 
-        /// `server`: a command that stands in for dunst.
-        init(server: String? = nil) throws {
+        /// `server`: a command that stands in for dunst; `extra`: more `herald device` options.
+        init(server: String? = nil, extra: [String] = []) throws {
             child = try Child(
                 URL(fileURLWithPath: "/bin/sh"),
                 [
                     DesktopPresenterEndToEndTests.clients.appendingPathComponent("desktop_session.sh").path,
                     try heraldExecutable().path, directory.appendingPathComponent("desktop").path, "--state",
                     directory.appendingPathComponent("device").path, "--api-port", "0",
-                ], environment: server.map { ["SERVER": $0] } ?? [:])
+                ] + extra, environment: server.map { ["SERVER": $0] } ?? [:])
             let started = child.waitForLine(containing: "apiURL:")
             let log = try? String(
                 contentsOf: directory.appendingPathComponent("desktop/session.log"), encoding: .utf8)
@@ -129,6 +129,23 @@ import Testing
         let opened = session.reader.lines(containing: ["didReceive three"])
         #expect(
             opened.last?.contains("(action com.apple.UNNotificationDefaultActionIdentifier)") == true, "\(opened)")
+        try eventually("the third closed") { try dunstctl(["count", "displayed"]) == "0" }
+
+        // The device locked: a click needs the passcode, which the desktop cannot take. Nothing runs,
+        // and a notification of its own says why.
+        try herald(["device", "lock"])
+        try herald(["app", "dev.herald.tea", "add", "--id", "four", "--title", "Four", "--body", "Locked"])
+        try eventually("the fourth on the desktop") { try dunstctl(["count", "displayed"]) == "1" }
+        _ = try dunstctl(["action", "0"])
+        let log = directory.appendingPathComponent("desktop/device.log")
+        try eventually("the refusal") {
+            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("a desktop response needs the passcode")
+        }
+        // The clicked one is closed; the one on screen now is the refusal.
+        try eventually("the refusal on the desktop") { try dunstctl(["count", "displayed"]) == "1" }
+        let delivered = try run(
+            try heraldExecutable().path, ["app", "dev.herald.tea", "delivered", "--device-state", desktop.state.path])
+        #expect(delivered.stdout.contains("four"), "the refused answer left it in the list: \(delivered.stdout)")
 
         #expect(desktop.stop() == 0)
     }
@@ -222,6 +239,54 @@ import Testing
         try eventually("the activity closed") { calls().count == 8 }
         #expect(
             calls()[7]["call"] as? String == "CloseNotification" && calls()[7]["id"] as? Int == activity["id"] as? Int)
+        #expect(desktop.stop() == 0)
+    }
+
+    /// What iOS shows no banner for is not put on the desktop; time-sensitive ones say so; a summary is
+    /// one quiet notification (as the stand-in server records them).
+    @Test func levelsFocusAndASummaryOnTheDesktop() throws {
+        let record = URL(fileURLWithPath: "/tmp/hd-record-\(UUID().uuidString.prefix(8)).jsonl")
+        defer { try? FileManager.default.removeItem(at: record) }
+        let server =
+            "/usr/bin/python3 '\(Self.clients.appendingPathComponent("fake_notifications.py").path)' "
+            + "'\(record.path)' body,actions"
+        let desktop = try Session(
+            server: server, extra: ["--manual-clock", "--start-time", "2026-11-26T10:00:00+01:00", "--time-zone", "Europe/Paris"])
+        func notified() -> [[String: Any]] {
+            ((try? String(contentsOf: record, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0["call"] as? String == "Notify" }
+        }
+        let tea = "dev.herald.tea"
+        try desktop.herald(["device", "install", tea])
+        try desktop.herald(["app", tea, "authorize", "--options", "alert,sound,badge"])
+        func add(_ id: String, _ extra: [String]) throws {
+            try desktop.herald(["app", tea, "add", "--id", id] + extra)
+            _ = desktop.child.waitForLine(containing: "[\(tea)]")
+        }
+        // No banner on iOS, none on the desktop: a badge only, a passive one, one silenced by a Focus.
+        try add("badge", ["--set-badge", "3"])
+        try add("passive", ["--title", "Passive", "--level", "passive"])
+        try desktop.herald(["device", "focus", "on", "do-not-disturb"])
+        try add("hushed", ["--title", "Hushed", "--sound", "default"])
+        // A time-sensitive one breaks through, labelled.
+        try add("urgent", ["--title", "Urgent", "--level", "time-sensitive", "--sound", "default"])
+        try eventually("the time-sensitive Notify") { notified().count == 1 }
+        let urgent = notified()[0]
+        #expect(urgent["app"] as? String == "Tea · Time Sensitive" && urgent["summary"] as? String == "Urgent", "\(urgent)")
+        #expect((urgent["hints"] as? [String: Any])?["category"] as? String == "x-herald.time-sensitive")
+        try desktop.herald(["device", "focus", "off"])
+        // Scheduled Summary: held, then one quiet notification at 10:30 (Paris).
+        try desktop.herald(["device", "summary", "--on", "--times", "10:30", "--apps", tea])
+        try add("s1", ["--title", "Sale", "--body", "Shoes", "--relevance-score", "0.2"])
+        try add("s2", ["--title", "Order", "--body", "Shipped", "--relevance-score", "0.8"])
+        #expect(notified().count == 1, "held ones are not shown")
+        try desktop.herald(["device", "clock", "--advance", "30m"])
+        try eventually("the summary's Notify") { notified().count == 2 }
+        let summary = notified()[1]
+        #expect(summary["app"] as? String == "Scheduled Summary" && summary["summary"] as? String == "Your Morning Summary")
+        #expect(summary["body"] as? String == "Tea: Order — Shipped\nTea: Sale — Shoes", "\(summary)")
+        #expect((summary["hints"] as? [String: Any])?["suppress-sound"] as? Bool == true)
         #expect(desktop.stop() == 0)
     }
 }

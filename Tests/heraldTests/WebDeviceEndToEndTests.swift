@@ -49,10 +49,12 @@ import Testing
         #expect(lock["app"] as? String == "Demo" && lock["title"] as? String == "Hello")
         #expect(lock["body"] as? String == "from Herald" && lock["foot"] as? String == "slide to view")
         #expect(lock["homeVisible"] as? Bool == false)
-        // On the lock screen, Decline (authentication required) asks to unlock first; it runs after the unlock.
-        let unlockFirst = try #require(steps["unlock first"])
-        #expect(unlockFirst["actions"] as? [String] == ["Accept", "Decline"])
-        #expect(unlockFirst["hint"] as? String == "Unlock to Decline" && unlockFirst["locked"] as? Bool == true)
+        // On the lock screen, Decline (authentication required) asks for the passcode; with it, it
+        // runs in the background and the device stays locked.
+        let passcode = try #require(steps["passcode"])
+        #expect(passcode["actions"] as? [String] == ["Accept", "Decline"])
+        #expect(passcode["reason"] as? String == "to Decline", "\(passcode)")
+        #expect(passcode["locked"] as? Bool == true && passcode["lockVisible"] as? Bool == true, "\(passcode)")
         // Unlocked: the badge the push set is on the icon.
         let home = try #require(steps["home"])
         #expect(home["badge"] as? String == "1" && home["name"] as? String == "Demo")
@@ -155,6 +157,127 @@ import Testing
         #expect(steps["dismissed"]?["cards"] as? Int == 1)
         let png = try Data(contentsOf: shots.appendingPathComponent("web-device-activity.png"))
         #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+    }
+
+    /// Today's iPhone on the page (Tests/Clients/web_today.py), on a device clock that moves only
+    /// when told: only what iOS shows is shown, interruption levels, Focus, provisional Keep and
+    /// Turn Off, stacks, the passcode on a locked device, and Scheduled Summary.
+    @Test func todaysIPhoneOnThePageFocusSummaryProvisionalPasscodeAndNothingToShow() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-web-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let up = try UpEndToEndTests.Up(
+            state: state, extra: ["--manual-clock", "--start-time", "2026-11-26T10:00:00+01:00"])
+        defer { _ = up.stop() }
+        let pageLine = try #require(up.banner.first { $0.contains("the device (open it):") })
+        let bearer = try #require(
+            up.curlCommand.range(of: "bearer [A-Za-z0-9_.-]+", options: .regularExpression).map {
+                String(up.curlCommand[$0].dropFirst("bearer ".count))
+            })
+        let shots = try screenshotDirectory(else: state)
+        let script = URL(fileURLWithPath: Self.script).deletingLastPathComponent().appendingPathComponent("web_today.py")
+        let result = try run(
+            "/usr/bin/python3",
+            [
+                script.path, String(pageLine.split(separator: " ").last ?? ""), up.info["developmentURL"] ?? "",
+                bearer, up.info["deviceToken"] ?? "", try heraldExecutable().path,
+                state.appendingPathComponent("device").path, shots.path,
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let steps = Self.steps(result.stdout)
+
+        // A badge-only push changes the icon's badge and nothing else; {"foo":1} does nothing at all.
+        let badge = try #require(steps["badge only"])
+        #expect(badge["badge"] as? String == "7" && badge["kinds"] as? [String] == ["presented"], "\(badge)")
+        #expect(badge["nothingKinds"] as? [String] == ["notShown"], "\(badge)")
+        #expect(badge["banner"] as? Bool == false && badge["sounds"] as? Int == 0, "\(badge)")
+        #expect(
+            badge["lockCards"] as? Int == 0 && badge["centerCards"] as? Int == 0 && badge["listed"] as? Int == 0,
+            "\(badge)")
+        // Passive: no sound (though the push asks for one), no banner, the screen stays asleep; listed.
+        let passive = try #require(steps["passive"])
+        #expect(passive["awake"] as? String == "no" && passive["banner"] as? Bool == false, "\(passive)")
+        #expect(passive["sounds"] as? Int == 0 && passive["center"] as? Bool == true, "\(passive)")
+        #expect(passive["level"] as? String == "passive")
+        // Do Not Disturb from the page's control: a push is silenced and marked; Time Sensitive breaks
+        // through with a banner, its label and its sound; the lock screen shows the Focus and stays
+        // dark for a silenced push, and lights for a Time Sensitive one.
+        let focus = try #require(steps["focus"])
+        #expect(focus["modes"] as? [String] == ["Do Not Disturb", "Sleep", "Work", "Off"], "\(focus)")
+        #expect(focus["statusFocus"] as? String == "Do Not Disturb" && focus["focus"] as? String == "Do Not Disturb")
+        #expect(focus["silencedBanner"] as? Bool == false && focus["silencedSounds"] as? Int == 0, "\(focus)")
+        let urgent = focus["urgent"] as? [String: Any]
+        #expect(urgent?["label"] as? String == "Time Sensitive" && urgent?["title"] as? String == "Delivery", "\(focus)")
+        #expect(urgent?["sound"] as? String == "default", "\(focus)")
+        #expect(focus["centerMark"] as? String == "Silenced by Do Not Disturb", "\(focus)")
+        let pill = focus["pill"] as? [String: Any]
+        #expect(pill?["text"] as? String == "Do Not Disturb" && pill?["on"] as? Bool == true, "\(focus)")
+        let afterSilenced = focus["afterSilenced"] as? [String: Any]
+        #expect(afterSilenced?["awake"] as? String == "no" && afterSilenced?["onLock"] as? Int == 0, "\(focus)")
+        #expect(afterSilenced?["sounds"] as? Int == 0, "\(focus)")
+        #expect(focus["lockLabel"] as? String == "Time Sensitive" && focus["lockAwake"] as? String == "yes", "\(focus)")
+        #expect(focus["lockSounds"] as? Int == 1, "\(focus)")
+        let focusOff = try #require(steps["focus off"])
+        #expect(focusOff["pill"] as? String == "Focus" && focusOff["focus"] is NSNull, "\(focusOff)")
+        // Provisional: quiet in Notification Center with Keep… and Turn Off…; Keep → Deliver
+        // Prominently authorizes one app, Turn Off denies the other; the buttons go, Settings says so.
+        let provisional = try #require(steps["provisional"])
+        #expect(provisional["answer"] as? String == "granted" && provisional["banner"] as? Bool == false)
+        #expect(provisional["buttons"] as? [String] == ["Keep…", "Turn Off…"], "\(provisional)")
+        #expect(provisional["keep"] as? [String] == ["Deliver Prominently", "Deliver Quietly", "Cancel"])
+        #expect(provisional["off"] as? [String] == ["Turn Off All Notifications", "Cancel"])
+        #expect((provisional["left"] as? [String])?.isEmpty == true, "\(provisional)")
+        #expect(provisional["keptStatus"] as? String == "authorized" && provisional["keptAlertStyle"] as? String == "banner")
+        #expect(provisional["offStatus"] as? String == "denied")
+        let details = provisional["details"] as? [String: String]
+        #expect(details?["com.example.quiet"] == "Banners, Sounds, Badges" && details?["com.example.hush"] == "Off")
+        // A thread is one stack: its top card and its line; tapped, all three.
+        let stack = try #require(steps["stack"])
+        #expect(stack["count"] as? String == "3" && stack["collapsed"] as? Int == 1, "\(stack)")
+        #expect(stack["line"] as? String == "and 2 more from Anna" && stack["top"] as? String == "Starting now")
+        #expect(stack["expanded"] as? Int == 3)
+        // Locked, Done (authentication required) asks for the passcode: a wrong one is refused, 0000
+        // runs it in the background, and the device stays locked.
+        let passcode = try #require(steps["passcode"])
+        #expect(passcode["reason"] as? String == "to Done", "\(passcode)")
+        let wrong = passcode["wrong"] as? [String: Any]
+        #expect(wrong?["error"] as? String == "Wrong Passcode" && wrong?["locked"] as? Bool == true, "\(passcode)")
+        #expect(wrong?["still"] as? Bool == true)
+        #expect(passcode["locked"] as? Bool == true && passcode["page"] as? String == "lock", "\(passcode)")
+        #expect(passcode["lockVisible"] as? Bool == true && passcode["told"] as? [String] == ["response done"])
+        // Settings: Scheduled Summary on, at half past the start, for the demo app; an app's Time
+        // Sensitive Notifications and Notification Grouping.
+        let summarySettings = try #require(steps["summary settings"])
+        let settings = summarySettings["settings"] as? [String: Any]
+        #expect(summarySettings["at"] as? String == "10:30", "\(summarySettings)")
+        #expect(settings?["enabled"] as? Bool == true && settings?["apps"] as? [String] == ["dev.herald.demo"])
+        #expect((settings?["times"] as? [String])?.contains("10:30") == true, "\(summarySettings)")
+        #expect((summarySettings["row"] as? String)?.contains("10:30") == true, "\(summarySettings)")
+        let rows = summarySettings["rows"] as? [String] ?? []
+        #expect(rows.contains("Time Sensitive Notifications") && rows.contains("Notification Grouping"), "\(rows)")
+        #expect(summarySettings["timeSensitive"] as? Bool == true && summarySettings["inSummary"] as? Bool == true)
+        // Held for the summary: dark, silent, not listed; past 10:30 the summary is on the lock
+        // screen (most relevant first) and in Notification Center; an item opens as itself.
+        let summary = try #require(steps["summary"])
+        let held = summary["whileHeld"] as? [String: Any]
+        #expect(held?["awake"] as? String == "no" && held?["sounds"] as? Int == 0, "\(summary)")
+        #expect(held?["onLock"] as? Int == 0 && held?["held"] as? Int == 3, "\(summary)")
+        #expect((summary["advanced"] as? String)?.hasPrefix("2026-11-26T09:45:00") == true, "\(summary)")
+        let card = summary["summary"] as? [String: Any]
+        #expect(card?["title"] as? String == "Your Morning Summary", "\(summary)")
+        #expect((card?["count"] as? String)?.hasPrefix("3 notifications") == true, "\(summary)")
+        #expect(card?["items"] as? [String] == ["Bank", "Anna", "Club"], "\(summary)")
+        #expect(card?["awake"] as? String == "yes" && card?["sounds"] as? Int == 0 && card?["inCenter"] as? Int == 1)
+        #expect(summary["reason"] as? String == "to open Demo" && summary["front"] as? String == "Demo", "\(summary)")
+        let opened = try #require(summary["opened"] as? String)
+        #expect(summary["told"] as? String == "didReceive default for \(opened)", "\(summary)")
+        #expect(summary["locked"] as? Bool == false && summary["foreground"] as? String == "dev.herald.demo")
+        // Home sends the app away; the page was never reloaded.
+        let home = try #require(steps["home"])
+        #expect(home["foreground"] is NSNull && home["mark"] as? String == "still the same page", "\(home)")
+        for name in ["focus", "summary"] {
+            let png = try Data(contentsOf: shots.appendingPathComponent("web-device-\(name).png"))
+            #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name) is a PNG")
+        }
     }
 
     @Test func anOpenPageDoesNotHoldUpTheDaemonsShutdown() throws {

@@ -107,6 +107,13 @@ extension DeviceAPI {
     }
 
     static func addToday(to router: Router<BasicRequestContext>, service: DeviceService) {
+        // The lock is the device's, whatever shows it: the web device, the desktop, the terminal.
+        router.get("/lock") { _, _ in Self.json(LockBody(locked: await service.locked)) }
+        router.put("/lock") { request, _ in
+            let body = try await Self.decode(LockBody.self, request)
+            try await Self.mapped { try await service.setLocked(body.locked) }
+            return Self.json(LockBody(locked: await service.locked))
+        }
         router.get("/focus") { _, _ in Self.json(await Self.focus(service)) }
         router.put("/focus") { request, _ in
             let body = try await Self.decode(FocusBody.self, request)
@@ -172,7 +179,7 @@ extension DeviceAPI {
             ($0.notification.placement?.sequence ?? 0) > ($1.notification.placement?.sequence ?? 0)
         }
         return SummaryView(
-            settings: engine.device.summary, next: engine.summaryWake,
+            settings: engine.device.summary, next: engine.nextSummary(after: await service.now),
             held: held.compactMap { item in engine.apps[item.app].map { Self.shown(item.notification, of: $0, engine) } },
             summaries: Self.summaries(engine))
     }
@@ -195,7 +202,7 @@ extension DeviceAPI {
         let now = await service.now
         return CenterView(
             locked: engine.locked, focus: engine.activeFocus(at: now), summaries: Self.summaries(engine),
-            stacks: Self.stacks(engine), held: engine.heldNotifications.count, nextSummary: engine.summaryWake)
+            stacks: Self.stacks(engine), held: engine.heldNotifications.count, nextSummary: engine.nextSummary(after: now))
     }
 
     /// Every app's stacks (notifications that came in a summary are in the summary instead), the

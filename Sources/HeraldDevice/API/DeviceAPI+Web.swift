@@ -108,9 +108,11 @@ extension DeviceAPI {
         var stacks: [CenterStack]
         /// Delivered summaries still holding notifications, newest first.
         var summaries: [CenterSummary]
-        /// Notifications held for the next summary, and when it is due.
+        /// Notifications held for the next summary, and when the next summary is due (while on).
         var held: Int
         var nextSummary: Date?
+        /// Scheduled Summary's settings (on or off, times, apps).
+        var summary: SummarySettings
         var apps: [ScreenApp]
         var notifications: [ScreenNotification]
         /// Live Activities on the lock screen: per app by relevance, then oldest first.
@@ -150,11 +152,6 @@ extension DeviceAPI {
             try WebFiles.response(try context.parameters.require("file"))
         }
         router.get("/screen") { _, _ in Self.json(await Self.screen(service)) }
-        router.put("/lock") { request, _ in
-            let body = try await Self.decode(LockBody.self, request)
-            try await Self.mapped { try await service.setLocked(body.locked) }
-            return Self.json(await Self.screen(service))
-        }
         router.post("/apps/{app}/open") { _, context in
             let app = try context.parameters.require("app")
             _ = try await Self.record(app, service)
@@ -288,7 +285,7 @@ extension DeviceAPI {
             focus: engine.activeFocus(at: now),
             focusModes: engine.device.focus.modes.map { ScreenFocusMode(identifier: $0.identifier, name: $0.name) },
             stacks: Self.stacks(engine), summaries: Self.summaries(engine), held: engine.heldNotifications.count,
-            nextSummary: engine.summaryWake, apps: apps, notifications: notifications, activities: activities,
+            nextSummary: engine.nextSummary(after: now), summary: engine.device.summary, apps: apps, notifications: notifications, activities: activities,
             prompts: prompts)
     }
 

@@ -29,6 +29,13 @@ extension DeviceEngine {
         return actions
     }
 
+    /// When the next summary is delivered: its time when something waits for it, else the next
+    /// summary time while Scheduled Summary is on; `nil` when it is off.
+    public func nextSummary(after now: Date) -> Date? {
+        summaryWake ?? (device.summary.enabled
+            ? device.summary.nextTime(after: now, in: ZoneRules.of(configuration.timeZone)) : nil)
+    }
+
     /// The date of the oldest held notification.
     var earliestHeld: Date? { heldNotifications.map(\.notification.date).min() }
 
