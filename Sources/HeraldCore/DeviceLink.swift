@@ -137,8 +137,9 @@ public enum LinkMessage: Sendable, Equatable {
     /// (P-256, X9.63 uncompressed, required the first time) and the signature of the nonce
     /// (ECDSA P-256 SHA-256, raw r‖s).
     case hello(device: String?, publicKey: Data?, signature: Data)
-    /// Registers an app for remote notifications.
-    case register(request: Int?, topic: String, environment: APNsEnvironment)
+    /// Registers an app for remote notifications. `installation` counts the app's installs on the
+    /// device (absent: the first): a reinstalled app gets a new token, as on today's iOS.
+    case register(request: Int?, topic: String, environment: APNsEnvironment, installation: Int? = nil)
     /// Removes an app.
     case unregister(request: Int?, topic: String, environment: APNsEnvironment)
     /// Asks for one of an app's scoped tokens (a Live Activity's, a push-to-start token); answered
@@ -197,13 +198,14 @@ extension LinkMessage {
         var channelID: String?
         var channels: [String]?
         var scope: TokenScope?
+        var installation: Int?
 
         /// The fields by name, as `Codable` reads and writes them; the flat reader knows them by
         /// their bytes and their position (a bit each).
         enum CodingKeys: String, CodingKey, CaseIterable {
             case type, request, nonce, device, generation, registrations, topic, environment, token, code,
                 message, publicKey, signature, ids, apnsID, uniqueID, pushType, priority, expiration,
-                collapseID, payload, channelID, channels, scope
+                collapseID, payload, channelID, channels, scope, installation
         }
 
         init(type: String) { self.type = type }
@@ -256,6 +258,9 @@ extension LinkMessage {
             case (.generation, .integer(let v)):
                 guard let v = Int(exactly: v) else { return false }
                 generation = v
+            case (.installation, .integer(let v)):
+                guard let v = Int(exactly: v) else { return false }
+                installation = v
             case (.expiration, .integer(let v)): expiration = v
             case (.priority, .integer(let v)):
                 guard let p = Int(exactly: v).flatMap(PushPriority.init(rawValue:)) else { return false }
@@ -354,11 +359,12 @@ extension LinkMessage {
             e.device = device
             e.publicKey = publicKey
             e.signature = signature
-        case .register(let request, let topic, let environment):
+        case .register(let request, let topic, let environment, let installation):
             e = Envelope(type: "register")
             e.request = request
             e.topic = topic
             e.environment = environment
+            e.installation = installation
         case .unregister(let request, let topic, let environment):
             e = Envelope(type: "unregister")
             e.request = request
@@ -476,7 +482,7 @@ extension LinkMessage {
         case "register":
             self = .register(
                 request: e.request, topic: try need(e.topic, "topic"),
-                environment: try need(e.environment, "environment"))
+                environment: try need(e.environment, "environment"), installation: e.installation)
         case "unregister":
             self = .unregister(
                 request: e.request, topic: try need(e.topic, "topic"),

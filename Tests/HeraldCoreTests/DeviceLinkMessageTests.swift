@@ -18,6 +18,7 @@ import Testing
         .hello(device: nil, publicKey: Data([4, 5]), signature: Data([6])),
         .hello(device: "d-1", publicKey: nil, signature: Data([6])),
         .register(request: 1, topic: "com.example.a", environment: .production),
+        .register(request: 9, topic: "com.example.a", environment: .development, installation: 2),
         .unregister(request: nil, topic: "com.example.a", environment: .development),
         .registerScope(request: 2, topic: "com.example.a", environment: .development, scope: .activity("A-1")),
         .unregisterScope(request: nil, topic: "com.example.a", environment: .production, scope: .pushToStart("Trip")),

@@ -149,4 +149,35 @@ import Testing
         #expect(d.daemon.waitForLine(containing: "removed from the screen: tea").isEmpty == false)
         #expect(try d.delivered(b.app).allSatisfy { $0["identifier"] as? String != "tea" })
     }
+
+    /// A reinstalled app gets a new device token (today's iOS; Herald's choice where Apple's documents
+    /// say nothing): the old one keeps answering 410, the new one is delivered to.
+    @Test func aReinstalledAppGetsANewToken() throws {
+        let b = try Bench()
+        let d = b.device
+        try d.herald(["device", "remove", b.app])
+        #expect(try b.p.push(token: b.token).status == 410)
+        try d.herald(["device", "install", b.app, "--aps-environment", "development"])
+        try d.herald(["app", b.app, "authorize", "--options", "alert"])
+        var fresh = ""
+        try eventually("a new token") {
+            fresh = try d.app(b.app)["token"] as? String ?? ""
+            return fresh.count == 64
+        }
+        #expect(fresh != b.token)
+        let old = try b.p.push(token: b.token)
+        #expect(old.status == 410 && old.reason == "Unregistered", "\(old)")
+        #expect(try b.p.push(token: fresh, body: #"{"aps":{"alert":"welcome back"}}"#).status == 200)
+        #expect(d.daemon.waitForLine(containing: "welcome back").last == "[\(b.app)] welcome back (sound none)")
+        // The same install registering again (a restart, a reconnect) keeps its token.
+        #expect(d.stop() == 0)
+        let again = try DeviceProcess(
+            start: "2026-11-26T10:00:00+01:00", state: d.state,
+            extra: ["--gateway", try #require(b.p.gateway.info["linkDevelopmentURL"])])
+        try eventually("registered again") {
+            (try again.get("/status") as? [String: Any])?["gateway"] as? String == "connected"
+        }
+        #expect(try again.app(b.app)["token"] as? String == fresh)
+        #expect(try b.p.push(token: fresh, body: #"{"aps":{"alert":"still"}}"#).status == 200)
+    }
 }

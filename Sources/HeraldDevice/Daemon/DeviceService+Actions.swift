@@ -147,13 +147,15 @@ extension DeviceService {
         }
     }
 
-    /// `08:00` in the device's zone (with the date when it is not today).
+    /// `2026-11-26 08:00` in the device's zone (integer arithmetic on the zone's rules: no formatter,
+    /// nothing shared between threads).
     static func localTime(_ date: Date, _ zone: TimeZone) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = zone
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        return formatter.string(from: date)
+        let local = ZoneRules.of(zone).local(Int64(date.timeIntervalSince1970.rounded(.down)))
+        let day = Civil.floorDiv(local, Civil.secondsPerDay)
+        let (y, m, d) = Civil.date(day)
+        let minutes = Int((local - day * Civil.secondsPerDay) / 60)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(y)-\(two(m))-\(two(d)) \(two(minutes / 60)):\(two(minutes % 60))"
     }
 
     /// What the user allows the app now, in words: `authorized (banners, sounds, badges)`.

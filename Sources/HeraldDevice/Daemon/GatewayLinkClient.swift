@@ -203,9 +203,14 @@ public final class GatewayLinkClient: Sendable {
         return try NIOSSLContext(configuration: configuration)
     }
 
-    /// Registers an app for remote notifications in an environment and returns its token.
-    public func register(topic: String, environment: APNsEnvironment = .development) async throws -> DeviceToken {
-        let answer = try await request { .register(request: $0, topic: topic, environment: environment) }
+    /// Registers an app for remote notifications in an environment and returns its token;
+    /// `installation` counts the app's installs on the device (0: the first; a reinstall gets a new token).
+    public func register(topic: String, environment: APNsEnvironment = .development, installation: Int = 0)
+        async throws -> DeviceToken
+    {
+        let answer = try await request {
+            .register(request: $0, topic: topic, environment: environment, installation: installation > 0 ? installation : nil)
+        }
         guard case .token(_, let registration) = answer else { throw Self.unexpected(answer) }
         return registration.token
     }

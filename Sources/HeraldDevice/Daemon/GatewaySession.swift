@@ -79,6 +79,9 @@ actor GatewaySession {
         var unregister: [Topic] = []
         /// Activity tokens to give up once connected (optional: older files have none).
         var releases: [ScopedToken]?
+        /// Per app, how many times it was removed from the device: its next registration's
+        /// installation, so that a reinstalled app gets a new token (optional: older files have none).
+        var installations: [String: Int]?
     }
 
     /// One app's scoped token: an activity's (`activityID` its id) or a push-to-start token
@@ -158,7 +161,7 @@ actor GatewaySession {
             throw RegistrationError.unreachable
         }
         guard let client else { throw RegistrationError.linkClosed }
-        let token = try await client.register(topic: app, environment: environment)
+        let token = try await client.register(topic: app, environment: environment, installation: installation(of: app))
         await updateToken(app, token.hex)
         return token.hex
     }
@@ -272,6 +275,8 @@ actor GatewaySession {
     /// service answers 410 `Unregistered` to its token.
     func removed(_ app: String, environment: APNsEnvironment?) async {
         saved.tokens[app] = nil
+        saved.installations = saved.installations ?? [:]
+        saved.installations![app, default: 0] += 1
         if let environment {
             do {
                 guard let client else { throw GatewayLinkClient.Failure(code: .offline, message: "not connected") }
@@ -368,7 +373,8 @@ actor GatewaySession {
         guard let topics = await host?.registrableTopics() else { return }
         for topic in topics.sorted(by: { $0.topic < $1.topic }) {
             do {
-                let token = try await client.register(topic: topic.topic, environment: topic.environment)
+                let token = try await client.register(
+                    topic: topic.topic, environment: topic.environment, installation: installation(of: topic.topic))
                 await updateToken(topic.topic, token.hex)
             } catch {
                 logger.warning(
@@ -377,6 +383,9 @@ actor GatewaySession {
             }
         }
     }
+
+    /// The app's installation on this device: 0 the first time, one more after each removal.
+    private func installation(of app: String) -> Int { saved.installations?[app] ?? 0 }
 
     private func updateToken(_ app: String, _ token: String) async {
         guard saved.tokens[app] != token else { return }

@@ -98,9 +98,10 @@ final class DeviceLinkService: Sendable {
         let at = clock.now()
         do {
             switch message {
-            case .register(let request, let topic, let environment):
+            case .register(let request, let topic, let environment, let installation):
                 let r = try await directory.registerApp(
-                    device: device, bundleID: topic, environment: environment, now: at)
+                    device: device, bundleID: topic, environment: environment, installation: installation ?? 0,
+                    now: at)
                 logger.info("device registered app", metadata: ["device": "\(device)", "topic": "\(topic)"])
                 return .token(
                     request: request, LinkRegistration(topic: topic, environment: environment, token: r.token))
@@ -145,7 +146,7 @@ extension LinkMessage {
     /// The request id a device put on its message, if any.
     var requestID: Int? {
         switch self {
-        case .register(let r, _, _), .unregister(let r, _, _), .resetDevice(let r), .subscribe(let r, _, _, _),
+        case .register(let r, _, _, _), .unregister(let r, _, _), .resetDevice(let r), .subscribe(let r, _, _, _),
             .unsubscribe(let r, _, _, _), .registerScope(let r, _, _, _), .unregisterScope(let r, _, _, _):
             return r
         default: return nil

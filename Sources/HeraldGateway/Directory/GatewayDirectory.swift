@@ -205,16 +205,22 @@ public struct GatewayDirectory: Sendable {
     /// a device cannot fill the store with them.
     public static let scopedTokenLimit = 64
 
+    ///
+    /// `installation` counts the app's installs on the device (0: the first, as the admin API and
+    /// older devices register): a reinstalled app gets a new token, while the old one keeps answering
+    /// 410 `Unregistered` and stays on the feedback list.
     public func registerApp(
-        device deviceID: String, bundleID: String, environment: APNsEnvironment, scope: TokenScope? = nil, now: Date
+        device deviceID: String, bundleID: String, environment: APNsEnvironment, scope: TokenScope? = nil,
+        installation: Int = 0, now: Date
     ) async throws -> Registration {
         guard let device = registry.device(deviceID), device.deletedAt == nil else {
             throw Failure.notFound("device \(deviceID)")
         }
         guard APNsTopic.isValid(bundleID) else { throw Failure.invalid("bundle id must not contain spaces") }
+        guard installation >= 0 else { throw Failure.invalid("installation must be 0 or more") }
         let token = issuer.token(
             device: deviceID, bundleID: bundleID, environment: environment, generation: device.generation,
-            scope: scope)
+            scope: scope, installation: installation)
         if let existing = registry.registration(token, in: environment), existing.invalidatedAt == nil {
             return existing
         }

@@ -3,9 +3,10 @@ import Foundation
 import HeraldCore
 
 /// Issues device tokens: an HMAC-SHA256, under the gateway's secret, over the device, the app's
-/// bundle id, the environment and the device's generation. Tokens are therefore stable (the same
-/// registration returns the same token), unforgeable without the secret, and change when the
-/// device is reset (its generation goes up).
+/// bundle id, the environment, the device's generation and the app's installation on the device.
+/// Tokens are therefore stable (the same registration returns the same token), unforgeable without
+/// the secret, and change when the device is reset (its generation goes up) or the app is
+/// reinstalled (its installation goes up).
 public struct TokenIssuer: Sendable {
     private let key: SymmetricKey
 
@@ -15,14 +16,18 @@ public struct TokenIssuer: Sendable {
         self.key = SymmetricKey(data: secret)
     }
 
-    /// The token for one app of one device in one environment at the device's current generation;
-    /// with a `scope`, the app's token for that scope (an app's own token is unchanged by scopes).
+    /// The token for one app of one device in one environment at the device's current generation
+    /// and the app's `installation` (0: the first); with a `scope`, the app's token for that scope (an
+    /// app's own token is unchanged by scopes).
     public func token(
-        device: String, bundleID: String, environment: APNsEnvironment, generation: Int, scope: TokenScope? = nil
+        device: String, bundleID: String, environment: APNsEnvironment, generation: Int, scope: TokenScope? = nil,
+        installation: Int = 0
     ) -> DeviceToken {
         var message = Data()
         var parts = ["herald-token-v1", device, bundleID, environment.rawValue, String(generation)]
         if let scope { parts.append(scope.rawValue) }
+        // The first installation's token is what it always was; a reinstall's differs.
+        if installation > 0 { parts.append("install:\(installation)") }
         for part in parts {
             message.append(contentsOf: part.utf8)
             message.append(0)
