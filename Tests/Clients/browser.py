@@ -14,6 +14,7 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as shown
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.support.ui import WebDriverWait
 
 
@@ -31,7 +32,9 @@ class Browser:
                          f"--window-size={window}", "--hide-scrollbars", *extra]:
             options.add_argument(argument)
         self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-        self.wait = WebDriverWait(self.driver, 20)
+        # A live page redraws parts of itself as the device's events arrive: an element found a moment
+        # ago may have been replaced by its new copy, so a wait looks again rather than failing.
+        self.wait = WebDriverWait(self.driver, 20, ignored_exceptions=[StaleElementReferenceException])
 
     def text(self, selector):
         """The element's text as written (CSS may show it upper-cased), or None."""
@@ -43,5 +46,12 @@ class Browser:
         return self.wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
 
     def click(self, selector):
-        """Waits until the element can be clicked, and clicks it."""
-        self.wait.until(shown.element_to_be_clickable((By.CSS_SELECTOR, selector))).click()
+        """Waits until the element can be clicked, and clicks it (its new copy, if the page redrew it
+        between finding and clicking)."""
+        def clicked(driver):
+            element = shown.element_to_be_clickable((By.CSS_SELECTOR, selector))(driver)
+            if not element:
+                return False
+            element.click()
+            return True
+        self.wait.until(clicked)

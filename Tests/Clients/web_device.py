@@ -213,9 +213,11 @@ try:
     click("#open-settings")
     click(f'#settings-apps .settings-row[data-app="{INVITES_APP}"]')
     visible("#settings-app")
-    driver.find_element(By.XPATH, "//form[@id='settings-app']//label[input[@value='alert']]").click()
+    click("#settings-app .segments label:has(input[value='alert'])")
     wait.until(lambda d: setting(INVITES_APP, "alertStyle") == "alert")
-    driver.find_element(By.CSS_SELECTOR, "#settings-app input[name='soundSetting']").click()
+    # As a person does: the next switch is turned once the page shows what the last one did.
+    wait.until(lambda d: d.execute_script("return window.heraldSettled()"))
+    click("#settings-app input[name='soundSetting']")
     wait.until(lambda d: setting(INVITES_APP, "soundSetting") == "disabled")
     settings = json.loads(subprocess.run(
         ["curl", "-sS", f"{DEVICE.rstrip('/')}/apps/{INVITES_APP}/settings"], check=True, capture_output=True,
@@ -277,7 +279,8 @@ try:
     step = "previews"
     click("#open-settings")
     click(f'#settings-apps .settings-row[data-app="{INVITES_APP}"]')
-    driver.find_element(By.XPATH, "//form[@id='settings-app']//label[input[@value='never']]").click()
+    wait.until(lambda d: d.execute_script("return window.heraldSettled()"))
+    click("#settings-app .segments label:has(input[value='never'])")
     wait.until(lambda d: setting(INVITES_APP, "showPreviewsSetting") == "never")
     click("#close-settings")
     push(token, INVITES_APP, {"aps": {"alert": {"title": "Surprise party", "body": "Don't tell anyone"},

@@ -357,10 +357,13 @@ try:
     now = screen()
     local = datetime.datetime.fromisoformat(now["now"].replace("Z", "+00:00")).astimezone(ZoneInfo(now["timeZone"]))
     at = (local + datetime.timedelta(minutes=30)).strftime("%H:%M")
+    # The page redraws the section once the change is saved: type into what it shows then.
+    wait.until(lambda d: d.execute_script("return window.heraldSettled()"))
     field = visible("#settings-summary input[name='time'][data-index='0']")
     field.send_keys(Keys.CONTROL, "a")
     field.send_keys(at, Keys.ENTER)
     wait.until(lambda d: at in d.execute_script("return fetch('/summary').then(r => r.json())")["settings"]["times"])
+    wait.until(lambda d: d.execute_script("return window.heraldSettled()"))
     click(f"#settings-summary .settings-row[data-app='{DEMO}'] input[name='app']")
     wait.until(lambda d: DEMO in d.execute_script("return fetch('/summary').then(r => r.json())")["settings"]["apps"])
     summary_settings = driver.execute_script("return fetch('/summary').then(r => r.json())")["settings"]
@@ -374,12 +377,14 @@ try:
     in_summary = driver.find_element(By.CSS_SELECTOR, "#settings-app input[name='inSummary']").is_selected()
     click("#settings-app .segments label:has(input[name='groupingSetting'][value='byApp'])")
     wait.until(lambda d: app_now(DEMO)["settings"].get("groupingSetting") == "byApp")
+    wait.until(lambda d: d.execute_script("return window.heraldSettled()"))
     click("#settings-app .segments label:has(input[name='groupingSetting'][value='automatic'])")
     wait.until(lambda d: app_now(DEMO)["settings"].get("groupingSetting", "automatic") == "automatic")
-    click("#settings-app input[name='timeSensitiveSetting']")
-    wait.until(lambda d: app_now(DEMO)["settings"]["timeSensitiveSetting"] == "disabled")
-    click("#settings-app input[name='timeSensitiveSetting']")
-    wait.until(lambda d: app_now(DEMO)["settings"]["timeSensitiveSetting"] == "enabled")
+    for value in ["disabled", "enabled"]:
+        # As a person does: the switch is turned once the page shows what the last turn did.
+        wait.until(lambda d: d.execute_script("return window.heraldSettled()"))
+        click("#settings-app input[name='timeSensitiveSetting']")
+        wait.until(lambda d: app_now(DEMO)["settings"]["timeSensitiveSetting"] == value)
     emit(step="summary settings", at=at, settings=summary_settings, row=summary_row, rows=app_rows,
          timeSensitive=time_sensitive, inSummary=in_summary)
     click("#close-settings")

@@ -102,6 +102,9 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 let fetching = null; // the read in flight
 let nextRead = null; // the read that starts after it, shared by everyone who asks meanwhile
 let lastRead = 0;
+// For people reading the page and for tests: no read of the screen in flight or waiting, so what is
+// drawn is the device as it was after the last change the page made.
+window.heraldSettled = () => fetching === null && nextRead === null;
 let lastScreen = null; // the last read's text
 
 // Reads GET /screen and renders it. The read starts after the call (so it sees what happened
