@@ -125,7 +125,8 @@ struct AppCommand: AsyncParsableCommand {
     @Option(name: .long, help: "activity-*: the content state, a JSON object.") var contentState: String?
     @Option(name: .long, help: "activity-start: token, none, or a channel id to subscribe to.") var pushType = "token"
     @Option(name: .long, help: "activity-*: the content's stale date, UNIX seconds.") var staleDate: Int64?
-    @Option(name: .long, help: "add, activity-*: the relevance score (a notification's: 0 to 1; it orders the summary).")
+    @Option(
+        name: .long, help: "add, activity-*: the relevance score (a notification's: 0 to 1; it orders the summary).")
     var relevanceScore: Double = 0
     @Option(name: .long, help: "activity-end: default, immediate, or UNIX seconds.") var dismissal = "default"
     @Flag(name: .long, help: "Print JSON.")

@@ -8,7 +8,9 @@ import Logging
 struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
-        abstract: "Run the device daemon, or manage a running one (install and remove apps, move it, list its log).",
+        abstract:
+            "Run the device daemon, or manage a running one: apps, its log and clock, Focus, Scheduled Summary, "
+            + "Notification Center, provisional apps, the lock.",
         subcommands: [
             DeviceRun.self, DeviceInstall.self, DeviceRemove.self, DeviceApps.self, DeviceSet.self,
             DeviceLog.self, DeviceClockCommand.self, DeviceFocus.self, DeviceSummary.self, DeviceCenter.self,
@@ -159,7 +161,8 @@ struct DeviceRun: AsyncParsableCommand {
             } catch let error as NotificationError where error.code == .passcodeRequired {
                 // The desktop cannot take the passcode: the answer is refused, and the user told why.
                 desktop?.tell(app: app, summary: "Locked", body: error.message + "; unlock the device first")
-                logger.notice("a desktop response needs the passcode", metadata: ["app": "\(app)", "id": "\(identifier)"])
+                logger.notice(
+                    "a desktop response needs the passcode", metadata: ["app": "\(app)", "id": "\(identifier)"])
             } catch {
                 logger.warning(
                     "a desktop response was refused",

@@ -122,7 +122,8 @@ struct DeviceFocus: AsyncParsableCommand {
         let view = answer as? [String: Any] ?? [:]
         if let active = view["active"] as? [String: Any] {
             print(
-                "Focus: \(active["name"] as? String ?? "?") on" + ((active["scheduled"] as? Bool) == true ? " (scheduled)" : "")
+                "Focus: \(active["name"] as? String ?? "?") on"
+                    + ((active["scheduled"] as? Bool) == true ? " (scheduled)" : "")
                     + ((active["until"] as? String).map { " until \($0)" } ?? ""))
         } else {
             print("Focus: off")
@@ -200,7 +201,9 @@ struct DeviceSummary: AsyncParsableCommand {
         if !held.isEmpty {
             print(
                 "  \(held.count) waiting" + ((view["next"] as? String).map { " for \($0)" } ?? "") + ": "
-                    + held.map { "\($0["appName"] as? String ?? "") \($0["title"] as? String ?? "") \($0["body"] as? String ?? "")" }
+                    + held.map {
+                        "\($0["appName"] as? String ?? "") \($0["title"] as? String ?? "") \($0["body"] as? String ?? "")"
+                    }
                     .joined(separator: "; "))
         }
         for summary in view["summaries"] as? [[String: Any]] ?? [] {
@@ -287,7 +290,9 @@ struct DeviceProvisional: AsyncParsableCommand {
 struct DeviceLock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lock",
-        abstract: "Lock the device: what arrives lands on the lock screen, and answers that need authentication need the passcode.")
+        abstract:
+            "Lock the device: what arrives lands on the lock screen, and answers that need authentication need the passcode."
+    )
     @OptionGroup var device: DeviceLocation
 
     func run() async throws {

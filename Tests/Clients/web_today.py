@@ -431,6 +431,30 @@ try:
     on("home")
     emit(step="home", foreground=screen().get("foreground"),
          mark=driver.execute_script("return window.heraldMark || null"))
+
+    step = "legacy"
+    # A UILocalNotification in the alert style, its fire date already past: an alert panel at once,
+    # labelled with its alertAction; cancelling it takes the panel off the screen.
+    # (Scheduled Summary off first: it holds the demo app's notifications since the summary step.)
+    subprocess.run(["curl", "-sS", "-X", "PATCH", f"{DEVICE.rstrip('/')}/summary", "-d", '{"enabled":false}'],
+                   check=True, capture_output=True, timeout=30)
+    subprocess.run(["curl", "-sS", "-X", "PATCH", f"{DEVICE.rstrip('/')}/apps/{DEMO}/settings",
+                    "-d", '{"alertStyle":"alert"}'], check=True, capture_output=True, timeout=30)
+    herald("app", DEMO, "schedule-legacy", "--id", "tea", "--body", "Tea is ready", "--alert-action", "Show me",
+           "--fire-date", "2020-01-01T09:00:00Z")
+    visible('#alert[data-identifier="tea"]')
+    legacy_buttons = texts("#alert .alert-buttons button")
+    herald("app", DEMO, "cancel-legacy", "tea")
+    wait.until(lambda d: d.execute_script("return document.getElementById('alert-layer').classList.contains('hidden')"))
+    listed = [n["identifier"] for n in screen()["notifications"]]
+    # hasAction NO: one OK button, which dismisses.
+    herald("app", DEMO, "schedule-legacy", "--id", "ok", "--body", "Just so you know", "--no-action")
+    visible('#alert[data-identifier="ok"]')
+    ok_buttons = texts("#alert .alert-buttons button")
+    click("#alert .alert-buttons button")
+    wait.until(lambda d: all(n["identifier"] != "ok" for n in screen()["notifications"]))
+    emit(step="legacy", buttons=legacy_buttons, cancelled="tea" not in listed, okButtons=ok_buttons,
+         foreground=screen().get("foreground"))
 except Exception as error:  # the step and the page's state say what went wrong
     print(f"web today: {step} failed: {error!r}", file=sys.stderr)
     traceback.print_exc()

@@ -124,8 +124,13 @@ import Testing
         dnd.allowedApps = ["friend"]
         _ = try e.handle(.focus(.put(dnd)), now: t0)
         let on = try e.handle(.focus(.turnOn("do-not-disturb", until: nil)), now: t0)
-        #expect(on == [.focusChanged(ActiveFocus(identifier: "do-not-disturb", name: "Do Not Disturb", scheduled: false, until: nil))])
-        let silenced = try #require(try push(&e, #"{"aps":{"alert":"x","sound":"default"}}"#, id: "s").presentations.first)
+        #expect(
+            on == [
+                .focusChanged(
+                    ActiveFocus(identifier: "do-not-disturb", name: "Do Not Disturb", scheduled: false, until: nil))
+            ])
+        let silenced = try #require(
+            try push(&e, #"{"aps":{"alert":"x","sound":"default"}}"#, id: "s").presentations.first)
         #expect(silenced.silencedBy == "Do Not Disturb" && silenced.sound == nil && silenced.alertStyle == .none)
         #expect(silenced.inList && !silenced.onLockScreen && !silenced.wakesScreen)
         #expect(PresentationSummary(silenced).line == "x (silenced by Do Not Disturb, sound none)")
@@ -159,7 +164,11 @@ import Testing
         let start = at("2025-01-06T21:00:00Z")  // 22:00 in Paris
         #expect(e.nextWake == start)
         let on = e.advance(to: start)
-        #expect(on == [.focusChanged(ActiveFocus(identifier: "sleep", name: "Sleep", scheduled: true, until: at("2025-01-07T06:00:00Z")))])
+        #expect(
+            on == [
+                .focusChanged(
+                    ActiveFocus(identifier: "sleep", name: "Sleep", scheduled: true, until: at("2025-01-07T06:00:00Z")))
+            ])
         #expect(e.nextWake == at("2025-01-07T06:00:00Z"))
         #expect(try push(&e, #"{"aps":{"alert":"x"}}"#, id: "n", at: start).presentations.first?.silencedBy == "Sleep")
         // Turned off by hand, it stays off until its interval ends, then the schedule decides again.
@@ -188,12 +197,14 @@ import Testing
         summary.times = [try DayTime("08:00"), try DayTime("18:00")]
         summary.apps = [app]
         _ = try e.handle(.updateSummary(summary), now: t0)
-        let first = try push(&e, #"{"aps":{"alert":"low","sound":"default","badge":1,"relevance-score":0.2}}"#, id: "low")
+        let first = try push(
+            &e, #"{"aps":{"alert":"low","sound":"default","badge":1,"relevance-score":0.2}}"#, id: "low")
         guard case .held(_, let n, let until) = first.first else { Issue.record("\(first)"); return }
         #expect(n.identifier == "low" && until == at("2025-01-06T17:00:00Z"))  // 18:00 in Paris
         #expect(first.contains(.setBadge(app: app, badge: 1)), "the badge is not held")
         _ = try push(&e, #"{"aps":{"alert":"high","relevance-score":0.9}}"#, id: "high", at: t0.addingTimeInterval(60))
-        _ = try push(&e, #"{"aps":{"alert":"later","relevance-score":0.2}}"#, id: "later", at: t0.addingTimeInterval(120))
+        _ = try push(
+            &e, #"{"aps":{"alert":"later","relevance-score":0.2}}"#, id: "later", at: t0.addingTimeInterval(120))
         // Time-sensitive and critical ones are not held.
         let urgent = try push(&e, #"{"aps":{"alert":"now","interruption-level":"time-sensitive"}}"#, id: "urgent")
         #expect(urgent.presentations.first?.alertStyle == .banner)
@@ -210,7 +221,9 @@ import Testing
         #expect(e.apps[app]!.delivered.filter { $0.placement?.summaryID == s.id }.count == 3)
         #expect(e.summaries.map(\.id) == [s.id] && e.nextWake == nil)
         // Each opens as itself: answering one takes it out of the summary.
-        _ = try e.handle(.respond(app: app, identifier: "high", actionIdentifier: StandardAction.dismissIdentifier, text: nil), now: at("2025-01-06T17:01:00Z"))
+        _ = try e.handle(
+            .respond(app: app, identifier: "high", actionIdentifier: StandardAction.dismissIdentifier, text: nil),
+            now: at("2025-01-06T17:01:00Z"))
         #expect(e.summaries.first?.items.map(\.identifier) == ["later", "low"])
     }
 
@@ -236,7 +249,8 @@ import Testing
         summary.apps = [app]
         _ = try e.handle(.updateSummary(summary), now: t0)
         _ = try push(&e, #"{"aps":{"alert":"x"}}"#, id: "x")
-        var restarted = DeviceEngine(policy: FixedDecision(allow: true), records: Array(e.apps.values), device: e.device)
+        var restarted = DeviceEngine(
+            policy: FixedDecision(allow: true), records: Array(e.apps.values), device: e.device)
         // Down past 18:00 and 08:00: one summary at the start.
         let actions = try restarted.handle(.start, now: at("2025-01-07T09:00:00Z"))
         #expect(actions.filter { if case .summaryDelivered = $0 { true } else { false } }.count == 1)
@@ -247,23 +261,34 @@ import Testing
 
     @Test func provisionalIsQuietAndKeepOrTurnOffDecides() throws {
         var e = try engine(options: [.alert, .sound, .badge, .provisional], now: t0)
-        let quiet = try #require(try push(&e, #"{"aps":{"alert":"x","sound":"default","badge":3}}"#, id: "q").presentations.first)
-        #expect(quiet.inList && !quiet.onLockScreen && quiet.alertStyle == .none && quiet.sound == nil && quiet.badge == nil)
-        #expect(quiet.notification.placement?.quiet == true && PresentationSummary(quiet).line == "x (delivered quietly, sound none)")
+        let quiet = try #require(
+            try push(&e, #"{"aps":{"alert":"x","sound":"default","badge":3}}"#, id: "q").presentations.first)
+        #expect(
+            quiet.inList && !quiet.onLockScreen && quiet.alertStyle == .none && quiet.sound == nil && quiet.badge == nil
+        )
+        #expect(
+            quiet.notification.placement?.quiet == true
+                && PresentationSummary(quiet).line == "x (delivered quietly, sound none)")
         var prominent = e
         let changed = try prominent.handle(.provisionalChoice(app: app, choice: .deliverProminently), now: t0)
         guard case .settingsChanged(_, let s) = changed.first else { Issue.record("\(changed)"); return }
         #expect(s.authorizationStatus == .authorized && s.alertStyle == .banner && s.soundSetting == .enabled)
         #expect(prominent.apps[app]!.delivered.first?.placement?.quiet == false)
-        #expect(try push(&prominent, #"{"aps":{"alert":"y","sound":"default"}}"#, id: "y").presentations.first?.sound == .default)
+        #expect(
+            try push(&prominent, #"{"aps":{"alert":"y","sound":"default"}}"#, id: "y").presentations.first?.sound
+                == .default)
         var quietly = e
         _ = try quietly.handle(.provisionalChoice(app: app, choice: .deliverQuietly), now: t0)
         let kept = quietly.apps[app]!.settings
-        #expect(kept.authorizationStatus == .authorized && kept.alertStyle == .none && kept.notificationCenterSetting == .enabled)
+        #expect(
+            kept.authorizationStatus == .authorized && kept.alertStyle == .none
+                && kept.notificationCenterSetting == .enabled)
         #expect(kept.soundSetting == .disabled && kept.lockScreenSetting == .disabled)
         _ = try e.handle(.provisionalChoice(app: app, choice: .turnOff), now: t0)
         #expect(e.apps[app]!.settings.authorizationStatus == .denied)
-        #expect(throws: NotificationError.self) { try e.handle(.provisionalChoice(app: app, choice: .turnOff), now: t0) }
+        #expect(throws: NotificationError.self) {
+            try e.handle(.provisionalChoice(app: app, choice: .turnOff), now: t0)
+        }
     }
 
     // MARK: - Item 6: grouping
@@ -271,7 +296,9 @@ import Testing
     @Test func grouping() throws {
         var e = try engine(now: t0)
         _ = try push(&e, #"{"aps":{"thread-id":"anna","alert":{"body":"1","summary-arg":"Anna"}}}"#, id: "1")
-        _ = try push(&e, #"{"aps":{"thread-id":"anna","alert":{"body":"2","summary-arg":"Anna","summary-arg-count":2}}}"#, id: "2")
+        _ = try push(
+            &e, #"{"aps":{"thread-id":"anna","alert":{"body":"2","summary-arg":"Anna","summary-arg-count":2}}}"#,
+            id: "2")
         _ = try push(&e, #"{"aps":{"thread-id":"anna","alert":{"body":"3"}}}"#, id: "3")
         _ = try push(&e, #"{"aps":{"alert":"solo"}}"#, id: "4")
         let automatic = NotificationStack.stacks(app: app, e.apps[app]!.delivered, grouping: .automatic)
@@ -282,7 +309,8 @@ import Testing
         #expect(NotificationStack.stacks(app: app, e.apps[app]!.delivered, grouping: .off).count == 4)
         _ = try e.handle(.setGrouping(app: app, grouping: .off), now: t0)
         #expect(e.apps[app]!.settings.grouping == .off)
-        let unnamed = NotificationStack.line(e.apps[app]!.delivered.filter { $0.identifier != "1" && $0.identifier != "2" })
+        let unnamed = NotificationStack.line(
+            e.apps[app]!.delivered.filter { $0.identifier != "1" && $0.identifier != "2" })
         #expect(unnamed == "and 1 more notification")
     }
 
@@ -299,11 +327,13 @@ import Testing
 
     @Test func authenticationIsEnforcedByTheEngineOnALockedDevice() throws {
         var e = try engine(now: t0)
-        let trash = try NotificationAction(identifier: "trash", title: "Trash", options: [.destructive, .authenticationRequired])
+        let trash = try NotificationAction(
+            identifier: "trash", title: "Trash", options: [.destructive, .authenticationRequired])
         let reply = try NotificationAction(identifier: "reply", title: "Reply", options: [.foreground])
         let archive = try NotificationAction(identifier: "archive", title: "Archive")
         _ = try e.handle(
-            .setCategories(app: app, categories: [try NotificationCategory(identifier: "MAIL", actions: [trash, reply, archive])]),
+            .setCategories(
+                app: app, categories: [try NotificationCategory(identifier: "MAIL", actions: [trash, reply, archive])]),
             now: t0)
         for id in ["m1", "m2", "m3", "m4"] {
             _ = try push(&e, #"{"aps":{"alert":"mail","category":"MAIL"}}"#, id: id)
@@ -338,10 +368,14 @@ import Testing
         let shown = try e.handle(.addLegacy(app: app, notification: legacy), now: t0)
         #expect(PresentationSummary(try #require(shown.presentations.first)).line.contains("no action"))
         do {
-            _ = try e.handle(.respond(app: app, identifier: "ok", actionIdentifier: StandardAction.defaultIdentifier, text: nil), now: t0)
+            _ = try e.handle(
+                .respond(app: app, identifier: "ok", actionIdentifier: StandardAction.defaultIdentifier, text: nil),
+                now: t0)
             Issue.record("a notification without an action opened the app")
         } catch { #expect(error.message.contains("hasAction false")) }
-        let ok = try e.handle(.respond(app: app, identifier: "ok", actionIdentifier: StandardAction.dismissIdentifier, text: nil), now: t0)
+        let ok = try e.handle(
+            .respond(app: app, identifier: "ok", actionIdentifier: StandardAction.dismissIdentifier, text: nil), now: t0
+        )
         #expect(!ok.contains { if case .launchApp = $0 { true } else { false } })
         var content = NotificationContent(body: "x")
         content.actionLocKey = "Show me"
@@ -379,7 +413,8 @@ import Testing
     @Test func aRegionThatKeepsFiringFiresOnEveryEntry() throws {
         var e = try engine(now: t0)
         _ = try e.handle(.setLocationAuthorization(app: app, allowed: true), now: t0)
-        let region = try CircularRegion(identifier: "home", latitude: 48.85, longitude: 2.35, radius: 200, notifyOnExit: false)
+        let region = try CircularRegion(
+            identifier: "home", latitude: 48.85, longitude: 2.35, radius: 200, notifyOnExit: false)
         let legacy = LegacyNotification(
             identifier: "home", schedule: LegacySchedule(region: region, regionTriggersOnce: false), alertBody: "Home")
         _ = try e.handle(.addLegacy(app: app, notification: legacy), now: t0)

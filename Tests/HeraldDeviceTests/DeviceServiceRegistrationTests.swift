@@ -11,7 +11,8 @@ import Testing
 /// with Cocoa's 3010.
 @Suite struct DeviceServiceRegistrationTests {
     @Test func registeringWhileThePushServiceIsAwayWaitsItsBoundThenFailsWith3010() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hd-\(UUID().uuidString.prefix(8))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hd-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = DeviceService.Configuration()
         configuration.stateDirectory = directory.path

@@ -20,7 +20,9 @@ import Testing
     }
 
     @Test func aWeekdayScheduleCoversItsDaysOnly() throws {
-        let focus = settings([try FocusSchedule(weekdays: [2, 3, 4, 5, 6], start: DayTime("09:00"), end: DayTime("17:00"))])
+        let focus = settings([
+            try FocusSchedule(weekdays: [2, 3, 4, 5, 6], start: DayTime("09:00"), end: DayTime("17:00"))
+        ])
         // Friday 2025-01-10 16:59 in New York: on; 17:00: off; Saturday 10:00: off.
         #expect(focus.active(at: at("2025-01-10T21:59:00Z"), in: newYork)?.identifier == "work")
         #expect(focus.active(at: at("2025-01-10T22:00:00Z"), in: newYork) == nil)
@@ -30,7 +32,8 @@ import Testing
     }
 
     @Test func anIntervalAcrossMidnightBelongsToTheDayItStarts() throws {
-        let focus = settings([try FocusSchedule(weekdays: [6], start: DayTime("22:00"), end: DayTime("06:00"))], mode: "sleep")
+        let focus = settings(
+            [try FocusSchedule(weekdays: [6], start: DayTime("22:00"), end: DayTime("06:00"))], mode: "sleep")
         // Friday 22:00 → Saturday 06:00 (New York).
         #expect(focus.active(at: at("2025-01-11T05:00:00Z"), in: newYork)?.identifier == "sleep")  // Sat 00:00
         #expect(focus.active(at: at("2025-01-11T11:00:00Z"), in: newYork) == nil)  // Sat 06:00
@@ -69,13 +72,15 @@ import Testing
         #expect(try DayTime("7:05").description == "07:05")
         #expect(throws: NotificationError.self) { try DayTime("24:00") }
         #expect(throws: NotificationError.self) { try DayTime("9") }
-        let data = try JSONEncoder().encode(try FocusSchedule(weekdays: [7, 1], start: DayTime("22:00"), end: DayTime("07:00")))
+        let data = try JSONEncoder().encode(
+            try FocusSchedule(weekdays: [7, 1], start: DayTime("22:00"), end: DayTime("07:00")))
         #expect(String(decoding: data, as: UTF8.self).contains(#""start":"22:00""#))
         let back = try JSONDecoder().decode(FocusSchedule.self, from: data)
         let seven = try DayTime("07:00")
         #expect(back.weekdays == [1, 7] && back.end == seven)
         #expect(throws: (any Error).self) {
-            try JSONDecoder().decode(FocusSchedule.self, from: Data(#"{"weekdays":[],"start":"25:00","end":"07:00"}"#.utf8))
+            try JSONDecoder().decode(
+                FocusSchedule.self, from: Data(#"{"weekdays":[],"start":"25:00","end":"07:00"}"#.utf8))
         }
     }
 

@@ -97,7 +97,8 @@ extension DeviceStoreTests {
         try await queue.write { db in
             try db.execute(sql: "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
             try db.execute(sql: "INSERT INTO grdb_migrations VALUES ('v1')")
-            try db.execute(sql: "CREATE TABLE app (bundleID TEXT PRIMARY KEY, record BLOB NOT NULL, updatedAt DATETIME NOT NULL)")
+            try db.execute(
+                sql: "CREATE TABLE app (bundleID TEXT PRIMARY KEY, record BLOB NOT NULL, updatedAt DATETIME NOT NULL)")
             try db.execute(
                 sql: "INSERT INTO app VALUES ('a', ?, ?)", arguments: [encoded, Date()])
         }
@@ -107,6 +108,21 @@ extension DeviceStoreTests {
         #expect(snapshot.records.first?.delivered.map(\.identifier) == ["new", "old"])
         #expect(snapshot.records.first?.badge == 2 && snapshot.taken == ["apns-old", "apns-new"])
         #expect(snapshot.device == nil)
+    }
+
+    /// The `apns-id`s taken are kept to their bound, the newest first to stay.
+    @Test func thePushesTakenAreKeptToTheirBound() async throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try SQLiteDeviceStore(path: path)
+        let limit = SQLiteDeviceStore.takenLimit
+        for batch in stride(from: 0, to: limit + 700, by: 100) {
+            try await store.save(DeviceChanges(taken: (batch..<batch + 100).map { "p\($0)" }))
+        }
+        let taken = try await store.load().taken
+        #expect(taken.count == limit && taken.first == "p700" && taken.last == "p\(limit + 699)")
+        let rows = try await store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM taken") ?? 0 }
+        #expect(rows >= limit && rows < limit + 512, "\(rows)")
     }
 
     /// The device's state, held notifications and the pushes taken come back after a restart.

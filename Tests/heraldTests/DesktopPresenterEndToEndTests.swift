@@ -251,7 +251,8 @@ import Testing
             "/usr/bin/python3 '\(Self.clients.appendingPathComponent("fake_notifications.py").path)' "
             + "'\(record.path)' body,actions"
         let desktop = try Session(
-            server: server, extra: ["--manual-clock", "--start-time", "2026-11-26T10:00:00+01:00", "--time-zone", "Europe/Paris"])
+            server: server,
+            extra: ["--manual-clock", "--start-time", "2026-11-26T10:00:00+01:00", "--time-zone", "Europe/Paris"])
         func notified() -> [[String: Any]] {
             ((try? String(contentsOf: record, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -273,7 +274,8 @@ import Testing
         try add("urgent", ["--title", "Urgent", "--level", "time-sensitive", "--sound", "default"])
         try eventually("the time-sensitive Notify") { notified().count == 1 }
         let urgent = notified()[0]
-        #expect(urgent["app"] as? String == "Tea · Time Sensitive" && urgent["summary"] as? String == "Urgent", "\(urgent)")
+        #expect(
+            urgent["app"] as? String == "Tea · Time Sensitive" && urgent["summary"] as? String == "Urgent", "\(urgent)")
         #expect((urgent["hints"] as? [String: Any])?["category"] as? String == "x-herald.time-sensitive")
         try desktop.herald(["device", "focus", "off"])
         // Scheduled Summary: held, then one quiet notification at 10:30 (Paris).
@@ -284,7 +286,8 @@ import Testing
         try desktop.herald(["device", "clock", "--advance", "30m"])
         try eventually("the summary's Notify") { notified().count == 2 }
         let summary = notified()[1]
-        #expect(summary["app"] as? String == "Scheduled Summary" && summary["summary"] as? String == "Your Morning Summary")
+        #expect(
+            summary["app"] as? String == "Scheduled Summary" && summary["summary"] as? String == "Your Morning Summary")
         #expect(summary["body"] as? String == "Tea: Order — Shipped\nTea: Sale — Shoes", "\(summary)")
         #expect((summary["hints"] as? [String: Any])?["suppress-sound"] as? Bool == true)
         #expect(desktop.stop() == 0)

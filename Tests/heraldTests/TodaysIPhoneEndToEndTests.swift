@@ -65,10 +65,13 @@ import Testing
             try b.push(#"{"aps":{"alert":"hush","sound":"default"}}"#, shows: "hush")
                 == "[\(app)] hush (silenced by Do Not Disturb, sound none)")
         #expect(
-            try b.push(#"{"aps":{"alert":"now","sound":"default","interruption-level":"time-sensitive"}}"#, shows: "now")
+            try b.push(
+                #"{"aps":{"alert":"now","sound":"default","interruption-level":"time-sensitive"}}"#, shows: "now")
                 == "[\(app)] now (time sensitive, sound default)")
         let center = try b.device.herald(["device", "center"])
-        #expect(center.contains("Focus: Do Not Disturb on") && center.contains("hush (silenced by Do Not Disturb)"), "\(center)")
+        #expect(
+            center.contains("Focus: Do Not Disturb on") && center.contains("hush (silenced by Do Not Disturb)"),
+            "\(center)")
         #expect(try b.device.herald(["device", "focus", "off"]).contains("Focus: off"))
 
         // Item 4: Scheduled Summary at 10:30; held, then delivered when the clock gets there.
@@ -93,9 +96,16 @@ import Testing
         let d = b.device
         // Item 5: provisional from the shell.
         try d.herald(["device", "install", "com.example.quiet"])
-        #expect(try d.herald(["app", "com.example.quiet", "authorize", "--options", "provisional,alert,sound"]).contains("granted"))
-        try d.herald(["app", "com.example.quiet", "add", "--id", "q1", "--title", "Psst", "--body", "quietly", "--sound", "default"])
-        #expect(d.daemon.waitForLine(containing: "Psst").last == "[com.example.quiet] Psst — quietly (delivered quietly, sound none)")
+        #expect(
+            try d.herald(["app", "com.example.quiet", "authorize", "--options", "provisional,alert,sound"]).contains(
+                "granted"))
+        try d.herald([
+            "app", "com.example.quiet", "add", "--id", "q1", "--title", "Psst", "--body", "quietly", "--sound",
+            "default",
+        ])
+        #expect(
+            d.daemon.waitForLine(containing: "Psst").last
+                == "[com.example.quiet] Psst — quietly (delivered quietly, sound none)")
         #expect(try d.herald(["device", "center"]).contains("delivered quietly: keep or turn off"))
         #expect(try d.herald(["device", "provisional", "com.example.quiet", "prominently"]).contains("authorized"))
         #expect(try d.herald(["app", "com.example.quiet", "settings"]).contains("authorization authorized"))
@@ -106,7 +116,10 @@ import Testing
         #expect(refused.status != 0 && refused.stderr.contains("not provisional"), "\(refused)")
 
         // Item 6: stacks with summary-arg, from the device API and the shell.
-        for (k, body) in [#"{"body":"1","summary-arg":"Anna"}"#, #"{"body":"2","summary-arg":"Anna","summary-arg-count":2}"#, #"{"body":"3"}"#].enumerated() {
+        for (k, body) in [
+            #"{"body":"1","summary-arg":"Anna"}"#, #"{"body":"2","summary-arg":"Anna","summary-arg-count":2}"#,
+            #"{"body":"3"}"#,
+        ].enumerated() {
             try b.push(#"{"aps":{"thread-id":"anna","alert":\#(body)}}"#, shows: "] \(k + 1) (")
         }
         let stacks = try b.center()["stacks"] as? [[String: Any]] ?? []

@@ -174,7 +174,8 @@ import Testing
                 String(up.curlCommand[$0].dropFirst("bearer ".count))
             })
         let shots = try screenshotDirectory(else: state)
-        let script = URL(fileURLWithPath: Self.script).deletingLastPathComponent().appendingPathComponent("web_today.py")
+        let script = URL(fileURLWithPath: Self.script).deletingLastPathComponent().appendingPathComponent(
+            "web_today.py")
         let result = try run(
             "/usr/bin/python3",
             [
@@ -206,7 +207,8 @@ import Testing
         #expect(focus["statusFocus"] as? String == "Do Not Disturb" && focus["focus"] as? String == "Do Not Disturb")
         #expect(focus["silencedBanner"] as? Bool == false && focus["silencedSounds"] as? Int == 0, "\(focus)")
         let urgent = focus["urgent"] as? [String: Any]
-        #expect(urgent?["label"] as? String == "Time Sensitive" && urgent?["title"] as? String == "Delivery", "\(focus)")
+        #expect(
+            urgent?["label"] as? String == "Time Sensitive" && urgent?["title"] as? String == "Delivery", "\(focus)")
         #expect(urgent?["sound"] as? String == "default", "\(focus)")
         #expect(focus["centerMark"] as? String == "Silenced by Do Not Disturb", "\(focus)")
         let pill = focus["pill"] as? [String: Any]
@@ -226,7 +228,9 @@ import Testing
         #expect(provisional["keep"] as? [String] == ["Deliver Prominently", "Deliver Quietly", "Cancel"])
         #expect(provisional["off"] as? [String] == ["Turn Off All Notifications", "Cancel"])
         #expect((provisional["left"] as? [String])?.isEmpty == true, "\(provisional)")
-        #expect(provisional["keptStatus"] as? String == "authorized" && provisional["keptAlertStyle"] as? String == "banner")
+        #expect(
+            provisional["keptStatus"] as? String == "authorized" && provisional["keptAlertStyle"] as? String == "banner"
+        )
         #expect(provisional["offStatus"] as? String == "denied")
         let details = provisional["details"] as? [String: String]
         #expect(details?["com.example.quiet"] == "Banners, Sounds, Badges" && details?["com.example.hush"] == "Off")
@@ -274,6 +278,12 @@ import Testing
         // Home sends the app away; the page was never reloaded.
         let home = try #require(steps["home"])
         #expect(home["foreground"] is NSNull && home["mark"] as? String == "still the same page", "\(home)")
+        // The legacy API: alertAction labels the alert's open button; cancelling takes the alert off the
+        // screen; hasAction NO is one OK button that opens nothing.
+        let legacy = try #require(steps["legacy"])
+        #expect(legacy["buttons"] as? [String] == ["Close", "Show me"], "\(legacy)")
+        #expect(legacy["cancelled"] as? Bool == true && legacy["okButtons"] as? [String] == ["OK"], "\(legacy)")
+        #expect(legacy["foreground"] is NSNull, "OK did not open the app")
         for name in ["focus", "summary"] {
             let png = try Data(contentsOf: shots.appendingPathComponent("web-device-\(name).png"))
             #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name) is a PNG")

@@ -180,7 +180,8 @@ extension DeviceAPI {
         }
         return SummaryView(
             settings: engine.device.summary, next: engine.nextSummary(after: await service.now),
-            held: held.compactMap { item in engine.apps[item.app].map { Self.shown(item.notification, of: $0, engine) } },
+            held: held.compactMap { item in engine.apps[item.app].map { Self.shown(item.notification, of: $0, engine) }
+            },
             summaries: Self.summaries(engine))
     }
 
@@ -202,7 +203,8 @@ extension DeviceAPI {
         let now = await service.now
         return CenterView(
             locked: engine.locked, focus: engine.activeFocus(at: now), summaries: Self.summaries(engine),
-            stacks: Self.stacks(engine), held: engine.heldNotifications.count, nextSummary: engine.nextSummary(after: now))
+            stacks: Self.stacks(engine), held: engine.heldNotifications.count,
+            nextSummary: engine.nextSummary(after: now))
     }
 
     /// Every app's stacks (notifications that came in a summary are in the summary instead), the

@@ -285,7 +285,8 @@ extension DeviceAPI {
             focus: engine.activeFocus(at: now),
             focusModes: engine.device.focus.modes.map { ScreenFocusMode(identifier: $0.identifier, name: $0.name) },
             stacks: Self.stacks(engine), summaries: Self.summaries(engine), held: engine.heldNotifications.count,
-            nextSummary: engine.nextSummary(after: now), summary: engine.device.summary, apps: apps, notifications: notifications, activities: activities,
+            nextSummary: engine.nextSummary(after: now), summary: engine.device.summary, apps: apps,
+            notifications: notifications, activities: activities,
             prompts: prompts)
     }
 

@@ -113,7 +113,8 @@ extension DeviceService {
                     .joined(separator: " — ")
                 note(
                     .held, app: app, notification.identifier,
-                    "held for the Scheduled Summary" + (until.map { " at \(Self.localTime($0, engine.configuration.timeZone))" } ?? "")
+                    "held for the Scheduled Summary"
+                        + (until.map { " at \(Self.localTime($0, engine.configuration.timeZone))" } ?? "")
                         + (text.isEmpty ? "" : ": \(text)"))
             case .nothingToShow(let app, let notification):
                 note(.notShown, app: app, notification.identifier, "nothing to show, play or count")
@@ -161,7 +162,9 @@ extension DeviceService {
     /// What the user allows the app now, in words: `authorized (banners, sounds, badges)`.
     static func settingsText(_ s: NotificationSettings) -> String {
         var allowed: [String] = []
-        if s.alertSetting == .enabled, s.alertStyle != .none { allowed.append(s.alertStyle == .alert ? "alerts" : "banners") }
+        if s.alertSetting == .enabled, s.alertStyle != .none {
+            allowed.append(s.alertStyle == .alert ? "alerts" : "banners")
+        }
         if s.soundSetting == .enabled { allowed.append("sounds") }
         if s.badgeSetting == .enabled { allowed.append("badges") }
         if s.lockScreenSetting == .enabled { allowed.append("lock screen") }

@@ -209,7 +209,9 @@ public final class GatewayLinkClient: Sendable {
         async throws -> DeviceToken
     {
         let answer = try await request {
-            .register(request: $0, topic: topic, environment: environment, installation: installation > 0 ? installation : nil)
+            .register(
+                request: $0, topic: topic, environment: environment, installation: installation > 0 ? installation : nil
+            )
         }
         guard case .token(_, let registration) = answer else { throw Self.unexpected(answer) }
         return registration.token

@@ -32,8 +32,9 @@ extension DeviceEngine {
     /// When the next summary is delivered: its time when something waits for it, else the next
     /// summary time while Scheduled Summary is on; `nil` when it is off.
     public func nextSummary(after now: Date) -> Date? {
-        summaryWake ?? (device.summary.enabled
-            ? device.summary.nextTime(after: now, in: ZoneRules.of(configuration.timeZone)) : nil)
+        summaryWake
+            ?? (device.summary.enabled
+                ? device.summary.nextTime(after: now, in: ZoneRules.of(configuration.timeZone)) : nil)
     }
 
     /// The date of the oldest held notification.
@@ -52,7 +53,9 @@ extension DeviceEngine {
     /// relevant first (relevance score, then the newest).
     mutating func deliverSummary(now: Date, only chosen: Set<String>? = nil) -> [DeviceAction] {
         let held = heldNotifications.filter { chosen?.contains($0.app) ?? true }.sorted { a, b in
-            let (ra, rb) = (a.notification.request.content.relevanceScore, b.notification.request.content.relevanceScore)
+            let (ra, rb) = (
+                a.notification.request.content.relevanceScore, b.notification.request.content.relevanceScore
+            )
             if ra != rb { return ra > rb }
             if a.notification.date != b.notification.date { return a.notification.date > b.notification.date }
             return (a.notification.placement?.sequence ?? 0) > (b.notification.placement?.sequence ?? 0)
@@ -73,7 +76,8 @@ extension DeviceEngine {
             insertDelivered(app, notification, placement: placement)
         }
         for (app, notification) in held {
-            guard let record = apps[app], var placed = record.delivered.first(where: { $0.identifier == notification.identifier })
+            guard let record = apps[app],
+                var placed = record.delivered.first(where: { $0.identifier == notification.identifier })
             else { continue }
             placed.request.content = localized(record, placed.request.content)
             shown.append(SummaryNotification(app: app, notification: placed))

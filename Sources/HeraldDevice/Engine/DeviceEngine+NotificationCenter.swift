@@ -6,8 +6,9 @@ import HeraldCore
 extension DeviceEngine {
     /// Puts a notification at the top of the app's list (replacing one with its identifier) with a new
     /// place in the order; the oldest beyond ``Configuration/deliveredLimit`` go.
-    mutating func insertDelivered(_ app: String, _ notification: DeliveredNotification, placement: NotificationPlacement)
-    {
+    mutating func insertDelivered(
+        _ app: String, _ notification: DeliveredNotification, placement: NotificationPlacement
+    ) {
         guard apps[app] != nil else { return }
         var placed = notification
         placed.placement = placement

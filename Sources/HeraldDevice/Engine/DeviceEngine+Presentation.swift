@@ -217,7 +217,9 @@ extension DeviceEngine {
         switch actionIdentifier {
         case StandardAction.defaultIdentifier: true
         case StandardAction.dismissIdentifier: false
-        default: category?.action(withIdentifier: actionIdentifier)?.effectiveOptions.contains(.authenticationRequired) ?? false
+        default:
+            category?.action(withIdentifier: actionIdentifier)?.effectiveOptions.contains(.authenticationRequired)
+                ?? false
         }
     }
 

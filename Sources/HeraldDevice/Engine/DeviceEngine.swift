@@ -212,7 +212,8 @@ public struct DeviceEngine: Sendable {
         changedApps.formUnion(changes.records.map(\.app.bundleID).filter { apps[$0] != nil })
         removedApps.formUnion(changes.removed)
         for row in changes.notifications where apps[row.app] != nil {
-            changedNotifications[row.app, default: []].insert(NotificationKey(identifier: row.identifier, held: row.held))
+            changedNotifications[row.app, default: []].insert(
+                NotificationKey(identifier: row.identifier, held: row.held))
         }
         if changes.device != nil { deviceChanged = true }
         takenPushes = changes.taken + takenPushes

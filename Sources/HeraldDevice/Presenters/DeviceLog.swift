@@ -244,7 +244,8 @@ public struct SummaryEntry: Sendable, Hashable, Codable {
         for item in items where !names.contains(InstalledApp.displayName(of: item.app)) {
             names.append(InstalledApp.displayName(of: item.app))
         }
-        let from = names.count <= 1 ? names.first ?? "" : names.dropLast().joined(separator: ", ") + " and " + names.last!
+        let from =
+            names.count <= 1 ? names.first ?? "" : names.dropLast().joined(separator: ", ") + " and " + names.last!
         return "\(title): \(items.count) notification\(items.count == 1 ? "" : "s") from \(from)"
     }
 }

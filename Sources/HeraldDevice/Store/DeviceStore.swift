@@ -26,7 +26,8 @@ public struct DeviceSnapshot: Sendable {
 /// or two, whatever the device already keeps.
 public final class SQLiteDeviceStore: DeviceStore {
     let writer: any DatabaseWriter
-    /// How many `apns-id`s of pushes taken are kept (a push sent again after a crash is known by them).
+    /// How many `apns-id`s of pushes taken are kept, at least (a push sent again after a crash is known
+    /// by them).
     public static let takenLimit = 20_000
 
     /// Opens (creating if needed) the database at `path`, bringing an older one's schema up to date.
@@ -61,7 +62,8 @@ public final class SQLiteDeviceStore: DeviceStore {
                 t.primaryKey("key", .text)
                 t.column("value", .blob).notNull()
             }
-            try db.execute(sql: "CREATE TABLE taken (seq INTEGER PRIMARY KEY AUTOINCREMENT, apnsID TEXT NOT NULL UNIQUE)")
+            try db.execute(
+                sql: "CREATE TABLE taken (seq INTEGER PRIMARY KEY AUTOINCREMENT, apnsID TEXT NOT NULL UNIQUE)")
             let decoder = JSONDecoder()
             let encoder = Self.encoder
             var seq: Int64 = 0
@@ -75,7 +77,8 @@ public final class SQLiteDeviceStore: DeviceStore {
                     placed.placement = placed.placement ?? NotificationPlacement()
                     placed.placement!.sequence = seq
                     try db.execute(
-                        sql: "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, 0, ?, ?, ?)",
+                        sql:
+                            "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, 0, ?, ?, ?)",
                         arguments: [id, placed.identifier, seq, try encoder.encode(placed)])
                     if let apnsID = notification.apnsID { taken.append((notification.date, apnsID)) }
                 }
@@ -161,7 +164,8 @@ public final class SQLiteDeviceStore: DeviceStore {
             for (row, data) in rows {
                 if let data, let notification = row.notification {
                     try db.cachedStatement(
-                        sql: "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, ?, ?, ?, ?) "
+                        sql:
+                            "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, ?, ?, ?, ?) "
                             + "ON CONFLICT(bundleID, held, identifier) DO UPDATE SET seq = excluded.seq, "
                             + "notification = excluded.notification"
                     ).execute(arguments: [
@@ -182,8 +186,13 @@ public final class SQLiteDeviceStore: DeviceStore {
             if !changes.taken.isEmpty {
                 let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO taken (apnsID) VALUES (?)")
                 for apnsID in changes.taken { try insert.execute(arguments: [apnsID]) }
-                try db.cachedStatement(sql: "DELETE FROM taken WHERE seq <= (SELECT MAX(seq) FROM taken) - ?")
-                    .execute(arguments: [Self.takenLimit])
+                // Trimmed to the limit each time the row ids cross a multiple of 512, not on every
+                // write: the table holds at most 511 more than the limit.
+                let last = db.lastInsertedRowID
+                if last / 512 != (last - Int64(changes.taken.count)) / 512 {
+                    try db.cachedStatement(sql: "DELETE FROM taken WHERE seq <= ?")
+                        .execute(arguments: [last - Int64(Self.takenLimit)])
+                }
             }
         }
     }

@@ -1057,6 +1057,25 @@ function handle(batch) {
         if (screen.locked) setAwake(true);
         else if (entry.summary) banner = { kind: "summary", entry };
         break;
+      case "removed": {
+        // Taken away (answered elsewhere, removed by the app, a legacy cancel): off the screen too.
+        const gone = new Set(entry.identifiers || (entry.identifier ? [entry.identifier] : []));
+        const panel = $("alert");
+        if (panel.dataset.app === entry.app && gone.has(panel.dataset.identifier)
+            && !$("alert-layer").classList.contains("hidden")) {
+          $("alert-layer").classList.add("hidden");
+          showNextAlert();
+        }
+        for (let k = alerts.length - 1; k >= 0; k--) {
+          if (alerts[k].app === entry.app && gone.has(alerts[k].identifier)) alerts.splice(k, 1);
+        }
+        const shownCard = document.querySelector("#banner .card");
+        if (shownCard && shownCard.dataset.app === entry.app && gone.has(shownCard.dataset.identifier)) putBannerAway();
+        if (banner && banner.kind === "notification" && banner.n.app === entry.app && gone.has(banner.n.identifier)) {
+          banner = null;
+        }
+        break;
+      }
       case "lock":
         setAwake(entry.locked === false);
         break;

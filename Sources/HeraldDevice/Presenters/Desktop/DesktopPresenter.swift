@@ -226,10 +226,12 @@ public final class DesktopPresenter: Presenter {
     /// first items, not answerable (each item opens from the device's list, as itself).
     private func notify(_ bus: DBusConnection, _ summary: SummaryEntry) throws {
         var lines = summary.items.prefix(3).map { item in
-            "\(InstalledApp.displayName(of: item.app)): " + [item.title, item.body].filter { !$0.isEmpty }.joined(separator: " — ")
+            "\(InstalledApp.displayName(of: item.app)): "
+                + [item.title, item.body].filter { !$0.isEmpty }.joined(separator: " — ")
         }
         if summary.items.count > 3 { lines.append("and \(summary.items.count - 3) more") }
-        try plain(bus, app: "Scheduled Summary", summary: summary.title, body: lines.joined(separator: "\n"), urgency: 0)
+        try plain(
+            bus, app: "Scheduled Summary", summary: summary.title, body: lines.joined(separator: "\n"), urgency: 0)
     }
 
     /// A notification nobody answers: shown, silent, and its closing or clicking ignored.
