@@ -86,6 +86,7 @@ public enum AppLinkCall: Sendable, Hashable, Codable {
 /// Whether the user is focused, as an app may read it (`INFocusStatus`): `isFocused` is `nil` until
 /// the user lets the app know.
 public struct FocusStatus: Sendable, Hashable, Codable {
+    /// Whether a Focus is on; `nil` until the user lets the app know.
     public var isFocused: Bool?
 
     /// Creates a status.
@@ -196,7 +197,9 @@ public struct AppLinkFailure: Error, Sendable, Hashable, Codable, CustomStringCo
         public static let protocolError = Code(domain: AppLink.heraldErrorDomain, code: 1)
         /// Herald 2: the device failed (its store, say).
         public static let deviceFailed = Code(domain: AppLink.heraldErrorDomain, code: 2)
-        /// Herald 3: the push service is not reachable and the app has no token yet.
+        /// Herald 3: the push service is not reachable and the app has no token yet. No longer sent:
+        /// `registerForRemoteNotifications` waits for the push service, then fails with 3010
+        /// (``remoteNotificationsNotSupported``); kept so that apps that test for it still build.
         public static let pushServiceUnreachable = Code(domain: AppLink.heraldErrorDomain, code: 3)
         /// `NSCocoaErrorDomain` 3000: `registerForRemoteNotifications` without an `aps-environment`.
         public static let noAPSEnvironment = Code(domain: AppLink.cocoaErrorDomain, code: 3000)

@@ -286,19 +286,25 @@ extension LegacySchedule: Codable {
 public struct LegacyNotification: Sendable, Hashable, Codable {
     /// The identifier to cancel it by (`UILocalNotification` has none; Herald's handle).
     public var identifier: String
+    /// When it fires: fire date, time zone, repeat interval or region.
     public var schedule: LegacySchedule
+    /// `alertTitle`.
     public var alertTitle: String?
+    /// `alertBody`: without it (and without a title) nothing is shown, only the badge and sound apply.
     public var alertBody: String?
     /// The action button's and the lock screen slider's label ("slide to show…").
     public var alertAction: String?
     /// `false`: one OK button, and the notification never launches the app.
     public var hasAction: Bool
+    /// `alertLaunchImage`.
     public var alertLaunchImage: String?
     /// `default` (`UILocalNotificationDefaultSoundName`) or a file name; `nil` is silent.
     public var soundName: String?
     /// The badge it sets; 0 (the default) leaves the badge unchanged, as in `UILocalNotification`.
     public var applicationIconBadgeNumber: Int
+    /// The category's identifier (its actions).
     public var category: String?
+    /// `userInfo`: the app's own data, handed back with the notification.
     public var userInfo: [String: JSONValue]
 
     /// Creates a legacy notification.

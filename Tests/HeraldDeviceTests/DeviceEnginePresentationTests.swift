@@ -427,6 +427,65 @@ import Testing
         #expect(fired == 3 && e.apps[app]!.pending["home"] != nil)
     }
 
+    @Test func aHeldAndAListedNotificationNeverShareAnIdentifier() throws {
+        var e = try engine(now: t0)
+        var summary = SummarySettings()
+        summary.enabled = true
+        summary.apps = [app]
+        _ = try e.handle(.updateSummary(summary), now: t0)
+        func collapsed(_ json: String) throws -> [DeviceAction] {
+            try e.handle(
+                .remoteNotification(
+                    app: app, payload: try Payload(json: json), apnsID: UUID().uuidString, collapseID: "score"),
+                now: t0)
+        }
+        _ = try collapsed(#"{"aps":{"alert":"1-0"}}"#)
+        #expect(e.apps[app]!.held?.map(\.identifier) == ["score"])
+        // The newer one is time-sensitive: listed at once, and the held copy is gone.
+        _ = try collapsed(#"{"aps":{"alert":"2-0","interruption-level":"time-sensitive"}}"#)
+        #expect(e.apps[app]!.held?.isEmpty == true && e.apps[app]!.delivered.map(\.identifier) == ["score"])
+        // And back: a held one takes the listed one off the screen.
+        let held = try collapsed(#"{"aps":{"alert":"2-1"}}"#)
+        #expect(held.contains(.removeFromScreen(app: app, identifiers: ["score"])))
+        #expect(e.apps[app]!.delivered.isEmpty && e.apps[app]!.held?.count == 1)
+    }
+
+    @Test func aLocalRequestWithACriticalSoundIsCritical() throws {
+        var e = try engine(options: [.alert, .sound, .criticalAlert], now: t0)
+        _ = try e.handle(.focus(.turnOn("sleep", until: nil)), now: t0)
+        let request = NotificationRequest(
+            identifier: "alarm", content: content("Wake up", sound: .critical(name: nil, volume: 0.5)))
+        let p = try #require(try e.handle(.add(app: app, request: request), now: t0).presentations.first)
+        #expect(p.level == .critical && p.silencedBy == nil && p.sound == .critical(name: nil, volume: 0.5))
+    }
+
+    @Test func aForegroundAppsUnansweredNotificationTakesNoOnesPlace() throws {
+        var e = try engine(now: t0)
+        e.configuration.deliveredLimit = 2
+        for id in ["a", "b"] { _ = try push(&e, #"{"aps":{"alert":"x"}}"#, id: id) }
+        _ = try e.handle(.appStateChanged(app: app, state: .foreground), now: t0)
+        _ = try push(&e, #"{"aps":{"alert":"y"}}"#, id: "c")
+        #expect(e.apps[app]!.delivered.map(\.identifier) == ["c", "b", "a"], "kept until the answer")
+        _ = try e.handle(.willPresentAnswered(app: app, identifier: "c", options: [.banner]), now: t0)
+        #expect(e.apps[app]!.delivered.map(\.identifier) == ["b", "a"], "not listed: nobody lost")
+    }
+
+    @Test func aRemovalWhoseWriteFailedDoesNotDeleteTheAppInstalledAgain() throws {
+        var e = try engine(now: t0)
+        _ = try push(&e, #"{"aps":{"alert":"x"}}"#, id: "p1")
+        _ = e.takeChanges()
+        _ = try e.handle(.removeApp(app), now: t0)
+        let removal = e.takeChanges()  // its write fails below…
+        _ = try e.handle(.installApp(InstalledApp(bundleID: app)), now: t0)
+        _ = try e.handle(.requestAuthorization(app: app, options: [.alert]), now: t0)
+        _ = try push(&e, #"{"aps":{"alert":"y"}}"#, id: "p2")
+        _ = e.takeChanges()  // …after this one was written
+        e.restore(removal)
+        let retry = e.takeChanges()
+        #expect(retry.removed == [app] && retry.records.map(\.app.bundleID) == [app])
+        #expect(retry.notifications.map(\.identifier) == ["p2"] && retry.notifications.first?.notification != nil)
+    }
+
     // MARK: - Item 9: a bounded Notification Center
 
     @Test func notificationCenterKeepsTheNewestPerAppAndMarksOnlyWhatChanged() throws {

@@ -243,6 +243,8 @@ struct TestDevice {
         let suspended = try #require(await device.log.next(.suspended))
         #expect(suspended.text == "suspended: its response ran past 30 s")
         #expect(await device.service.runState(of: "c") == .notRunning)
+        // Its link is closed by the device: a call fails rather than being answered.
+        await #expect(throws: (any Error).self) { _ = try await app.badgeCount() }
         delegate.releaseAll()
         await app.close()
         await device.stop()

@@ -64,6 +64,9 @@ public final class AppLinkServer: Sendable {
     {
         let (outbox, mail) = AsyncStream.makeStream(of: AppLinkFrame.self)
         let send: @Sendable (AppLinkFrame) -> Void = { mail.yield($0) }
+        // Ending the outbox ends the connection from this side once what was sent has gone out (a
+        // suspended app's link).
+        let close: @Sendable () -> Void = { mail.finish() }
         var app: String?
         var session = 0
         do {
@@ -85,6 +88,9 @@ public final class AppLinkServer: Sendable {
                             }
                             try await outbound.write(ByteBuffer(bytes: line))
                         }
+                        // Nothing more to say (the app left, or it is suspended): what was written is
+                        // out, and the app reads the end of the link.
+                        connection.channel.close(promise: nil)
                     }
                     defer { mail.finish() }
                     for try await line in inbound {
@@ -105,7 +111,8 @@ public final class AppLinkServer: Sendable {
                                 continue
                             }
                             do {
-                                session = try await service.connect(bundleID, state: state, send: send)
+                                session = try await service.connect(
+                                    bundleID, state: state, send: send, close: close)
                                 app = bundleID
                                 logger.info("app connected", metadata: ["app": "\(bundleID)", "state": "\(state)"])
                                 send(.result(id: id, result: .done))

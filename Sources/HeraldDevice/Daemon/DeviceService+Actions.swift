@@ -268,6 +268,7 @@ extension DeviceService {
         guard engine.apps[app]?.runState != .foreground else { return }
         sessions[app] = nil
         session.send(.event(event: .stateChanged(state: .notRunning)))
+        session.close()
         for other in outstanding.keys where other.hasPrefix(app + "\n") {
             outstanding.removeValue(forKey: other)?.timer.cancel()
         }

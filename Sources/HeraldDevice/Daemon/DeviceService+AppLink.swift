@@ -5,9 +5,10 @@ import HeraldCore
 /// is answered here.
 extension DeviceService {
     /// An app process connected (`hello`): it is running, in `state`; events held for it go out now.
-    func connect(_ bundleID: String, state: AppRunState, send: @escaping @Sendable (AppLinkFrame) -> Void)
-        async throws -> Int
-    {
+    func connect(
+        _ bundleID: String, state: AppRunState, send: @escaping @Sendable (AppLinkFrame) -> Void,
+        close: @escaping @Sendable () -> Void = {}
+    ) async throws -> Int {
         guard engine.apps[bundleID] != nil else {
             throw AppLinkFailure.protocolError("\(bundleID) is not installed on this device")
         }
@@ -18,7 +19,7 @@ extension DeviceService {
             previous.send(.event(event: .stateChanged(state: .notRunning)))
         }
         nextSession += 1
-        sessions[bundleID] = Session(id: nextSession, send: send)
+        sessions[bundleID] = Session(id: nextSession, send: send, close: close)
         try await setRunState(bundleID, state)
         for event in waiting.removeValue(forKey: bundleID) ?? [] { send(.event(event: event)) }
         return nextSession

@@ -42,15 +42,29 @@ extension DeviceService: GatewaySessionHost {
                 outcomes.append(refuse(push, app: bundleID, reason: "\(error)"))
             }
         }
+        var saved = true
         do {
             try await persist()
         } catch {
-            logger.error("pushes not saved; not acknowledged", metadata: ["error": "\(error)"])
-            return outcomes.map { if case .taken = $0 { .notSaved } else { $0 } }
+            // The engine has them (its changes stay marked for the next write): the device shows
+            // them now, and they are acknowledged once a write succeeds (``saveNow()``).
+            logger.error("pushes not saved; not acknowledged yet", metadata: ["error": "\(error)"])
+            saved = false
         }
         perform(actions)
         rescheduleTimer()
-        return outcomes
+        return saved ? outcomes : outcomes.map { if case .taken = $0 { .notSaved } else { $0 } }
+    }
+
+    /// Writes what the engine holds unsaved; whether it is saved now.
+    func saveNow() async -> Bool {
+        do {
+            try await persist()
+            return true
+        } catch {
+            logger.error("saving failed again", metadata: ["error": "\(error)"])
+            return false
+        }
     }
 
     private func refuse(_ push: LinkPush, app: String, reason: String) -> GatewaySession.Outcome {

@@ -15,6 +15,7 @@ extension DeviceService {
 
     /// The app the screen shows in front and what it was told last.
     public struct FrontApp: Sendable, Hashable, Codable {
+        /// The app's bundle id.
         public var app: String
         /// What the app was told when it came to the front (`didReceive default for …`), if anything.
         public var told: String?

@@ -64,6 +64,8 @@ public actor DeviceService {
     struct Session {
         let id: Int
         let send: @Sendable (AppLinkFrame) -> Void
+        /// Ends the connection from the daemon's side, after what was sent.
+        let close: @Sendable () -> Void
     }
 
     /// Work an app was given time for: a background wake or a response.

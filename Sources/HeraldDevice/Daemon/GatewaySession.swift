@@ -10,6 +10,8 @@ protocol GatewaySessionHost: Actor {
     func registrableTopics() -> [GatewaySession.Topic]
     /// Hands pushes to the engine and saves them together; an outcome per push, in order.
     func take(_ pushes: [LinkPush]) async -> [GatewaySession.Outcome]
+    /// Writes what the engine holds unsaved; whether it is saved now.
+    func saveNow() async -> Bool
     /// Something about the link worth a line in the device's log.
     func linkNote(app: String, _ text: String)
     /// An app's token changed after it had one: a connected app is told.
@@ -57,7 +59,8 @@ actor GatewaySession {
         case taken
         /// The device cannot use it: acknowledged and reported to the push service with `reason`.
         case refused(reason: String)
-        /// Not saved: not acknowledged, so the push service keeps it and sends it again.
+        /// Handled by the engine but not saved: not acknowledged, so the push service keeps it and
+        /// sends it again; then it is saved (not handled again) and acknowledged.
         case notSaved
     }
 
@@ -113,6 +116,9 @@ actor GatewaySession {
     private var nextWaiter = 0
     /// `apns-id`s of the newest pushes already taken.
     private var taken = RecentIDs(capacity: 20_000)
+    /// Pushes the engine has but whose write failed: not acknowledged until a write succeeds, and
+    /// never handed to the engine again.
+    private var unsaved: Set<String> = []
 
     /// Loads `link.json` (a missing or unreadable file starts empty); `taken` are the `apns-id`s the
     /// engine's records already hold, oldest first.
@@ -277,6 +283,7 @@ actor GatewaySession {
         saved.tokens[app] = nil
         saved.installations = saved.installations ?? [:]
         saved.installations![app, default: 0] += 1
+        save()  // before waiting for the push service: a crash then still counts the removal
         if let environment {
             do {
                 guard let client else { throw GatewayLinkClient.Failure(code: .offline, message: "not connected") }
@@ -342,7 +349,6 @@ actor GatewaySession {
     }
 
     private func linked(_ client: GatewayLinkClient) async {
-        self.client = client
         if identity.deviceID != client.deviceID {
             identity.deviceID = client.deviceID
             do {
@@ -361,6 +367,9 @@ actor GatewaySession {
             }
         }
         save()
+        // Published only now: a registration made meanwhile would get a reinstalled app's new token,
+        // which the unregistration of the old one (by topic) would then take away.
+        self.client = client
         await registerAll(client)
         await syncActivities(client)
         let waiting = waiters
@@ -410,11 +419,26 @@ actor GatewaySession {
     private func take(_ pushes: [LinkPush], from client: GatewayLinkClient) async {
         var fresh: [LinkPush] = []
         var again: [String] = []
+        var retried: [String] = []
         for push in pushes {
-            if taken.contains(push.apnsID) { again.append(push.apnsID) } else { fresh.append(push) }
+            if taken.contains(push.apnsID) {
+                again.append(push.apnsID)
+            } else if unsaved.contains(push.apnsID) {
+                retried.append(push.apnsID)
+            } else {
+                fresh.append(push)
+            }
         }
         if !again.isEmpty { client.acknowledge(again) }
-        guard let host, !fresh.isEmpty else { return }
+        guard let host else { return }
+        if !retried.isEmpty, await host.saveNow() {
+            for id in retried {
+                unsaved.remove(id)
+                taken.insert(id)
+            }
+            client.acknowledge(retried)
+        }
+        guard !fresh.isEmpty else { return }
         let outcomes = await host.take(fresh)
         var acknowledged: [String] = []
         for (push, outcome) in zip(fresh, outcomes) {
@@ -428,7 +452,7 @@ actor GatewaySession {
                 acknowledged.append(push.apnsID)
                 client.refused(push.apnsID, reason: reason)
             case .notSaved:
-                break
+                unsaved.insert(push.apnsID)
             }
         }
         if !acknowledged.isEmpty { client.acknowledge(acknowledged) }

@@ -38,8 +38,12 @@ public struct DeviceChanges: Sendable {
 /// One delivered or held notification of an app, as stored: written when `notification` is set,
 /// deleted when it is `nil`.
 public struct NotificationRow: Sendable, Hashable {
+    /// The app's bundle id.
     public var app: String
+    /// The notification's identifier.
     public var identifier: String
+    /// Waiting for a Scheduled Summary rather than in Notification Center.
     public var held: Bool
+    /// The notification to write; `nil`: delete the row.
     public var notification: DeliveredNotification?
 }

@@ -62,13 +62,17 @@ extension DeviceEngine {
         }
         guard !held.isEmpty else { return [] }
         let zone = ZoneRules.of(configuration.timeZone)
-        let id = "summary-\(Int64(now.timeIntervalSince1970.rounded(.down)))"
+        let id = "summary-\(nextSequence)"
         let summary = DeliveredSummary(
             id: id, date: now, title: SummarySettings.title(at: now, in: zone),
             items: held.map { SummaryItem(app: $0.app, identifier: $0.notification.identifier) })
         var shown: [SummaryNotification] = []
         // Oldest first into the lists, so that each list stays newest first.
-        for (app, notification) in held.reversed() {
+        let arrival = held.sorted {
+            ($0.notification.date, $0.notification.placement?.sequence ?? 0)
+                < ($1.notification.date, $1.notification.placement?.sequence ?? 0)
+        }
+        for (app, notification) in arrival {
             _ = removeHeld(app, notification.identifier)
             var placement = notification.placement ?? NotificationPlacement()
             placement.summaryID = id

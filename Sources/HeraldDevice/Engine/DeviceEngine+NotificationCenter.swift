@@ -4,10 +4,12 @@ import HeraldCore
 /// Notification Center's lists: every change to an app's delivered and held notifications goes
 /// through here, so that the list stays within its bound and each changed row is marked for the store.
 extension DeviceEngine {
-    /// Puts a notification at the top of the app's list (replacing one with its identifier) with a new
-    /// place in the order; the oldest beyond ``Configuration/deliveredLimit`` go.
+    /// Puts a notification at the top of the app's list (replacing one with its identifier, there or
+    /// waiting for a summary) with a new place in the order; the oldest beyond
+    /// ``Configuration/deliveredLimit`` go, unless `trim` is false (a foreground app's notification
+    /// waiting for its answer takes no one's place yet).
     mutating func insertDelivered(
-        _ app: String, _ notification: DeliveredNotification, placement: NotificationPlacement
+        _ app: String, _ notification: DeliveredNotification, placement: NotificationPlacement, trim: Bool = true
     ) {
         guard apps[app] != nil else { return }
         var placed = notification
@@ -15,11 +17,12 @@ extension DeviceEngine {
         placed.placement!.sequence = nextSequence
         nextSequence += 1
         let identifier = placed.identifier
+        _ = removeHeld(app, identifier)
         apps[app]!.delivered.removeAll { $0.identifier == identifier }
         apps[app]!.delivered.insert(placed, at: 0)
         mark(app, identifier, held: false)
         let limit = max(1, configuration.deliveredLimit)
-        while apps[app]!.delivered.count > limit {
+        while trim, apps[app]!.delivered.count > limit {
             let oldest = apps[app]!.delivered.removeLast()
             mark(app, oldest.identifier, held: false)
         }
@@ -42,9 +45,13 @@ extension DeviceEngine {
         for id in identifiers { mark(app, id, held: false) }
     }
 
-    /// Holds a notification for the next Scheduled Summary (replacing one with its identifier).
-    mutating func hold(_ app: String, _ notification: DeliveredNotification) {
-        guard apps[app] != nil else { return }
+    /// Holds a notification for the next Scheduled Summary (replacing one with its identifier, waiting
+    /// or in the list); whether it replaced one in the list, which then leaves the screen.
+    @discardableResult
+    mutating func hold(_ app: String, _ notification: DeliveredNotification) -> Bool {
+        guard apps[app] != nil else { return false }
+        let listed = apps[app]!.delivered.contains { $0.identifier == notification.identifier }
+        if listed { removeDelivered(app, [notification.identifier]) }
         var placed = notification
         placed.placement?.sequence = nextSequence
         nextSequence += 1
@@ -57,6 +64,7 @@ extension DeviceEngine {
         }
         apps[app]!.held = held
         if summaryWake == nil { refreshSummaryWake(now: notification.date) }
+        return listed
     }
 
     /// Takes a held notification away (cancelled by a legacy call); whether there was one.
@@ -81,6 +89,7 @@ extension DeviceEngine {
 /// Notification Center's stacks: how an app's notifications group (Notification Grouping), each stack
 /// with its count and its line ("and 3 more from Anna").
 public struct NotificationStack: Sendable, Hashable, Codable {
+    /// The app's bundle id.
     public var app: String
     /// The thread it stacks (automatic grouping), `""` for the app's own stack, or the notification's
     /// identifier when grouping is off.

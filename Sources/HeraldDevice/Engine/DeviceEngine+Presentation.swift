@@ -78,9 +78,12 @@ extension DeviceEngine {
         guard let record = apps[app] else { return [] }
         guard record.settings.isAllowed else { return [] }  // never presented without authorization
         if record.runState == .foreground {
-            // In the list until the answer says otherwise, so that a restart meanwhile loses nothing.
-            if localized(record, notification.request.content).hasText {
-                insertDelivered(app, notification, placement: NotificationPlacement())
+            // In the list (if the user keeps one) until the answer says otherwise, so that a restart
+            // meanwhile loses nothing; it takes no one's place until then.
+            if localized(record, notification.request.content).hasText,
+                record.settings.notificationCenterSetting == .enabled
+            {
+                insertDelivered(app, notification, placement: NotificationPlacement(), trim: false)
             }
             awaitingWillPresent[.init(app: app, id: notification.identifier)] = notification
             return [.askWillPresent(app: app, notification: notification)]
@@ -96,10 +99,13 @@ extension DeviceEngine {
     /// The level a notification is delivered at: time-sensitive needs the app's Time Sensitive
     /// setting and critical the critical-alert setting; without them it is active.
     static func effectiveLevel(_ content: NotificationContent, _ s: NotificationSettings) -> InterruptionLevel {
-        switch content.interruptionLevel {
-        case .timeSensitive: s.timeSensitiveSetting == .enabled ? .timeSensitive : .active
-        case .critical: s.criticalAlertSetting == .enabled ? .critical : .active
-        case let level: level
+        var level = content.interruptionLevel
+        // A critical sound without a level asks for the critical level (a push's content already says so).
+        if level == .active, case .critical = content.sound { level = .critical }
+        switch level {
+        case .timeSensitive: return s.timeSensitiveSetting == .enabled ? .timeSensitive : .active
+        case .critical: return s.criticalAlertSetting == .enabled ? .critical : .active
+        default: return level
         }
     }
 
@@ -174,7 +180,7 @@ extension DeviceEngine {
         var actions: [DeviceAction] = []
         if held {
             placed.placement?.lockScreen = true
-            hold(app, placed)
+            if hold(app, placed) { actions.append(.removeFromScreen(app: app, identifiers: [identifier])) }
             actions.append(.held(app: app, notification: placed, until: summaryWake))
             if let badge { actions.append(.setBadge(app: app, badge: badge)) }
             if foreground { removeDelivered(app, [identifier]) }
@@ -330,6 +336,13 @@ extension DeviceEngine {
         for var notification in record.delivered where notification.placement?.quiet == true {
             notification.placement?.quiet = false
             replaceDelivered(app, notification)
+        }
+        if var held = apps[app]?.held, held.contains(where: { $0.placement?.quiet == true }) {
+            for k in held.indices where held[k].placement?.quiet == true {
+                held[k].placement?.quiet = false
+                mark(app, held[k].identifier, held: true)
+            }
+            apps[app]?.held = held
         }
         return [.settingsChanged(app: app, settings: settings)]
     }

@@ -211,6 +211,14 @@ public struct DeviceEngine: Sendable {
     public mutating func restore(_ changes: DeviceChanges) {
         changedApps.formUnion(changes.records.map(\.app.bundleID).filter { apps[$0] != nil })
         removedApps.formUnion(changes.removed)
+        // An app removed and installed again meanwhile: a later write may already hold its new record,
+        // which the removal written again would delete; its record and every row are written after it.
+        for app in changes.removed {
+            guard let record = apps[app] else { continue }
+            changedApps.insert(app)
+            for n in record.delivered { mark(app, n.identifier, held: false) }
+            for n in record.held ?? [] { mark(app, n.identifier, held: true) }
+        }
         for row in changes.notifications where apps[row.app] != nil {
             changedNotifications[row.app, default: []].insert(
                 NotificationKey(identifier: row.identifier, held: row.held))

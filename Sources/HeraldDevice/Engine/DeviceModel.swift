@@ -192,6 +192,7 @@ public enum DeviceAction: Sendable, Hashable {
 
 /// One notification of a delivered summary, as shown.
 public struct SummaryNotification: Sendable, Hashable, Codable {
+    /// The app's bundle id.
     public var app: String
     /// Localized, with its placement.
     public var notification: DeliveredNotification
@@ -199,6 +200,7 @@ public struct SummaryNotification: Sendable, Hashable, Codable {
 
 /// A delivered or held notification of an app, as the store keeps it (one row each).
 public struct NotificationKey: Sendable, Hashable {
+    /// The notification's identifier.
     public var identifier: String
     /// Held for the Scheduled Summary rather than delivered.
     public var held: Bool

@@ -23,7 +23,9 @@ public struct DayTime: Sendable, Hashable, Comparable, Codable, CustomStringConv
         try self.init(hour: hour, minute: minute)
     }
 
+    /// The hour, 0…23.
     public var hour: Int { minutes / 60 }
+    /// The minute, 0…59.
     public var minute: Int { minutes % 60 }
 
     /// `HH:MM`.
@@ -68,7 +70,9 @@ public struct DayTime: Sendable, Hashable, Comparable, Codable, CustomStringConv
 public struct FocusSchedule: Sendable, Hashable, Codable {
     /// The days it starts on, 1 = Sunday … 7 = Saturday (Foundation's numbering); empty: every day.
     public var weekdays: [Int]
+    /// When it comes on.
     public var start: DayTime
+    /// When it goes off (the next day when at or before `start`).
     public var end: DayTime
 
     /// Creates a schedule; throws for a weekday outside 1…7.
@@ -153,12 +157,15 @@ public struct FocusMode: Sendable, Hashable, Codable {
 public struct ManualFocus: Sendable, Hashable, Codable {
     /// The mode turned on; `nil`: turned off.
     public var mode: String?
+    /// When the choice ends by itself; `nil`: when turned off (only a mode turned on has none).
     public var until: Date?
 }
 
 /// The Focus that is on: which, whether by its schedule, and until when (as far as is known).
 public struct ActiveFocus: Sendable, Hashable, Codable {
+    /// The mode's identifier (`do-not-disturb`).
     public var identifier: String
+    /// The mode's name (`Do Not Disturb`).
     public var name: String
     /// Turned on by a schedule rather than by hand.
     public var scheduled: Bool

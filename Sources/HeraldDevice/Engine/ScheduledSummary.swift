@@ -52,23 +52,31 @@ public struct SummarySettings: Sendable, Hashable, Codable {
 
 /// One notification in a delivered summary.
 public struct SummaryItem: Sendable, Hashable, Codable {
+    /// The app's bundle id.
     public var app: String
+    /// The notification's identifier in the app's list.
     public var identifier: String
 }
 
 /// A Scheduled Summary as it was delivered: its items, the most relevant first (relevance score,
 /// then the newest), each a notification in its app's list that opens as itself.
 public struct DeliveredSummary: Sendable, Hashable, Codable {
+    /// `summary-<n>`: unique on the device.
     public var id: String
+    /// When it was delivered.
     public var date: Date
+    /// `Your Morning Summary`, `Your Afternoon Summary` or `Your Evening Summary`.
     public var title: String
+    /// Its notifications, most relevant first.
     public var items: [SummaryItem]
 }
 
 /// What the device keeps beside the apps: the Focus modes, the Scheduled Summary, the summaries
 /// delivered (the newest twelve), and the device's passcode-free state that survives a restart.
 public struct DeviceState: Sendable, Hashable, Codable {
+    /// The Focus modes and the manual choice.
     public var focus = FocusSettings()
+    /// Scheduled Summary's settings.
     public var summary = SummarySettings()
     /// Newest first.
     public var summaries: [DeliveredSummary] = []

@@ -79,8 +79,9 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
     public var activity: LiveActivity?
     /// For `summary`: the summary and what it holds.
     public var summary: SummaryEntry?
-    /// For `focus`: the Focus on now (`nil`: none). For `lock`: whether the device is locked.
+    /// For `focus`: the Focus on now (`nil`: none).
     public var focus: ActiveFocus?
+    /// For `lock`: whether the device is locked now.
     public var locked: Bool?
 
     /// Creates an entry.
@@ -224,17 +225,24 @@ public struct PresentationSummary: Sendable, Hashable, Codable {
 
 /// A delivered Scheduled Summary, as the log, the terminal and the screens show it.
 public struct SummaryEntry: Sendable, Hashable, Codable {
+    /// The summary's id.
     public var id: String
+    /// `Your Morning Summary` and the like.
     public var title: String
     /// Its notifications, most relevant first.
     public var items: [Item]
 
     /// One notification of the summary.
     public struct Item: Sendable, Hashable, Codable {
+        /// The app's bundle id.
         public var app: String
+        /// The notification's identifier.
         public var identifier: String
+        /// Title and subtitle, localized.
         public var title: String
+        /// The body, localized.
         public var body: String
+        /// What ordered it in the summary.
         public var relevanceScore: Double
     }
 

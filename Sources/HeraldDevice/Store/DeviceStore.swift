@@ -66,28 +66,32 @@ public final class SQLiteDeviceStore: DeviceStore {
                 sql: "CREATE TABLE taken (seq INTEGER PRIMARY KEY AUTOINCREMENT, apnsID TEXT NOT NULL UNIQUE)")
             let decoder = JSONDecoder()
             let encoder = Self.encoder
-            var seq: Int64 = 0
-            var taken: [(Date, String)] = []
+            // Every app's notifications numbered in the order they arrived, across apps (each list is
+            // newest first; the date decides between apps).
+            var all: [(app: String, position: Int, notification: DeliveredNotification)] = []
             for row in try Row.fetchAll(db, sql: "SELECT bundleID, record FROM app") {
                 let id: String = row["bundleID"]
                 var record = try decoder.decode(AppRecord.self, from: row["record"] as Data)
-                for notification in record.delivered.reversed() {
-                    seq += 1
-                    var placed = notification
-                    placed.placement = placed.placement ?? NotificationPlacement()
-                    placed.placement!.sequence = seq
-                    try db.execute(
-                        sql:
-                            "INSERT INTO notification (bundleID, held, identifier, seq, notification) VALUES (?, 0, ?, ?, ?)",
-                        arguments: [id, placed.identifier, seq, try encoder.encode(placed)])
-                    if let apnsID = notification.apnsID { taken.append((notification.date, apnsID)) }
+                for (position, notification) in record.delivered.enumerated() {
+                    all.append((id, position, notification))
                 }
                 record.delivered = []
                 try db.execute(
                     sql: "UPDATE app SET record = ? WHERE bundleID = ?", arguments: [try encoder.encode(record), id])
             }
-            for (_, apnsID) in taken.sorted(by: { $0.0 < $1.0 }) {
-                try db.execute(sql: "INSERT OR IGNORE INTO taken (apnsID) VALUES (?)", arguments: [apnsID])
+            all.sort { ($0.notification.date, -$0.position) < ($1.notification.date, -$1.position) }
+            for (index, item) in all.enumerated() {
+                let seq = Int64(index + 1)
+                var placed = item.notification
+                placed.placement = placed.placement ?? NotificationPlacement()
+                placed.placement!.sequence = seq
+                try db.execute(
+                    sql: "INSERT INTO notification (bundleID, held, identifier, seq, notification) "
+                        + "VALUES (?, 0, ?, ?, ?)",
+                    arguments: [item.app, placed.identifier, seq, try encoder.encode(placed)])
+                if let apnsID = item.notification.apnsID {
+                    try db.execute(sql: "INSERT OR IGNORE INTO taken (apnsID) VALUES (?)", arguments: [apnsID])
+                }
             }
         }
         return migrator
@@ -188,7 +192,7 @@ public final class SQLiteDeviceStore: DeviceStore {
                 for apnsID in changes.taken { try insert.execute(arguments: [apnsID]) }
                 // Trimmed to the limit each time the row ids cross a multiple of 512, not on every
                 // write: the table holds at most 511 more than the limit.
-                let last = db.lastInsertedRowID
+                let last = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM taken") ?? 0
                 if last / 512 != (last - Int64(changes.taken.count)) / 512 {
                     try db.cachedStatement(sql: "DELETE FROM taken WHERE seq <= ?")
                         .execute(arguments: [last - Int64(Self.takenLimit)])

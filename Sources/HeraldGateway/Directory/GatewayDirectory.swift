@@ -197,18 +197,17 @@ public struct GatewayDirectory: Sendable {
         return registrations
     }
 
-    /// Registers an app on a device in an environment and returns its token. Registering again
-    /// returns the same token; an app registered again after its removal gets its token back and
-    /// leaves the feedback list.
     /// Scoped tokens (Live Activities', push-to-start) one app on one device may hold at once in an
     /// environment: far more than its activities (5 live) and attributes types need, few enough that
     /// a device cannot fill the store with them.
     public static let scopedTokenLimit = 64
 
-    ///
-    /// `installation` counts the app's installs on the device (0: the first, as the admin API and
-    /// older devices register): a reinstalled app gets a new token, while the old one keeps answering
-    /// 410 `Unregistered` and stays on the feedback list.
+    /// Registers an app on a device in an environment and returns its token. Registering again
+    /// returns the same token; an app registered again after its removal with the same
+    /// `installation` gets its token back and leaves the feedback list. `installation` counts the
+    /// app's installs on the device (0: the first, as the admin API and older devices register): a
+    /// reinstalled app gets a new token, while the old one keeps answering 410 `Unregistered` and
+    /// stays on the feedback list.
     public func registerApp(
         device deviceID: String, bundleID: String, environment: APNsEnvironment, scope: TokenScope? = nil,
         installation: Int = 0, now: Date
