@@ -183,7 +183,6 @@ extension DeviceEngine {
             if hold(app, placed) { actions.append(.removeFromScreen(app: app, identifiers: [identifier])) }
             actions.append(.held(app: app, notification: placed, until: summaryWake))
             if let badge { actions.append(.setBadge(app: app, badge: badge)) }
-            if foreground { removeDelivered(app, [identifier]) }
             return actions
         }
         if hasText && (inList || lockScreen) {
