@@ -50,19 +50,15 @@ extension DeviceAPI {
         var options: [String]
     }
 
-    /// A delivered notification as the lock screen and Notification Center show it.
-    struct ScreenNotification: Codable {
-        var app: String
-        var appName: String
-        var identifier: String
-        var title: String
-        var subtitle: String
-        var body: String
-        var date: Date
-        var threadIdentifier: String
+    /// A delivered notification as the lock screen and Notification Center show it: what
+    /// Notification Center shows of it (``CenterNotification``, written flat beside the rest) and what
+    /// the screen needs to act on it.
+    struct ScreenNotification: Encodable {
+        var shown: CenterNotification
         var categoryIdentifier: String
         var launchImageName: String
-        /// The legacy lock-screen text: "slide to view", or "slide to <action-loc-key>".
+        /// The slider's text: "slide to view", "slide to show me" (the legacy `alertAction`), "slide to
+        /// unlock" (no action).
         var alertAction: String
         var remote: Bool
         /// The category's actions in the default context (alert panel, Notification Center): up to four.
@@ -71,27 +67,32 @@ extension DeviceAPI {
         var minimalActions: [ScreenAction]
         /// The app's alert style (banner, alert or none).
         var alertStyle: AlertStyle
-        /// passive, active, time-sensitive or critical, as delivered.
-        var level: InterruptionLevel
-        /// Labelled "Time Sensitive".
-        var timeSensitive: Bool
-        /// The Focus that silenced it.
-        var silencedBy: String?
-        /// Delivered quietly (provisional): Keep and Turn Off are on it.
-        var quiet: Bool
-        /// In the lock screen's list (else Notification Center only).
-        var lockScreen: Bool
-        /// The Scheduled Summary it came in.
-        var summaryID: String?
-        /// `false`: legacy `hasAction = NO`: one OK button, never opens the app.
-        var opensApp: Bool
         /// The legacy alert button's label (`alertAction`), when set.
         var actionTitle: String?
+
+        enum CodingKeys: String, CodingKey {
+            case categoryIdentifier, launchImageName, alertAction, remote, actions, minimalActions, alertStyle
+            case actionTitle
+        }
+
+        /// One flat object: the shown fields, then these.
+        func encode(to encoder: any Encoder) throws {
+            try shown.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(categoryIdentifier, forKey: .categoryIdentifier)
+            try c.encode(launchImageName, forKey: .launchImageName)
+            try c.encode(alertAction, forKey: .alertAction)
+            try c.encode(remote, forKey: .remote)
+            try c.encode(actions, forKey: .actions)
+            try c.encode(minimalActions, forKey: .minimalActions)
+            try c.encode(alertStyle, forKey: .alertStyle)
+            try c.encodeIfPresent(actionTitle, forKey: .actionTitle)
+        }
     }
 
     /// What the screen shows: locked or not, the apps with their badges, the delivered notifications
     /// newest first.
-    struct ScreenView: Codable {
+    struct ScreenView: Encodable {
         var locked: Bool
         var now: Date
         /// The device's time zone: the clock on the screen shows its time.
@@ -247,21 +248,18 @@ extension DeviceAPI {
                 return (
                     delivered.placement?.sequence ?? 0,
                     ScreenNotification(
-                        app: record.app.bundleID, appName: InstalledApp.displayName(of: record.app.bundleID),
-                        identifier: delivered.identifier, title: shown.title, subtitle: shown.subtitle,
-                        body: shown.body, date: delivered.date, threadIdentifier: content.threadIdentifier,
-                        categoryIdentifier: content.categoryIdentifier, launchImageName: content.launchImageName,
-                        alertAction: Self.slider(content), remote: delivered.isRemote,
+                        shown: shown, categoryIdentifier: content.categoryIdentifier,
+                        launchImageName: content.launchImageName, alertAction: Self.slider(content),
+                        remote: delivered.isRemote,
                         actions: (category?.actions(for: .default) ?? []).map(ScreenAction.init),
                         minimalActions: (category?.actions(for: .minimal) ?? []).map(ScreenAction.init),
-                        alertStyle: record.settings.alertStyle, level: shown.level, timeSensitive: shown.timeSensitive,
-                        silencedBy: shown.silencedBy, quiet: shown.quiet, lockScreen: shown.lockScreen,
-                        summaryID: shown.summaryID, opensApp: shown.opensApp,
+                        alertStyle: record.settings.alertStyle,
                         actionTitle: content.actionLocKey.flatMap { $0.isEmpty ? nil : $0 })
                 )
             }
         }
-        .sorted { ($0.0, $0.1.date, $0.1.identifier) > ($1.0, $1.1.date, $1.1.identifier) }.map(\.1)
+        .sorted { ($0.0, $0.1.shown.date, $0.1.shown.identifier) > ($1.0, $1.1.shown.date, $1.1.shown.identifier) }
+        .map(\.1)
         let prompts = await service.permissionPrompts.map { prompt in
             ScreenPrompt(
                 app: prompt.app, appName: InstalledApp.displayName(of: prompt.app),
