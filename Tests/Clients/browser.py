@@ -8,6 +8,8 @@ step's JSON line, and reading and using the page as a person does.
 Needs Debian's chromium, chromium-driver and python3-selenium.
 """
 import json
+import sys
+import traceback
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -55,3 +57,15 @@ class Browser:
             element.click()
             return True
         self.wait.until(clicked)
+
+    def fail(self, script, step, error, screenshot, html=8000):
+        """Says which step failed and how (the exception, its trace, the page's body), keeps a
+        screenshot at `screenshot`, and exits 1."""
+        print(f"{script}: {step} failed: {error!r}", file=sys.stderr)
+        traceback.print_exc()
+        try:
+            self.driver.save_screenshot(screenshot)
+            print(self.driver.find_element(By.TAG_NAME, "body").get_attribute("outerHTML")[:html], file=sys.stderr)
+        except Exception:
+            pass
+        sys.exit(1)

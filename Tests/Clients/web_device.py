@@ -23,7 +23,6 @@ import subprocess
 import sys
 import shutil
 import tempfile
-import traceback
 
 from browser import Browser, emit
 from selenium.webdriver.common.by import By
@@ -306,14 +305,7 @@ try:
     step = "same page"
     emit(step="same page", mark=driver.execute_script("return window.heraldMark || null"))
 except Exception as error:  # the step and the page's state say what went wrong
-    print(f"web device: {step} failed: {error!r}", file=sys.stderr)
-    traceback.print_exc()
-    shot("failed")
-    try:
-        print(driver.find_element(By.TAG_NAME, "body").get_attribute("outerHTML")[:6000], file=sys.stderr)
-    except Exception:
-        pass
-    sys.exit(1)
+    browser.fail("web device", step, error, os.path.join(SHOTS, "web-device-failed.png"), html=6000)
 finally:
     driver.quit()
     for directory in cleanup:

@@ -24,7 +24,6 @@ import json
 import os
 import subprocess
 import sys
-import traceback
 from zoneinfo import ZoneInfo
 
 from browser import Browser, emit
@@ -443,13 +442,6 @@ try:
     emit(step="legacy", buttons=legacy_buttons, cancelled="tea" not in listed, okButtons=ok_buttons,
          foreground=screen().get("foreground"))
 except Exception as error:  # the step and the page's state say what went wrong
-    print(f"web today: {step} failed: {error!r}", file=sys.stderr)
-    traceback.print_exc()
-    shot("today-failed")
-    try:
-        print(driver.find_element(By.TAG_NAME, "body").get_attribute("outerHTML")[:8000], file=sys.stderr)
-    except Exception:
-        pass
-    sys.exit(1)
+    browser.fail("web today", step, error, os.path.join(SHOTS, "web-device-today-failed.png"), html=8000)
 finally:
     driver.quit()

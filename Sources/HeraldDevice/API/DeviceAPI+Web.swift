@@ -289,7 +289,7 @@ extension DeviceAPI {
     }
 
     /// The lock screen slider's text: "slide to view", or with the legacy `alertAction` in place of
-    /// "view", its first letter lowered ("Show me" → "slide to show me"; seed 003); "slide to unlock"
+    /// "view", its first letter lowered ("Show me" → "slide to show me"); "slide to unlock"
     /// for a notification without an action (`hasAction = NO`).
     static func slider(_ content: NotificationContent) -> String {
         guard content.opensApp else { return "slide to unlock" }

@@ -217,7 +217,7 @@ extension DeviceEngine {
 
     /// Whether answering with `actionIdentifier` needs the user's authentication on a locked device:
     /// opening the app (the default action, a foreground action) and actions that require it
-    /// (seed 000: "foreground actions always require authentication").
+    /// (the old guide: "foreground actions always require authentication").
     static func needsAuthentication(_ actionIdentifier: String, category: NotificationCategory?) -> Bool {
         switch actionIdentifier {
         case StandardAction.defaultIdentifier: true
@@ -274,7 +274,7 @@ extension DeviceEngine {
             }
             if mode == .foreground {
                 // The app comes to the front: the device unlocks. A background action that needed the
-                // passcode runs with the device still locked (seed 000).
+                // passcode runs with the device still locked (it "does not unlock the device").
                 locked = false
                 actions.append(.lockChanged(locked: false))
             }

@@ -1,0 +1,216 @@
+import Crypto
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// The client's handler, on the connection's event loop.
+final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    struct Welcome: Sendable {
+        var device: String
+        var generation: Int
+        var registrations: [LinkRegistration]
+    }
+
+    let identity: DeviceIdentity
+    let autoAcknowledge: Bool
+    let welcome: EventLoopPromise<Welcome>
+    let events: AsyncStream<GatewayLinkEvent>.Continuation
+    var context: ChannelHandlerContext?
+    var nextRequest = 0
+    var pending: [Int: EventLoopPromise<LinkMessage>] = [:]
+    var toAcknowledge: [String] = []
+    /// Broadcasts already handed over, by `apns-unique-id`.
+    var seenBroadcasts = RecentIDs(capacity: 1024)
+    /// Notifications read in this read cycle, handed over together at its end.
+    var arrived: [LinkPush] = []
+    /// `apns-id`s already seen, at most ``seenLimit``; `seenOrder[seenHead...]` holds them oldest first.
+    var seen: Set<SeenID> = []
+    var seenOrder: [SeenID] = []
+    var seenHead = 0
+    static let seenLimit = 100_000
+    var closeReason: String?
+
+    init(
+        identity: DeviceIdentity, autoAcknowledge: Bool, welcome: EventLoopPromise<Welcome>,
+        events: AsyncStream<GatewayLinkEvent>.Continuation
+    ) {
+        self.identity = identity
+        self.autoAcknowledge = autoAcknowledge
+        self.welcome = welcome
+        self.events = events
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let failure = GatewayLinkClient.Failure(code: .closed, message: closeReason ?? "the link closed")
+        for (_, promise) in pending { promise.fail(failure) }
+        pending = [:]
+        welcome.fail(failure)
+        handOver()
+        events.yield(.closed(reason: closeReason))
+        events.finish()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            let read = frame.unmaskedData.withUnsafeReadableBytes { bytes in try? LinkMessage(json: bytes) }
+            guard let message = read else { return }
+            receive(message)
+        case .ping:
+            write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData), flush: true)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        handOver()
+        if !toAcknowledge.isEmpty {
+            send(.ack(toAcknowledge))
+            toAcknowledge = []
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func receive(_ message: LinkMessage) {
+        switch message {
+        case .challenge(let nonce):
+            let signature =
+                (try? identity.privateKey.signature(for: DeviceLink.signedBytes(nonce: nonce)))?
+                .rawRepresentation ?? Data()
+            let publicKey = identity.privateKey.publicKey.x963Representation
+            send(.hello(device: identity.deviceID, publicKey: publicKey, signature: signature))
+        case .welcome(let device, let generation, let registrations):
+            welcome.succeed(Welcome(device: device, generation: generation, registrations: registrations))
+        case .push(let push):
+            if autoAcknowledge { toAcknowledge.append(push.apnsID) }
+            let id = SeenID(push.apnsID)
+            guard seen.insert(id).inserted else { return }
+            seenOrder.append(id)
+            if seenOrder.count - seenHead > Self.seenLimit {
+                seen.remove(seenOrder[seenHead])
+                seenHead += 1
+                if seenHead >= Self.seenLimit {
+                    seenOrder.removeFirst(seenHead)
+                    seenHead = 0
+                }
+            }
+            arrived.append(push)
+        case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _),
+            .subscribed(let request?, _, _, _):
+            pending.removeValue(forKey: request)?.succeed(message)
+        case .broadcast(let broadcast):
+            guard !seenBroadcasts.contains(broadcast.uniqueID) else { return }
+            seenBroadcasts.insert(broadcast.uniqueID)
+            // After the notifications read before it, in the order they came.
+            handOver()
+            events.yield(.broadcast(broadcast))
+        case .reset(let request, let generation):
+            if let request { pending.removeValue(forKey: request)?.succeed(message) }
+            handOver()
+            events.yield(.reset(generation: generation))
+        case .error(nil, let code, let text):
+            closeReason = "\(code): \(text)"
+            welcome.fail(GatewayLinkClient.Failure(code: code, message: text))
+        default:
+            break
+        }
+    }
+
+    /// Yields the notifications read so far as one event.
+    func handOver() {
+        if arrived.isEmpty { return }
+        events.yield(.pushes(arrived))
+        arrived = []
+    }
+
+    func request(_ make: (Int) -> LinkMessage, promise: EventLoopPromise<LinkMessage>) {
+        // A link that closed before the request got here never answers: fail it now rather than
+        // leave it waiting for ever.
+        guard let context, context.channel.isActive else {
+            promise.fail(GatewayLinkClient.Failure(code: .closed, message: closeReason ?? "the link closed"))
+            return
+        }
+        nextRequest += 1
+        pending[nextRequest] = promise
+        send(make(nextRequest))
+    }
+
+    func send(_ message: LinkMessage) {
+        guard let context else { return }
+        let bytes = message.encoded()
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        write(WebSocketFrame(fin: true, opcode: .text, data: buffer), flush: true)
+    }
+
+    private func write(_ frame: WebSocketFrame, flush: Bool) {
+        guard let context else { return }
+        var frame = frame
+        // A client masks every frame (RFC 6455 §5.3).
+        frame.maskKey = .random()
+        if flush {
+            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        } else {
+            context.write(wrapOutboundOut(frame), promise: nil)
+        }
+    }
+}
+
+/// An `apns-id` as the duplicate check keeps it: a lowercase UUID (what the gateway generates and
+/// most providers send) as its 128 bits, compared and hashed in place, any other text as itself,
+/// so two identifiers are the same exactly when their text is. The check holds up to 100,000 of them
+/// and runs for every notification; text would mean a heap string per entry and a pointer chase
+/// per comparison.
+enum SeenID: Hashable {
+    case uuid(UInt64, UInt64)
+    case text(String)
+
+    init(_ apnsID: String) {
+        var text = apnsID
+        if let (high, low) = text.withUTF8(Self.uuidBits) {
+            self = .uuid(high, low)
+        } else {
+            self = .text(apnsID)
+        }
+    }
+
+    /// The 128 bits of a lowercase UUID's text, or `nil` for any other text.
+    private static func uuidBits(_ utf8: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
+        guard utf8.count == 36 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for i in 0..<36 {
+            let c = utf8[i]
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let value: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            if i < 19 {
+                high = high << 4 | UInt64(value)
+            } else {
+                low = low << 4 | UInt64(value)
+            }
+        }
+        return (high, low)
+    }
+}
