@@ -73,3 +73,50 @@ public struct RegionMonitor: Sendable, Hashable, Codable {
     /// Forgets a region (when its trigger is removed).
     public mutating func forget(_ identifier: String) { inside[identifier] = nil }
 }
+
+/// A circular geographic region (`CLCircularRegion`).
+public struct CircularRegion: Sendable, Hashable, Codable {
+    public var identifier: String
+    public var latitude: Double
+    public var longitude: Double
+    /// Metres.
+    public var radius: Double
+    public var notifyOnEntry: Bool
+    public var notifyOnExit: Bool
+
+    /// Creates a region; throws for an empty identifier, coordinates out of range or a radius ≤ 0.
+    public init(
+        identifier: String, latitude: Double, longitude: Double, radius: Double, notifyOnEntry: Bool = true,
+        notifyOnExit: Bool = true
+    ) throws(NotificationError) {
+        self.identifier = identifier
+        self.latitude = latitude
+        self.longitude = longitude
+        self.radius = radius
+        self.notifyOnEntry = notifyOnEntry
+        self.notifyOnExit = notifyOnExit
+        try validate()
+    }
+
+    /// Checks the region.
+    public func validate() throws(NotificationError) {
+        guard !identifier.isEmpty else { throw .invalid("region.identifier", "must not be empty") }
+        guard latitude.isFinite, (-90...90).contains(latitude) else {
+            throw .invalid("region.latitude", "must be -90…90, not \(latitude)")
+        }
+        guard longitude.isFinite, (-180...180).contains(longitude) else {
+            throw .invalid("region.longitude", "must be -180…180, not \(longitude)")
+        }
+        guard radius.isFinite, radius > 0 else {
+            throw .invalid("region.radius", "must be greater than 0, not \(radius)")
+        }
+        guard notifyOnEntry || notifyOnExit else {
+            throw .invalid("region", "notifyOnEntry or notifyOnExit must be set, or the region never fires")
+        }
+    }
+
+    /// Whether a point lies in the region (great-circle distance ≤ radius).
+    public func contains(_ fix: LocationFix) -> Bool {
+        GreatCircle.distance(latitude, longitude, fix.latitude, fix.longitude) <= radius
+    }
+}

@@ -157,11 +157,3 @@ public final class TestGateway: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 }
-
-/// Something the testbed could not do.
-public struct TestingError: Error, CustomStringConvertible {
-    /// What went wrong.
-    public var description: String
-
-    init(_ description: String) { self.description = description }
-}

@@ -51,14 +51,7 @@ public actor DeviceService {
     }
 
     /// The state of the link to the push service.
-    public enum GatewayState: String, Sendable, Codable {
-        /// No push service configured.
-        case none
-        /// Connecting, or waiting to reconnect.
-        case disconnected
-        /// Connected and authenticated.
-        case connected
-    }
+    public typealias GatewayState = GatewayLinkState
 
     /// A connected app process.
     struct Session {

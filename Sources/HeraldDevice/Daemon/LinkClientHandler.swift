@@ -50,7 +50,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
     func channelInactive(context: ChannelHandlerContext) {
-        let failure = GatewayLinkClient.Failure(code: .closed, message: closeReason ?? "the link closed")
+        let failure = GatewayLinkFailure(code: .closed, message: closeReason ?? "the link closed")
         for (_, promise) in pending { promise.fail(failure) }
         pending = [:]
         welcome.fail(failure)
@@ -124,7 +124,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
             events.yield(.reset(generation: generation))
         case .error(nil, let code, let text):
             closeReason = "\(code): \(text)"
-            welcome.fail(GatewayLinkClient.Failure(code: code, message: text))
+            welcome.fail(GatewayLinkFailure(code: code, message: text))
         default:
             break
         }
@@ -141,7 +141,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         // A link that closed before the request got here never answers: fail it now rather than
         // leave it waiting for ever.
         guard let context, context.channel.isActive else {
-            promise.fail(GatewayLinkClient.Failure(code: .closed, message: closeReason ?? "the link closed"))
+            promise.fail(GatewayLinkFailure(code: .closed, message: closeReason ?? "the link closed"))
             return
         }
         nextRequest += 1
