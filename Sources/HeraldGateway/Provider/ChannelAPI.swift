@@ -14,7 +14,7 @@ public struct ChannelAPI: Sendable {
     public static let limit = 10_000
 
     let registry: Registry
-    let store: any GatewayStore
+    let store: any ChannelStore
     let shuttingDown: ShutdownFlag
     let limit: Int
 
