@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded

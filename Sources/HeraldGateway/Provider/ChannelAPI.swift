@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 
 /// The channel management API (spec/APNS.md §8, docs/broadcast.md): a provider creates, reads,
