@@ -159,25 +159,9 @@ public final class Gateway: Sendable {
         let lock = try StateDirectoryLock(
             directory: URL(fileURLWithPath: configuration.stateDirectory, isDirectory: true), role: "herald gateway")
         let state = try GatewayStateDirectory(path: configuration.stateDirectory)
-        let store: any GatewayStore
-        var close: @Sendable () -> Void = {}
-        var postgres: PostgresGatewayStore?
-        if let url = configuration.database {
-            let fresh = !FileManager.default.fileExists(atPath: state.caCertificatePath)
-            let shared = try await PostgresGatewayStore.open(url: url, logger: logger)
-            close = { shared.close() }
-            do {
-                try await joinCluster(state: state, fresh: fresh, store: shared, url: url)
-            } catch {
-                close()
-                throw error
-            }
-            logger.info("store: PostgreSQL", metadata: ["database": "\(PostgresURL.redacted(url))"])
-            store = shared
-            postgres = shared
-        } else {
-            store = try SQLiteGatewayStore(path: state.databasePath, durability: configuration.durability)
-        }
+        let opened = try await OpenedStore.open(
+            database: configuration.database, state: state, durability: configuration.durability, logger: logger)
+        let (store, postgres, close) = (opened.store, opened.shared, opened.close)
         let ca = try state.certificateAuthority()
         let directory = try await GatewayDirectory.open(
             store: store, issuer: TokenIssuer(secret: try state.tokenSecret()))
@@ -260,29 +244,8 @@ public final class Gateway: Sendable {
         }
     }
 
-    /// The state directory takes the cluster's shared secrets from the database (the first node's
-    /// become the cluster's). A directory created by this start adopts them; one that already had
-    /// different ones belongs to another push service and is refused.
-    private static func joinCluster(
-        state: GatewayStateDirectory, fresh: Bool, store: PostgresGatewayStore, url: String
-    ) async throws {
-        let local = try state.sharedSecrets()
-        let shared = try GatewayStateDirectory.SharedSecrets(
-            fields: try await store.clusterSecrets(proposing: local.fields))
-        guard shared != local else { return }
-        guard fresh else {
-            throw ClusterMismatch(
-                description: "the state directory \(state.url.path) has a CA and secrets of its own, not the "
-                    + "cluster's in \(PostgresURL.redacted(url)): give this node a new --state directory")
-        }
-        try state.adopt(shared)
-    }
-
     /// A state directory that belongs to another push service than the database's cluster.
-    public struct ClusterMismatch: Error, CustomStringConvertible {
-        /// What is wrong and what to do.
-        public var description: String
-    }
+    public typealias ClusterMismatch = HeraldGateway.ClusterMismatch
 
     /// Runs every listener and the store's periodic work as one `ServiceGroup` until SIGINT/SIGTERM
     /// (then stops gracefully, in order) or the task's cancellation (then everything stops at once).

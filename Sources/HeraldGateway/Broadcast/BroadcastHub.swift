@@ -35,11 +35,11 @@ public final class BroadcastHub: Sendable {
     }
 
     private let state = Mutex(State())
-    let store: any GatewayStore
+    let store: any ChannelStore
     let logger: Logger
 
     /// A hub over `store`, with no subscribers yet.
-    public init(store: any GatewayStore, logger: Logger) {
+    public init(store: any ChannelStore, logger: Logger) {
         self.store = store
         self.logger = logger
     }

@@ -55,7 +55,7 @@ public final class DeviceHolders: Sendable {
     /// the living from the dead.
     public static let nodesMaximumAge: TimeInterval = 5
 
-    let store: PostgresGatewayStore
+    let store: any NodeStore
     /// This node's id: a claim of its own is no reason to forward.
     let me: String
     let clock: any WallClock
@@ -64,7 +64,7 @@ public final class DeviceHolders: Sendable {
 
     /// Holders of devices in `store`'s cluster as seen from node `me`; at most `limit` devices are
     /// remembered (past it, the memory is emptied and filled again by reads).
-    public init(store: PostgresGatewayStore, me: String, clock: any WallClock, limit: Int = 1_000_000) {
+    public init(store: any NodeStore, me: String, clock: any WallClock, limit: Int = 1_000_000) {
         self.store = store
         self.me = me
         self.clock = clock

@@ -1,3 +1,4 @@
+import HeraldRuntime
 import NIOCore
 import NIOHPACK
 import NIOHTTP2

@@ -10,7 +10,7 @@ import Synchronization
 public final class NodePresence: Service, Sendable {
     /// This node's id.
     public let id: String
-    let store: PostgresGatewayStore
+    let store: any NodeStore
     let clock: any WallClock
     let logger: Logger
     let heartbeatInterval: Duration
@@ -26,7 +26,7 @@ public final class NodePresence: Service, Sendable {
 
     /// Registers node `id` in `store` (its earlier claims released) and returns its presence.
     public static func register(
-        id: String, store: PostgresGatewayStore, clock: any WallClock, logger: Logger,
+        id: String, store: any NodeStore, clock: any WallClock, logger: Logger,
         heartbeatInterval: Duration = .seconds(5)
     ) async throws -> NodePresence {
         try await store.registerNode(id: id, address: "", now: clock.now())
@@ -34,7 +34,7 @@ public final class NodePresence: Service, Sendable {
     }
 
     private init(
-        id: String, store: PostgresGatewayStore, clock: any WallClock, logger: Logger, heartbeatInterval: Duration
+        id: String, store: any NodeStore, clock: any WallClock, logger: Logger, heartbeatInterval: Duration
     ) {
         self.id = id
         self.store = store

@@ -52,14 +52,14 @@ public final class GroupCommitter: Sendable {
         }
     }
 
-    let store: any GatewayStore
+    let store: any PushStore
     let policy: OfflinePolicy
     /// How many log lines may wait for a group of their own; 0 writes each at once.
     let logBatch: Int
     private let state = Mutex(State())
 
     /// Creates a committer over a store.
-    public init(store: any GatewayStore, policy: OfflinePolicy, logBatch: Int = 0) {
+    public init(store: any PushStore, policy: OfflinePolicy, logBatch: Int = 0) {
         self.store = store
         self.policy = policy
         self.logBatch = logBatch

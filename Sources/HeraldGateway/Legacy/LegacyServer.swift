@@ -93,6 +93,6 @@ public final class LegacyServer: Sendable {
     /// whatever is left is closed.
     public func shutdown(timeout: TimeAmount = .seconds(10)) async {
         try? await serverChannel.close()
-        await registry.stopAll(timeout: timeout)
+        await registry.stopAll(timeout: timeout, event: ProviderShutdownEvent())
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 
 /// The channel management API (spec/APNS.md §8, docs/broadcast.md): a provider creates, reads,
@@ -14,7 +15,7 @@ public struct ChannelAPI: Sendable {
     public static let limit = 10_000
 
     let registry: Registry
-    let store: any GatewayStore
+    let store: any ChannelStore
     let shuttingDown: ShutdownFlag
     let limit: Int
 

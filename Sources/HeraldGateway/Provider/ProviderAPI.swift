@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 import Synchronization
@@ -84,7 +85,7 @@ public struct ProviderAPI: Sendable {
     }
 
     /// The same API serving the channel management API instead (its own listeners, docs/broadcast.md).
-    public func managingChannels(store: any GatewayStore, limit: Int = ChannelAPI.limit) -> ProviderAPI {
+    public func managingChannels(store: any ChannelStore, limit: Int = ChannelAPI.limit) -> ProviderAPI {
         var api = self
         api.channels = ChannelAPI(registry: registry, store: store, shuttingDown: shuttingDown, limit: limit)
         return api

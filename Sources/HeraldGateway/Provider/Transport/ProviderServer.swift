@@ -133,6 +133,6 @@ public final class ProviderServer: Sendable {
     public func shutdown(timeout: TimeAmount = .seconds(10)) async {
         api.beginShutdown()
         try? await serverChannel.close()
-        await registry.stopAll(timeout: timeout)
+        await registry.stopAll(timeout: timeout, event: ProviderShutdownEvent())
     }
 }

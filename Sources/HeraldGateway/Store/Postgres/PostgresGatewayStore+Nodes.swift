@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 /// The cluster's nodes and which of them holds each device's link (docs/cluster.md).
-extension PostgresGatewayStore {
+extension PostgresGatewayStore: NodeStore {
     /// Records that node `id` (re)started at `now`: its row is written, and the devices it held in
     /// an earlier life are released (their links died with it).
     public func registerNode(id: String, address: String, now: Date) async throws {

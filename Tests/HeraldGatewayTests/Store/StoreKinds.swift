@@ -3,7 +3,7 @@ import HeraldGateway
 import HeraldTesting
 import Testing
 
-/// The two stores that implement ``GatewayStore``: the store tests run against both, the
+/// The two stores that implement ``GatewayStore``: the store suites run against both, the
 /// PostgreSQL one on the test process's private server (``TestPostgres``), which must start.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite

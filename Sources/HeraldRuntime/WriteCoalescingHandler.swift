@@ -13,18 +13,24 @@ import NIOCore
 /// frame-encoding buffer instead of allocating a new one per frame while the TLS handler still
 /// holds the last. Nothing is kept between flushes, so an idle connection holds no buffer here. A
 /// write with a promise completes when the gathered write does.
-final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = IOData
-    typealias OutboundOut = IOData
+public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    /// What is written: buffers (gathered) and file regions (passed on).
+    public typealias OutboundIn = IOData
+    /// What is passed on.
+    public typealias OutboundOut = IOData
+
+    /// A handler with nothing gathered.
+    public init() {}
 
     /// The most gathered before it is passed on without waiting for the flush: what one TLS record
     /// holds.
-    static let limit = 16 * 1024
+    public static let limit = 16 * 1024
 
     private var gathered: ByteBuffer?
     private var promise: EventLoopPromise<Void>?
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    /// Gathers `data`, or passes it on as it is (a file region, or a buffer a record's worth).
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard case .byteBuffer(var bytes) = unwrapOutboundIn(data), bytes.readableBytes <= Self.limit else {
             // A file region, or a buffer a record's worth on its own: it goes as it is, in order.
             passOn(context)
@@ -45,18 +51,21 @@ final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChannelHand
         }
     }
 
-    func flush(context: ChannelHandlerContext) {
+    /// Passes on what is gathered, then flushes.
+    public func flush(context: ChannelHandlerContext) {
         passOn(context)
         context.flush()
     }
 
-    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+    /// Passes on what is gathered, then closes.
+    public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         // What was written before the close goes first; the handlers below decide its fate.
         passOn(context)
         context.close(mode: mode, promise: promise)
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    /// Passes on what is gathered.
+    public func handlerRemoved(context: ChannelHandlerContext) {
         passOn(context)
     }
 

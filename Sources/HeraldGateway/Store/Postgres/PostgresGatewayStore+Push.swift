@@ -1,0 +1,209 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import PostgresNIO
+
+/// Offline pushes, the delivery log and the feedback lists.
+extension PostgresGatewayStore: PushStore {
+    public func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String] {
+        if batch.isEmpty { return [] }
+        // Pushes the policy would push out within this very batch are never written.
+        let (survivors, replacedInBatch) = policy.coalesce(batch.pushes)
+        let pushes = try survivors.map { ($0, try records.metadata(of: $0)) }
+        let logRows = LogRow.rows(of: batch)
+        let removals = batch.removals
+        // The queues this batch stores into, locked in one order by every node (no deadlock).
+        let queueLocks = Array(Set(survivors.map { Self.queueLock(device: $0.deviceID, topic: $0.topic) })).sorted()
+        let logger = logger
+        return try await transaction { connection in
+            if !durable {
+                // Log only: committed without waiting for the WAL flush (atomic; survives a killed
+                // gateway; a crash of the database server itself may lose it).
+                try await self.drain("SET LOCAL synchronous_commit = off", on: connection)
+            }
+            if !queueLocks.isEmpty {
+                try await self.drain(
+                    "SELECT pg_advisory_xact_lock(k) FROM unnest(\(queueLocks)::bigint[]) AS t(k)", on: connection)
+            }
+            var replaced = replacedInBatch
+            for (p, meta) in pushes {
+                if let collapse = p.collapseID {
+                    for try await id in try await connection.query(
+                        """
+                        DELETE FROM stored WHERE device_id = \(p.deviceID) AND topic = \(p.topic)
+                        AND collapse_id = \(collapse) RETURNING apns_id
+                        """, logger: logger
+                    ).decode(String.self) {
+                        replaced.append(OfflinePolicy.Replacement(apnsID: id, by: p))
+                    }
+                }
+                try await self.drain(
+                    """
+                    INSERT INTO stored (apns_id, device_id, topic, collapse_id, expires_at, record, payload)
+                    VALUES (\(p.apnsID), \(p.deviceID), \(p.topic), \(p.collapseID),
+                            \(p.expiresAt.timeIntervalSince1970), \(meta), \(p.payload))
+                    """, on: connection)
+                for try await id in try await connection.query(
+                    """
+                    DELETE FROM stored WHERE seq IN (
+                        SELECT seq FROM stored WHERE device_id = \(p.deviceID) AND topic = \(p.topic)
+                        ORDER BY seq DESC OFFSET \(policy.depth))
+                    RETURNING apns_id
+                    """, logger: logger
+                ).decode(String.self) {
+                    replaced.append(OfflinePolicy.Replacement(apnsID: id, by: p))
+                }
+            }
+            if !pushes.isEmpty {
+                // Heard when this commits by whichever node holds the device (``StoredChange``).
+                let devices = Array(Set(pushes.map(\.0.deviceID)))
+                try await self.drain(
+                    "SELECT pg_notify(\(StoredChange.channel), d) FROM unnest(\(devices)::text[]) AS t(d)",
+                    on: connection)
+            }
+            if !removals.isEmpty {
+                try await self.drain(
+                    """
+                    DELETE FROM stored WHERE (device_id, apns_id) IN (
+                        SELECT * FROM unnest(\(removals.map(\.deviceID))::text[], \(removals.map(\.apnsID))::text[]))
+                    """, on: connection)
+            }
+            // What the policy pushed out is logged in this same transaction.
+            let all = replaced.isEmpty ? logRows : logRows + LogRow.rows(of: replaced)
+            if !all.isEmpty {
+                var apnsIDs: [String] = []
+                var uniqueIDs: [String] = []
+                var logRecords: [ByteBuffer] = []
+                apnsIDs.reserveCapacity(all.count)
+                uniqueIDs.reserveCapacity(all.count)
+                logRecords.reserveCapacity(all.count)
+                var writer = JSONWriter(capacity: 320)
+                for row in all {
+                    apnsIDs.append(row.apnsID)
+                    // No array of optionals: an empty unique id stands for none (a real one never is).
+                    uniqueIDs.append(row.uniqueID ?? "")
+                    writer.clear()
+                    row.writeRecord(to: &writer)
+                    logRecords.append(ByteBuffer(bytes: writer.bytes))
+                }
+                // Rows come out of unnest in order, so `seq` follows the batch.
+                try await self.drain(
+                    """
+                    INSERT INTO event (apns_id, unique_id, record)
+                    SELECT a, NULLIF(u, ''), r FROM unnest(\(apnsIDs)::text[], \(uniqueIDs)::text[], \(logRecords)::bytea[])
+                    AS t(a, u, r)
+                    """, on: connection)
+            }
+            return replaced.map(\.apnsID)
+        }
+    }
+
+    /// A (device, topic) queue's advisory-lock key: 64 bits of FNV-1a.
+    static func queueLock(device: String, topic: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in device.utf8 + [0] + topic.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return Int64(bitPattern: hash)
+    }
+
+    public func pending(device: String, now: Date) async throws -> [StoredPush] {
+        try await rows(
+            """
+            SELECT record, payload FROM stored WHERE device_id = \(device)
+            AND expires_at > \(now.timeIntervalSince1970) ORDER BY seq
+            """, as: (Data, Data).self
+        ).map { try records.storedPush(record: $0.0, payload: $0.1) }
+    }
+
+    public func purgeExpired(now: Date) async throws -> [StoredPush] {
+        try await rows(
+            "DELETE FROM stored WHERE expires_at <= \(now.timeIntervalSince1970) RETURNING seq, record, payload",
+            as: (Int64, Data, Data).self
+        ).sorted { $0.0 < $1.0 }.map { try records.storedPush(record: $0.1, payload: $0.2) }
+    }
+
+    public func deliveryLog(id: String) async throws -> [DeliveryEvent] {
+        let rows = try await rows(
+            "SELECT apns_id, unique_id, record FROM event WHERE apns_id = \(id) OR unique_id = \(id) ORDER BY seq",
+            as: (String, String?, Data).self)
+        return try records.deliveryLog(rows: rows.map { (apnsID: $0.0, uniqueID: $0.1, record: $0.2) })
+    }
+
+    public func recentDeliveryEvents(rows count: Int) async throws -> [DeliveryEvent] {
+        try await rows(
+            "SELECT apns_id, unique_id, record FROM event ORDER BY seq DESC LIMIT \(max(0, count))",
+            as: (String, String?, Data).self
+        ).reversed().flatMap { try records.events(apnsID: $0.0, uniqueID: $0.1, record: $0.2) }
+    }
+
+    public func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {
+        try await transaction { connection in
+            try await self.drain(
+                """
+                INSERT INTO event_mark (at, seq) SELECT \(now.timeIntervalSince1970), coalesce(max(seq), 0) FROM event
+                ON CONFLICT (at) DO UPDATE SET seq = excluded.seq
+                """, on: connection)
+            guard
+                let due = try await self.rows(
+                    "SELECT at, seq FROM event_mark WHERE at <= \(cutoff.timeIntervalSince1970) ORDER BY at DESC LIMIT 1",
+                    as: (Double, Int64).self, on: connection
+                ).first
+            else { return 0 }
+            let deleted = try await self.rows(
+                "WITH gone AS (DELETE FROM event WHERE seq <= \(due.1) RETURNING 1) SELECT count(*) FROM gone",
+                as: Int.self, on: connection
+            ).first
+            try await self.drain("DELETE FROM event_mark WHERE at < \(due.0)", on: connection)
+            return deleted ?? 0
+        }
+    }
+
+    public func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+        let rows = try await rows(
+            """
+            DELETE FROM feedback WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue)
+            RETURNING token, removed_at
+            """, as: (String, Double).self)
+        return Self.entries(rows.sorted { $0.1 < $1.1 }, bundleID: bundleID, environment: environment)
+    }
+
+    public func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+        let rows = try await rows(
+            """
+            SELECT token, removed_at FROM feedback WHERE bundle_id = \(bundleID)
+            AND environment = \(environment.rawValue) ORDER BY removed_at
+            """, as: (String, Double).self)
+        return Self.entries(rows, bundleID: bundleID, environment: environment)
+    }
+
+    private static func entries(
+        _ rows: [(String, Double)], bundleID: String, environment: APNsEnvironment
+    ) -> [FeedbackEntry] {
+        rows.compactMap { row in
+            guard let token = DeviceToken(hex: row.0) else { return nil }
+            return FeedbackEntry(
+                bundleID: bundleID, token: token, environment: environment,
+                removedAt: Date(timeIntervalSince1970: row.1))
+        }
+    }
+
+    public func storedCountsByDevice() async throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for (device, count) in try await rows(
+            "SELECT device_id, count(*) FROM stored GROUP BY device_id", as: (String, Int).self)
+        {
+            counts[device] = count
+        }
+        return counts
+    }
+
+    public func storedCount(device: String) async throws -> Int {
+        try await rows("SELECT count(*) FROM stored WHERE device_id = \(device)", as: Int.self).first ?? 0
+    }
+
+    public func storedCount() async throws -> Int {
+        try await rows("SELECT count(*) FROM stored", as: Int.self).first ?? 0
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import HeraldCore
+
+/// A token on a topic's feedback list: its app was removed from the device at `removedAt`.
+public struct FeedbackEntry: Sendable, Codable, Equatable {
+    /// The app's bundle id.
+    public var bundleID: String
+    /// The token.
+    public var token: DeviceToken
+    /// The environment of the token.
+    public var environment: APNsEnvironment
+    /// When the app was removed.
+    public var removedAt: Date
+
+    /// Creates an entry.
+    public init(bundleID: String, token: DeviceToken, environment: APNsEnvironment, removedAt: Date) {
+        self.bundleID = bundleID
+        self.token = token
+        self.environment = environment
+        self.removedAt = removedAt
+    }
+}
+
+/// Where the gateway keeps what happens to pushes: the offline queues (with their policy enforced
+/// inside each transaction), the delivery log, and the feedback lists of tokens whose app was
+/// removed. Every method is one transaction; implementations must not assume they are the only
+/// process writing.
+public protocol PushStore: Sendable {
+    /// Writes a batch in one transaction, applying `policy` to the offline queues it touches. The
+    /// `replaced` delivery-log line of every push the policy pushes out is written in the same
+    /// transaction, so it is exactly as durable as the replacement. Returns their `apns-id`s.
+    ///
+    /// `durable` false says the batch only extends the delivery log and nobody waits on it: the
+    /// store may commit it without forcing it to disk (it must still be atomic and survive a
+    /// killed process; a power cut may lose it).
+    func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String]
+    /// The unexpired pushes waiting for a device, oldest first.
+    func pending(device: String, now: Date) async throws -> [StoredPush]
+    /// Deletes expired pushes; returns them.
+    func purgeExpired(now: Date) async throws -> [StoredPush]
+    /// The delivery log of one push, by `apns-id` or `apns-unique-id`, in order.
+    func deliveryLog(id: String) async throws -> [DeliveryEvent]
+    /// Reads and empties a topic's feedback list for one environment.
+    func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
+    /// How many pushes are stored.
+    func storedCount() async throws -> Int
+    /// How many pushes are stored for one device.
+    func storedCount(device: String) async throws -> Int
+    /// How many pushes are stored for each device that has any.
+    func storedCountsByDevice() async throws -> [String: Int]
+    /// A topic's feedback list in one environment, oldest first, without emptying it.
+    func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
+    /// The events of the newest `rows` rows of the delivery log (a row is a run of one push's steps
+    /// written together), oldest first: what the console's history is built from.
+    func recentDeliveryEvents(rows: Int) async throws -> [DeliveryEvent]
+    /// Notes where the delivery log stands at `now` and deletes every row that was written before
+    /// `cutoff`, to the precision of those notes (the purge runs hourly, so a row goes within an
+    /// hour after it is due). Returns how many rows went.
+    func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int
+}
+
+extension PushStore {
+    /// Writes a batch in one durable transaction.
+    public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
+        try await commit(batch, policy: policy, durable: true)
+    }
+}

@@ -1,0 +1,59 @@
+import Crypto
+import Foundation
+import HeraldCore
+import Testing
+
+@testable import HeraldGateway
+
+/// ``DirectoryStore``, against both stores: the directory as written survives reopening; the tokens
+/// it issues.
+@Suite struct DirectoryStoreTests {
+    @Test(arguments: StoreKind.allCases) func directorySurvivesReopening(kind: StoreKind) async throws {
+        let location = try await kind.location()
+        let issuer = TokenIssuer(secret: Array(repeating: 1, count: 32))
+        let key = P256.Signing.PrivateKey()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        do {
+            let directory = try await GatewayDirectory.open(store: try await location.open(), issuer: issuer)
+            try await directory.putTeam(id: "TEAM123456")
+            try await directory.putKey(id: "KEY1234567", teamID: "TEAM123456", publicKey: key.publicKey)
+            try await directory.putApp(bundleID: "com.example.demo", teamID: "TEAM123456")
+            _ = try await directory.registerDevice(id: "d1", now: now)
+            _ = try await directory.registerApp(
+                device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+            try await directory.unregisterApp(
+                device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+            _ = try await directory.registerDevice(id: "d2", now: now)
+            _ = try await directory.registerApp(
+                device: "d2", bundleID: "com.example.demo", environment: .development, now: now)
+            try await directory.resetDevice("d2", now: now)
+        }
+        let directory = try await GatewayDirectory.open(store: try await location.open(), issuer: issuer)
+        #expect(directory.registry.team("TEAM123456") != nil)
+        #expect(directory.registry.verifier("KEY1234567")?.1.rawRepresentation == key.publicKey.rawRepresentation)
+        let token = issuer.token(device: "d1", bundleID: "com.example.demo", environment: .development, generation: 1)
+        #expect(directory.registry.registration(token, in: .development)?.invalidation == .appRemoved)
+        // The reset's new generation and its invalidated token were written together.
+        #expect(directory.registry.device("d2")?.generation == 2)
+        let d2 = issuer.token(device: "d2", bundleID: "com.example.demo", environment: .development, generation: 1)
+        #expect(directory.registry.registration(d2, in: .development)?.invalidation == .deviceReset)
+        // Feedback: read once, then empty.
+        let feedback = try await directory.store.takeFeedback(bundleID: "com.example.demo", environment: .development)
+        #expect(feedback.map(\.token) == [token])
+        #expect(try await directory.store.takeFeedback(bundleID: "com.example.demo", environment: .development).isEmpty)
+    }
+
+    @Test func tokensAreStableUnforgeableAndPerEnvironment() {
+        let a = TokenIssuer(secret: Array(repeating: 1, count: 32))
+        let b = TokenIssuer(secret: Array(repeating: 2, count: 32))
+        let t = a.token(device: "d", bundleID: "com.x", environment: .development, generation: 1)
+        #expect(t.bytes.count == 32)
+        #expect(t.hex.count == 64)
+        #expect(t == a.token(device: "d", bundleID: "com.x", environment: .development, generation: 1))
+        #expect(t != b.token(device: "d", bundleID: "com.x", environment: .development, generation: 1))
+        #expect(t != a.token(device: "d", bundleID: "com.x", environment: .production, generation: 1))
+        #expect(t != a.token(device: "d", bundleID: "com.x", environment: .development, generation: 2))
+        #expect(t != a.token(device: "d", bundleID: "com.y", environment: .development, generation: 1))
+        #expect(DeviceToken(hex: t.hex.uppercased()) == t)
+    }
+}
