@@ -112,41 +112,6 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
         #expect(pair.server.isActive)
     }
 
-    /// A body in several DATA frames is put together, and trailers end the request: the split
-    /// JSON reads as one document (the unknown token is the first problem found, and it is checked
-    /// after the body), while a body of empty frames answers `PayloadEmpty`.
-    @Test func aBodyInSeveralFramesAndTrailersMakeOneRequest() async throws {
-        let f = try await Fixture()
-        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
-        let pair = try HTTP2Pair(api: f.api, router: router)
-        var headers = HPACKHeaders()
-        for (name, value) in [
-            (":method", "POST"), (":path", "/3/device/" + String(repeating: "0", count: 64)), (":scheme", "https"),
-            (":authority", "localhost"), ("apns-topic", Fixture.bundle), ("authorization", "bearer \(f.jwt())"),
-        ] { headers.add(name: name, value: value) }
-        func data(_ stream: HTTP2StreamID, _ text: String) -> HTTP2Frame {
-            HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(ByteBuffer(string: text)))))
-        }
-        let trailers = HPACKHeaders([("x-trailer", "1")])
-        for (stream, parts) in [
-            (HTTP2StreamID(1), [#"{"aps":"#, #"{"alert":"#, #""hi"}}"#]), (HTTP2StreamID(3), [""]),
-        ] {
-            try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers))))
-            for part in parts { try pair.send(data(stream, part)) }
-            try pair.send(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: trailers, endStream: true))))
-        }
-        let bodies = pair.collector.frames.compactMap { frame -> String? in
-            if case .data(let d) = frame.payload, case .byteBuffer(let b) = d.data {
-                return "\(frame.streamID) \(String(buffer: b))"
-            }
-            return nil
-        }
-        #expect(
-            bodies == [
-                #"HTTP2StreamID(1) {"reason":"BadDeviceToken"}"#, #"HTTP2StreamID(3) {"reason":"PayloadEmpty"}"#,
-            ])
-    }
-
     /// The first answer on a connection enters `apns-id` into the HPACK dynamic table, so later
     /// answers refer to the name by index; the values themselves are never indexed after that.
     @Test func answerHeaderNamesAreIndexedOnceThenReferredTo() async throws {
@@ -181,6 +146,70 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
         // Nothing that changes from answer to answer is indexed.
         let lengthIndexing = recorder.answers.map { answer in answer.first { $0.name == "content-length" }?.indexing }
         #expect(lengthIndexing == [.nonIndexable, .nonIndexable, .nonIndexable])
+        #expect(pair.server.isActive)
+    }
+
+    static func goAways(_ pair: HTTP2Pair) -> [(code: HTTP2ErrorCode, data: String)] {
+        pair.collector.frames.compactMap { frame in
+            guard case .goAway(_, let code, let data) = frame.payload else { return nil }
+            return (code, data.map { String(buffer: $0) } ?? "")
+        }
+    }
+
+    /// The handler arms the machine's idle timer on the loop and writes its GOAWAY: NO_ERROR with
+    /// the reason, then the connection closes (the timing itself is in
+    /// `ProviderConnectionStateMachineTests`).
+    @Test func anIdleConnectionGetsGoAwayIdleTimeoutOnTheWireAndCloses() async throws {
+        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        let loop = pair.server.embeddedEventLoop
+        loop.advanceTime(by: .seconds(59))
+        try pair.exchange()
+        #expect(Self.goAways(pair).isEmpty)
+        #expect(pair.server.isActive)
+        loop.advanceTime(by: .seconds(1))
+        try pair.exchange()
+        let goAways = Self.goAways(pair)
+        #expect(goAways.count == 1)
+        #expect(goAways.first?.code == .noError)
+        #expect(goAways.first?.data == #"{"reason":"IdleTimeout"}"#)
+        #expect(!pair.server.isActive)
+    }
+
+    /// A graceful stop reaches the wire as GOAWAY `{"reason":"Shutdown"}`; with nothing in flight
+    /// the connection closes.
+    @Test func aShutdownGetsGoAwayShutdownOnTheWireAndCloses() async throws {
+        let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        pair.server.pipeline.fireUserInboundEventTriggered(ProviderShutdownEvent())
+        try pair.exchange()
+        #expect(Self.goAways(pair).map(\.data) == [#"{"reason":"Shutdown"}"#])
+        #expect(Self.goAways(pair).map(\.code) == [.noError])
+        #expect(!pair.server.isActive)
+    }
+
+    /// The handler arms the machine's request deadline: a stream opened and never finished is reset
+    /// (CANCEL) on the wire; the connection stays.
+    @Test func aRequestThatNeverFinishesIsResetOnTheWire() async throws {
+        let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        let headers = HTTP2Pair.badTokenRequest(jwt: f.jwt())
+        try pair.send(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers))))
+        func resets() -> [HTTP2ErrorCode] {
+            pair.collector.frames.compactMap { frame in
+                if frame.streamID == 1, case .rstStream(let code) = frame.payload { return code }
+                return nil
+            }
+        }
+        pair.server.embeddedEventLoop.advanceTime(by: .milliseconds(9_999))
+        try pair.exchange()
+        #expect(resets().isEmpty)
+        pair.server.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        try pair.exchange()
+        #expect(resets() == [.cancel])
         #expect(pair.server.isActive)
     }
 }

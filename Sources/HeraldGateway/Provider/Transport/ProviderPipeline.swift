@@ -28,10 +28,10 @@ struct ProviderPipeline: Sendable {
         configuration.initialSettings = Self.settings
         try pipeline.addHandler(WriteCoalescingHandler())
         try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
+        let machine = ProviderConnectionStateMachine(
+            connection: connection, idleTimeout: api.idleTimeout, stallDeadline: requestDeadline)
         try pipeline.addHandler(
-            ProviderHTTP2Handler(
-                api: api, router: router, connection: connection, clock: clock, log: log,
-                stallDeadline: requestDeadline))
+            ProviderHTTP2Handler(api: api, router: router, machine: machine, clock: clock, log: log))
     }
 
     /// Adds the HTTP/1.1 handlers.
