@@ -1,4 +1,4 @@
-/// Every reason the APNs provider API can answer with (spec/APNS.md §1), with its HTTP status.
+/// Every reason the APNs provider API can answer with (docs/provider-api.md), with its HTTP status.
 /// This is the one place Herald defines them.
 public enum APNsReason: String, Sendable, CaseIterable, Codable, Error {
     case badCollapseId = "BadCollapseId"

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A device token: opaque bytes naming one app on one device in one environment (spec/APNS.md §5).
+/// A device token: opaque bytes naming one app on one device in one environment (docs/device-link.md).
 ///
 /// Herald issues 32-byte tokens (64 hex characters), but a provider may send any even-length hex
 /// string; such tokens parse and are simply unknown.

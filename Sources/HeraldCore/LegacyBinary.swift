@@ -1,4 +1,4 @@
-/// The legacy binary provider interface and feedback service (spec/APNS.md §4): the wire codec,
+/// The legacy binary provider interface and feedback service (docs/binary-provider.md): the wire codec,
 /// free of any transport. Big-endian throughout.
 ///
 /// A provider writes notifications as a stream: command 0 (simple), 1 (enhanced) or 2 (frame).
@@ -18,7 +18,7 @@ public enum LegacyBinary {
     /// status (7).
     public static let maximumFrameLength = 5 * 3 + 2 * Int(UInt16.max) + 4 + 4 + 1
 
-    /// An error packet's status (spec/APNS.md §4).
+    /// An error packet's status (docs/binary-provider.md).
     public enum Status: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         /// No errors encountered.
         case noError = 0

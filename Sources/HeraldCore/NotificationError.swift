@@ -1,7 +1,7 @@
 /// An error an app can get from the notification center, with Apple's code (`UNError.Code`), or
 /// Herald's clear rejection of invalid arguments that Apple's API treats as programmer errors.
 public struct NotificationError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Apple's error codes (spec/NOTIFICATIONS.md "Errors"), plus Herald's `invalidArgument`.
+    /// Apple's error codes (docs/app-link.md), plus Herald's `invalidArgument`.
     public struct Code: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
         public let rawValue: Int
         /// Creates a code.

@@ -93,7 +93,7 @@ public enum LiveActivityEvent: String, Sendable, Codable, CaseIterable {
     case start, update, end
 }
 
-/// Apple's dictionary of a payload: every key of spec/APNS.md §3, typed. Unknown keys are ignored.
+/// Apple's dictionary of a payload: every key of docs/provider-api.md, typed. Unknown keys are ignored.
 public struct APS: Sendable, Hashable, Codable {
     public var alert: PayloadAlert?
     /// `true` when `alert` was a plain string (the body).

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// Signs provider authentication tokens (spec/APNS.md §2): ES256 JWT with `{"alg":"ES256","kid":…}`
+/// Signs provider authentication tokens (docs/provider-api.md): ES256 JWT with `{"alg":"ES256","kid":…}`
 /// and `{"iss":…,"iat":…}`, the signature in the raw r‖s form. The provider client and the
 /// gateway's console both sign with it.
 public enum ProviderTokenSigner {

@@ -1,4 +1,4 @@
-/// The `apns-push-type` values (spec/APNS.md §1).
+/// The `apns-push-type` values (docs/provider-api.md).
 public enum PushType: String, Sendable, CaseIterable, Codable {
     case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets,
         controls
@@ -37,7 +37,7 @@ public enum PushPriority: Int, Sendable, CaseIterable, Codable, Comparable {
     public static func < (lhs: PushPriority, rhs: PushPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
-/// The payload size limits of APNs over its history (spec/APNS.md §3).
+/// The payload size limits of APNs over its history (docs/provider-api.md).
 public enum PayloadSizeLimit: Int, Sendable {
     /// Legacy binary interface, simple and enhanced formats.
     case legacyBinary = 256

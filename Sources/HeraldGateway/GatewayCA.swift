@@ -5,7 +5,7 @@ import SwiftASN1
 import X509
 
 /// The gateway's own certificate authority: it signs the gateway's TLS server certificate and
-/// the app certificates providers authenticate with (spec/APNS.md §2). App certificates carry
+/// the app certificates providers authenticate with (docs/provider-api.md). App certificates carry
 /// `UID=<bundle id>` in the subject and Apple's extensions: 1.2.840.113635.100.6.3.1
 /// (development), …6.3.2 (production) and …6.3.6 (topics).
 public struct GatewayCA: Sendable {

@@ -3,7 +3,7 @@ import HeraldCore
 import Logging
 import NIOCore
 
-/// Routes accepted pushes (spec/APNS.md §5, docs/device-link.md). A push for a connected device
+/// Routes accepted pushes (docs/device-link.md). A push for a connected device
 /// goes down its link, and the provider's 200 waits for the device's acknowledgement. A push the
 /// link cannot deliver at once (the device is offline, does not acknowledge in time, or the QoS
 /// holds it back) is stored under the offline policy, newest per (device, topic) by default,

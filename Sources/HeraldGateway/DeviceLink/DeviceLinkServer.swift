@@ -11,7 +11,7 @@ import NIOWebSocket
 
 /// The device link listener (docs/device-link.md): WebSocket at `/device/v1`, over TLS, or in
 /// cleartext from loopback addresses. Each connection is a few NIO handlers; no Task per
-/// connection (DESIGN.md: a million idle links is the goal).
+/// connection (docs/scaling.md: a million idle links is the goal).
 public final class DeviceLinkServer: Sendable {
     /// How the listener runs (``DeviceLinkConfiguration``).
     public typealias Configuration = DeviceLinkConfiguration

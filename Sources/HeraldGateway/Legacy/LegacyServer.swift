@@ -8,10 +8,10 @@ import NIOSSL
 import NIOTLS
 import X509
 
-/// The legacy binary provider interface (port 2195) or the feedback service (port 2196), spec/APNS.md
-/// §4: TLS with a client certificate from the gateway's CA, which names the topic (its `UID`) and
-/// the environments it may be used in. A listener serves one environment, as Apple's separate
-/// sandbox and production hosts did; a certificate not valid for it fails the handshake.
+/// The legacy binary provider interface (port 2195) or the feedback service (port 2196),
+/// docs/binary-provider.md: TLS with a client certificate from the gateway's CA, which names the
+/// topic (its `UID`) and the environments it may be used in. A listener serves one environment, as
+/// Apple's separate sandbox and production hosts did; a certificate not valid for it fails the handshake.
 public final class LegacyServer: Sendable {
     /// Which of the two it is (``LegacyService``).
     public typealias Service = LegacyService

@@ -4,7 +4,7 @@ import HeraldRuntime
 import Logging
 import NIOCore
 
-/// The broadcast API (spec/APNS.md §8, docs/broadcast.md): `POST /4/broadcasts/apps/<bundle>` on
+/// The broadcast API (docs/broadcast.md): `POST /4/broadcasts/apps/<bundle>` on
 /// the provider API's listeners sends one Live Activity update to every device subscribed to a
 /// channel. Authenticated as the provider API is; answered 200 once the message is recorded (and
 /// on its way to the subscribers here; other nodes of a cluster send it to theirs).

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldRuntime
 import NIOCore
 
-/// The channel management API (spec/APNS.md §8, docs/broadcast.md): a provider creates, reads,
+/// The channel management API (docs/broadcast.md): a provider creates, reads,
 /// lists and deletes an app's broadcast channels. Served on its own listeners by the provider API's
 /// transports (`ProviderAPI.managingChannels(store:limit:)`), authenticated as the provider API
 /// is (a provider token or the app's certificate).

@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 import Synchronization
 
-/// The HTTP/2 provider API's request logic (spec/APNS.md §1–2), free of any transport: a request,
+/// The HTTP/2 provider API's request logic (docs/provider-api.md), free of any transport: a request,
 /// the connection's authentication state and the time go in; an answer or an accepted push comes
 /// out. The HTTP/2, h2c and HTTP/1.1 transports all call ``handle(_:connection:now:)``.
 ///
@@ -184,7 +184,7 @@ public struct ProviderAPI: Sendable {
             body: request.body, authorization: request.authorization, connection: &connection, now: now)
     }
 
-    /// Decides a notification from the legacy binary interface (spec/APNS.md §4). Its topic is the
+    /// Decides a notification from the legacy binary interface (docs/binary-provider.md). Its topic is the
     /// certificate's bundle id and its environment the connection's; it gets a generated `apns-id`
     /// and keeps the provider's identifier for the delivery log. The answer is the HTTP/2 API's:
     /// the binary transport turns a refusal into its error status (``LegacyBinary/Status/init(reason:)``).

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 
-/// What a TLS client certificate from the gateway's CA grants (spec/APNS.md §2): one app's
+/// What a TLS client certificate from the gateway's CA grants (docs/provider-api.md): one app's
 /// topics in the environments the certificate names.
 public struct CertificateGrant: Sendable, Equatable {
     /// The `UID` in the subject: the app's bundle id.
@@ -36,7 +36,7 @@ public struct CertificateGrant: Sendable, Equatable {
     }
 }
 
-/// One provider connection's authentication state (spec/APNS.md §2), a value the transport keeps
+/// One provider connection's authentication state (docs/provider-api.md), a value the transport keeps
 /// per connection and the provider API updates on every request.
 ///
 /// Token rules: a verified token is cached until the client sends a different one; a different

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 
-/// A provider authentication token (JWT, ES256) as APNs reads it (spec/APNS.md §2).
+/// A provider authentication token (JWT, ES256) as APNs reads it (docs/provider-api.md).
 ///
 /// Parsing is lenient in the ways real clients differ: extra header fields (`typ`) and claims,
 /// `kid` repeated in the claims, `iat` as an integer, a fractional number straight from a clock

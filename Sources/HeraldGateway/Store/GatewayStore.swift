@@ -1,4 +1,4 @@
-/// The gateway's persistence (DESIGN.md: every role keeps its persistence behind a protocol), one
+/// The gateway's persistence, behind protocols as every role's is (docs/architecture.md), one
 /// protocol per subject: the directory (``DirectoryStore``), pushes, the delivery log and feedback
 /// (``PushStore``), broadcast channels (``ChannelStore``). A gateway store keeps all three; the
 /// nodes of a cluster (``NodeStore``) and its fault rules (``FaultRuleStore``) only a shared
