@@ -1,7 +1,7 @@
 import HeraldCore
 import Testing
 
-/// The legacy binary interface's codec (spec/APNS.md §4), byte for byte.
+/// The legacy binary interface's codec (docs/binary-provider.md), byte for byte.
 @Suite struct LegacyBinaryTests {
     let token: [UInt8] = (0..<32).map { UInt8($0 * 7 & 0xFF) }
     let payload: [UInt8] = Array(#"{"aps":{"alert":"hi"}}"#.utf8)

@@ -112,7 +112,7 @@ import Testing
     }
 
     /// A Live Activity's relevance score is any number (a notification's is 0 to 1), and a start may
-    /// ask for the activity's token or a channel (spec/APNS.md §8).
+    /// ask for the activity's token or a channel (docs/broadcast.md).
     @Test func liveActivityKeysOfAStart() throws {
         let start = try Payload(
             json:

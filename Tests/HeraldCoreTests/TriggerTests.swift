@@ -106,7 +106,7 @@ func sequence(_ components: CalendarComponents, _ zone: String, after: String, c
         #expect(sequence(.init(year: 2024, month: 5), "UTC", after: "2025-01-02T00:00:00Z", count: 1) == ["nil"])
     }
 
-    /// Foundation's defects listed in spec/NOTIFICATIONS.md and docs/calendar-matching.md: Herald is right.
+    /// Foundation's defects listed in docs/calendar-matching.md: Herald is right.
     @Test func lordHoweHalfHourGapIsNotSkipped() {
         let components = CalendarComponents(hour: 2, minute: 15)
         #expect(
