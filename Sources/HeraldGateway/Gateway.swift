@@ -154,7 +154,7 @@ public final class Gateway: Sendable {
     /// certificate, admin token and database on first start) and loads the directory.
     /// `clock` is where every date comes from (the system's clock unless a test says otherwise).
     public static func open(
-        _ configuration: Configuration, clock: any WallClock = SystemClock(), logger: Logger
+        _ configuration: Configuration, clock: any WallClock = SystemClock(), logger: Logger = .silent
     ) async throws -> Gateway {
         let lock = try StateDirectoryLock(
             directory: URL(fileURLWithPath: configuration.stateDirectory, isDirectory: true), role: "herald gateway")

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 import NIOExtras
@@ -38,7 +39,7 @@ public final class AppLinkServer: Sendable {
     }
 
     /// Serves connections until cancelled or ``close()``.
-    public func run(service: DeviceService, logger: Logger) async {
+    public func run(service: DeviceService, logger: Logger = .silent) async {
         await withDiscardingTaskGroup { group in
             do {
                 try await channel.executeThenClose { inbound in

@@ -25,7 +25,7 @@ public struct DeviceDaemon: Sendable {
     let stopper = ServiceRunner.Stopper()
 
     /// Creates the daemon over a service.
-    public init(service: DeviceService, apiHost: String = "127.0.0.1", apiPort: Int = 8081, logger: Logger) {
+    public init(service: DeviceService, apiHost: String = "127.0.0.1", apiPort: Int = 8081, logger: Logger = .silent) {
         self.service = service
         self.apiHost = apiHost
         self.apiPort = apiPort

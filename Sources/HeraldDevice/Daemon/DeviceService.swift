@@ -109,7 +109,7 @@ public actor DeviceService {
         configuration: Configuration, clock: any WallClock = SystemClock(),
         networkClock: any WallClock = SystemClock(), store: (any DeviceStore)? = nil,
         launcher: any AppLauncher = ProcessLauncher(),
-        presenters: [any Presenter] = [], logger: Logger = Logger(label: "herald.device")
+        presenters: [any Presenter] = [], logger: Logger = .silent
     ) async throws {
         let directory = URL(fileURLWithPath: configuration.stateDirectory)
         lock = try StateDirectoryLock(directory: directory, role: "herald device")

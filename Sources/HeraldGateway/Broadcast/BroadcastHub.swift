@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 import Synchronization
@@ -39,7 +40,7 @@ public final class BroadcastHub: Sendable {
     let logger: Logger
 
     /// A hub over `store`, with no subscribers yet.
-    public init(store: any ChannelStore, logger: Logger) {
+    public init(store: any ChannelStore, logger: Logger = .silent) {
         self.store = store
         self.logger = logger
     }

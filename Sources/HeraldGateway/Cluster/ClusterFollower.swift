@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRuntime
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -19,7 +20,7 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
 
     /// A follower of `Change`'s channel on `store`'s database that hands what it hears to `apply`.
     public init(
-        store: PostgresGatewayStore, logger: Logger, retry: Duration = .seconds(1),
+        store: PostgresGatewayStore, logger: Logger = .silent, retry: Duration = .seconds(1),
         apply: @escaping @Sendable (Set<Change>) async throws -> Void
     ) {
         self.store = store

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 import NIOPosix
@@ -28,7 +29,7 @@ public final class ClusterForwarder: PushForwarding {
     /// forwarded push.
     public init(
         holders: DeviceHolders, credential: ClusterForwarding.Credential, caPEM: String, timeout: TimeAmount,
-        logger: Logger
+        logger: Logger = .silent
     ) {
         self.holders = holders
         self.credential = credential

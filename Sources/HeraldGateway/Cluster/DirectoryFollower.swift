@@ -1,3 +1,4 @@
+import HeraldRuntime
 import Logging
 
 /// Keeps a node's in-memory directory as the shared store has it: each record another node (or
@@ -8,7 +9,7 @@ public typealias DirectoryFollower = ClusterFollower<DirectoryChange>
 extension ClusterFollower where Change == DirectoryChange {
     /// A follower that keeps `registry` as `store` has it.
     public convenience init(
-        registry: Registry, store: PostgresGatewayStore, logger: Logger, retry: Duration = .seconds(1)
+        registry: Registry, store: PostgresGatewayStore, logger: Logger = .silent, retry: Duration = .seconds(1)
     ) {
         self.init(store: store, logger: logger, retry: retry) { changes in
             registry.apply(try await store.reload(changes))

@@ -26,7 +26,7 @@ public final class NodePresence: Service, Sendable {
 
     /// Registers node `id` in `store` (its earlier claims released) and returns its presence.
     public static func register(
-        id: String, store: any NodeStore, clock: any WallClock, logger: Logger,
+        id: String, store: any NodeStore, clock: any WallClock, logger: Logger = .silent,
         heartbeatInterval: Duration = .seconds(5)
     ) async throws -> NodePresence {
         try await store.registerNode(id: id, address: "", now: clock.now())

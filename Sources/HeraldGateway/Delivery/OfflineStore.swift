@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 
 /// The offline store as the rest of the gateway uses it: what a push that cannot be delivered now
@@ -17,7 +18,7 @@ public final class OfflineStore: Sendable {
     let logger: Logger
 
     /// Creates the offline store over a committer.
-    public init(committer: GroupCommitter, metrics: GatewayMetrics, logger: Logger) {
+    public init(committer: GroupCommitter, metrics: GatewayMetrics, logger: Logger = .silent) {
         self.committer = committer
         self.metrics = metrics
         self.logger = logger

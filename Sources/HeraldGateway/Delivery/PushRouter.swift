@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import NIOCore
 
@@ -23,7 +24,7 @@ public final class PushRouter: Sendable {
     /// Creates a router; `forwarder` for one node of a cluster.
     public init(
         committer: GroupCommitter, links: DeviceLinks = DeviceLinks(), metrics: GatewayMetrics = GatewayMetrics(),
-        forwarder: (any PushForwarding)? = nil, logger: Logger = Logger(label: "herald.router")
+        forwarder: (any PushForwarding)? = nil, logger: Logger = .silent
     ) {
         self.forwarder = forwarder
         self.offline = OfflineStore(committer: committer, metrics: metrics, logger: logger)

@@ -34,7 +34,7 @@ public final class LegacyServer: Sendable {
     public static func start(
         _ service: Service, host: String, port: Int, tls: NIOSSLContext, ca: GatewayCA, api: ProviderAPI,
         router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment, group: any EventLoopGroup,
-        logger: Logger, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .hours(1)), log: ListenerLog? = nil,
+        logger: Logger = .silent, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .hours(1)), log: ListenerLog? = nil,
         clock: any WallClock = SystemClock()
     ) async throws -> LegacyServer {
         let registry = ChannelRegistry()

@@ -92,7 +92,7 @@ public struct ProviderAPI: Sendable {
     }
 
     /// The same API also serving the broadcast API, which sends through `hub` (docs/broadcast.md).
-    public func broadcasting(through hub: BroadcastHub, logger: Logger) -> ProviderAPI {
+    public func broadcasting(through hub: BroadcastHub, logger: Logger = .silent) -> ProviderAPI {
         var api = self
         api.broadcasts = BroadcastAPI(registry: registry, hub: hub, shuttingDown: shuttingDown, logger: logger)
         return api

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import Logging
 import Synchronization
 
@@ -45,7 +46,7 @@ public final class DesktopPresenter: Presenter {
     public var capabilities: [String] { state.withLock { $0.capabilities } }
 
     /// A presenter that shows nothing until ``start(responder:)``.
-    public init(logger: Logger = Logger(label: "herald.device.desktop")) {
+    public init(logger: Logger = .silent) {
         self.logger = logger
     }
 

@@ -40,7 +40,7 @@ public final class ProviderServer: Sendable {
     /// first bytes say whether it is HTTP/2 or HTTP/1.1; anything else is closed with a logged reason.
     public static func start(
         host: String, port: Int, transport: Transport, api: ProviderAPI, router: PushRouter,
-        environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger,
+        environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger = .silent,
         firstBytes: TimeAmount = .seconds(10), log: ListenerLog? = nil,
         clock: any WallClock = SystemClock()
     ) async throws -> ProviderServer {

@@ -33,7 +33,7 @@ public final class PostgresGatewayStore: GatewayStore, Sendable {
     /// `connectTimeout`, or its schema is newer than this binary's.
     public static func open(
         url: String, statementTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(10),
-        poolSize: Int = 20, logger: Logger = Logger(label: "herald.postgres")
+        poolSize: Int = 20, logger: Logger = .silent
     ) async throws -> PostgresGatewayStore {
         var configuration: PostgresClient.Configuration
         do {
