@@ -27,8 +27,8 @@ import Testing
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
         _ = try channel.readOutbound(as: WebSocketFrame.self)  // the challenge
         // As if the device had just been authenticated.
-        handler.phase = .online(device: "phone")
-        handler.startLiveness(try #require(handler.context))
+        handler.machine.phase = .online(device: "phone")
+        handler.run(handler.machine.startLiveness(now: channel.embeddedEventLoop.now))
         return (channel, handler)
     }
 

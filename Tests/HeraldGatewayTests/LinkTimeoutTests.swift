@@ -36,8 +36,8 @@ struct VirtualLink {
             let handler = DeviceLinkHandler(service: service)
             try channel.pipeline.syncOperations.addHandler(handler)
             // As if device-1 had just said hello and its (empty) backlog were read.
-            handler.phase = .online(device: Self.device)
-            handler.backlogLoaded = true
+            handler.machine.phase = .online(device: Self.device)
+            handler.machine.backlogLoaded = true
             _ = service.links.attach(
                 Self.device,
                 DeviceLinks.Handle(
