@@ -186,4 +186,53 @@ import Testing
         #expect(link.answered() == [Link.answer(0, .notAcknowledged(deliveredAt: nil))])
         #expect(link.machine.closed(at: link.at).isEmpty)
     }
+
+    // MARK: Broadcast channels
+
+    @Test func subscriptionsAreAskedOfTheHubAnsweredWithAllTheAppsChannelsAndEndWithTheLink() {
+        let channel = "AAAAAAAAAAAAAAAAAAAAAA=="
+        let other = "BBBBBBBBBBBBBBBBBBBBBB=="
+        let subscription = DeviceLinkStateMachine.Subscription(topic: "com.example.app", environment: .development)
+        var without = Link.online(broadcasts: false)
+        without.receive(
+            .subscribe(request: 1, topic: "com.example.app", environment: .development, channels: [channel]))
+        #expect(
+            without.take() == [
+                .send(.error(request: 1, code: .refused, message: "this gateway has no broadcast channels"))
+            ])
+
+        var link = Link.online(broadcasts: true)
+        link.receive(
+            .subscribe(request: 2, topic: "com.example.app", environment: .development, channels: ["not base64!"]))
+        #expect(
+            link.take() == [
+                .send(.error(request: 2, code: .badMessage, message: "\"not base64!\" is not a channel id (base64)"))
+            ])
+        link.receive(.subscribe(request: 3, topic: "com.example.app", environment: .development, channels: [channel]))
+        #expect(link.take() == [.subscribe(request: 3, subscription, channels: [channel], at: Link.startDate)])
+        link.record(link.machine.subscribed(request: 3, subscription, channels: [channel], .success([])))
+        #expect(
+            link.take() == [
+                .send(.subscribed(request: 3, topic: "com.example.app", environment: .development, channels: [channel]))
+            ])
+        let refusal = DeviceLinkService.Refusal(code: .refused, message: "not the app's")
+        link.record(link.machine.subscribed(request: 4, subscription, channels: [other], .failure(refusal)))
+        #expect(link.take() == [.send(.error(request: 4, code: .refused, message: "not the app's"))])
+        // A broadcast frame goes while the link is up.
+        #expect(link.machine.broadcastFrame(ByteBuffer()) == [.writeFrame(ByteBuffer()), .flush])
+        link.receive(.unsubscribe(request: 5, topic: "com.example.app", environment: .development, channels: [channel]))
+        #expect(
+            link.take() == [
+                .unsubscribe(channels: [channel], environment: .development),
+                .send(.subscribed(request: 5, topic: "com.example.app", environment: .development, channels: [])),
+            ])
+        link.record(link.machine.subscribed(request: 6, subscription, channels: [other], .success([])))
+        _ = link.take()
+        link.record(link.machine.goAway(at: link.at))
+        #expect(link.take().contains(.unsubscribe(channels: [other], environment: .development)))
+        // A subscription the hub took after the link closed is given back at once.
+        link.record(link.machine.subscribed(request: 7, subscription, channels: [channel], .success([])))
+        #expect(link.take() == [.unsubscribe(channels: [channel], environment: .development)])
+        #expect(link.machine.broadcastFrame(ByteBuffer()).isEmpty)
+    }
 }
