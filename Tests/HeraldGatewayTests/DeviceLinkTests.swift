@@ -32,6 +32,7 @@ final class Inbox: Sendable {
 
     /// Waits (up to a safety deadline) for the event list to satisfy `condition`.
     func wait(for what: String, _ condition: @escaping ([GatewayLinkEvent]) -> Bool) async throws {
+        // The events come from the real client reading a real socket: nothing to await but them.
         try await waitUntil(what) { self.events.withLock { condition($0) } }
     }
 
@@ -115,6 +116,7 @@ struct LinkHarness {
 
     /// Waits until the delivery log has `kinds` (the log is written behind the answer).
     func waitForLog(_ id: String, _ kinds: [DeliveryEvent.Kind]) async throws {
+        // The log is committed by the store in the background, behind the answer.
         try await waitUntil("log of \(id) to be \(kinds)") {
             try await f.store.deliveryLog(id: id).map(\.kind) == kinds
         }
@@ -122,6 +124,7 @@ struct LinkHarness {
 
     /// Waits until the store holds `count` pushes (an acknowledgement removes one after it crosses the socket).
     func waitForStored(_ count: Int) async throws {
+        // The acknowledgement crosses the socket and its removal is a background commit.
         try await waitUntil("\(count) stored pushes") { try await storedCount() == count }
     }
 }
@@ -212,6 +215,7 @@ struct LinkHarness {
         let first = try await GatewayLinkClient.connect(url: h.url, identity: identity)
         let token = try await first.register(topic: Fixture.bundle)
         await first.close()
+        // The client closed its socket; the gateway learns it when the channel goes inactive.
         try await waitUntil("the device is offline") { !h.router.links.isOnline("phone-5") }
         // Two pushes for the same app while offline: APNs keeps the newest.
         #expect(try await h.push(to: token, body: #"{"aps":{"alert":"old"}}"#).status == 200)
@@ -395,6 +399,7 @@ struct LinkHarness {
         let token = try await first.register(topic: Fixture.bundle)
         let kept = try await first.register(topic: "com.example.kept")
         await first.close()
+        // The client closed its socket; the gateway learns it when the channel goes inactive.
         try await waitUntil("the device is offline") { !h.router.links.isOnline("phone-11") }
         let removed = try await h.push(to: token)
         #expect(try await h.push(to: kept, topic: "com.example.kept").status == 200)

@@ -128,9 +128,11 @@ final class GatedStore: GatewayStore {
         let first = try await GatewayLinkClient.connect(url: h.url, identity: identity)
         let token = try await first.register(topic: Fixture.bundle)
         await first.close()
+        // The client closed its socket; the gateway learns it when the channel goes inactive.
         try await waitUntil("\(id) offline") { !h.router.links.isOnline(id) }
         let store = try #require(gated)
         // The first link's own backlog read has returned, so the counts below are the next link's.
+        // The first link read its backlog in a task of its own that the test cannot await.
         try await waitUntil("the first link's backlog read") { store.readsDone.withLock { $0 } == 1 }
         return (h, store, identity, token)
     }
@@ -143,11 +145,13 @@ final class GatedStore: GatewayStore {
         store.commits.close()
         let id = "33333333-3333-3333-3333-333333333333"
         let answer = Task { try await h.push(to: token, headers: [("apns-id", id)]) }
+        // The router's commit runs in the committer's background task; the gate counts its arrival.
         try await waitUntil("the commit at the gate") { store.commits.arrived == 1 }
         // The device connects and its link reads the store, which does not have the push yet.
         let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
         defer { Task { await client.close() } }
         let inbox = Inbox(client)
+        // The new link reads the store in a task of its own, started by the real client's hello.
         try await waitUntil("the backlog read") { store.readsDone.withLock { $0 } == 2 }
         #expect(inbox.pushes.isEmpty)
         // Now the commit lands: the 200 goes out, and the link sends the push.
@@ -186,10 +190,12 @@ final class GatedStore: GatewayStore {
                 to: token, topic: Fixture.bundle + ".complication", body: #"{"aps":{}}"#,
                 headers: [("apns-id", c), ("apns-push-type", "complication")])
         }
+        // The router's commit runs in the committer's background task; the gate counts its arrival.
         try await waitUntil("the commit at the gate") { store.commits.arrived == commitsBefore + 1 }
         let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
         defer { Task { await client.close() } }
         let inbox = Inbox(client)
+        // The new link reads the store in a task of its own, started by the real client's hello.
         try await waitUntil("the backlog read at the gate") { store.reads.arrived == 2 }
         // The commit lands first (the link holds the push back: its backlog is not read yet), then
         // the read, which now finds all three.

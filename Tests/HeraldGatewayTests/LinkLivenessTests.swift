@@ -1,82 +1,57 @@
 import Foundation
-import HeraldRuntime
-import Logging
 import NIOCore
-import NIOEmbedded
 import NIOWebSocket
 import Testing
 
 @testable import HeraldGateway
 
 /// The device link's idle deadline: an authenticated link quiet for half of it gets a ping, quiet
-/// for all of it is closed; anything from the device (a pong) counts. In the loop's virtual time.
+/// for all of it is closed; anything from the device (a pong) counts. Value tests of the link's
+/// state machine: time moves when the test moves it.
 @Suite struct LinkLivenessTests {
-    func link(idle: TimeAmount?) async throws -> (EmbeddedChannel, DeviceLinkHandler) {
-        let f = try await Fixture(now: Date())
-        var configuration = DeviceLinkServer.Configuration()
-        configuration.idleTimeout = idle
-        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
-        let service = DeviceLinkService(
-            directory: f.directory, links: router.links, offline: router.offline,
-            configuration: configuration, logger: Logger(label: "test"),
-            log: ListenerLog(logger: Logger(label: "test")),
-            clock: SystemClock())
-        let channel = EmbeddedChannel()
-        let handler = DeviceLinkHandler(service: service)
-        try channel.pipeline.syncOperations.addHandler(handler)
-        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-        _ = try channel.readOutbound(as: WebSocketFrame.self)  // the challenge
-        // As if the device had just been authenticated.
-        handler.phase = .online(device: "phone")
-        handler.startLiveness(try #require(handler.context))
-        return (channel, handler)
-    }
-
-    func outbound(_ channel: EmbeddedChannel) throws -> [WebSocketOpcode] {
-        var opcodes: [WebSocketOpcode] = []
-        while let frame = try channel.readOutbound(as: WebSocketFrame.self) { opcodes.append(frame.opcode) }
-        return opcodes
-    }
-
-    @Test func aQuietDeviceIsPingedAtHalfTheDeadlineAndClosedAtAllOfIt() async throws {
-        let (channel, _) = try await link(idle: .minutes(10))
-        let loop = channel.embeddedEventLoop
-        loop.advanceTime(by: .seconds(299))
-        #expect(try outbound(channel).isEmpty)
-        loop.advanceTime(by: .seconds(1))
-        #expect(try outbound(channel) == [.ping])
+    @Test func aQuietDeviceIsPingedAtHalfTheDeadlineAndClosedAtAllOfIt() {
+        var link = LinkMachineDriver.online(idleTimeout: .minutes(10))
+        link.advance(by: .seconds(299))
+        #expect(link.outbound().isEmpty)
+        link.advance(by: .seconds(1))
+        #expect(link.outbound() == [.ping])
         // No answer: closed (going away) at ten minutes, not before, and pinged only once.
-        loop.advanceTime(by: .seconds(299))
-        #expect(try outbound(channel).isEmpty)
-        #expect(channel.isActive)
-        loop.advanceTime(by: .seconds(1))
-        #expect(try outbound(channel) == [.connectionClose])
-        #expect(!channel.isActive)
+        link.advance(by: .seconds(299))
+        #expect(link.outbound().isEmpty)
+        #expect(link.isOpen)
+        link.advance(by: .seconds(1))
+        let closing = link.actions
+        #expect(link.outbound() == [.connectionClose])
+        #expect(!link.isOpen)
+        // Why, in the listener's log, and the code: 1001, going away.
+        #expect(
+            closing.prefix(2) == [
+                .logClosed(reason: "device phone sent nothing, not even a pong, for 600 s (idle deadline)"),
+                .close(code: 1001),
+            ])
     }
 
-    @Test func aPongKeepsTheLinkAndTheCountStartsAgain() async throws {
-        let (channel, _) = try await link(idle: .minutes(10))
-        let loop = channel.embeddedEventLoop
-        loop.advanceTime(by: .seconds(300))
-        #expect(try outbound(channel) == [.ping])
-        loop.advanceTime(by: .seconds(100))
-        try channel.writeInbound(
-            WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: ByteBuffer()))
+    @Test func aPongKeepsTheLinkAndTheCountStartsAgain() {
+        var link = LinkMachineDriver.online(idleTimeout: .minutes(10))
+        link.advance(by: .seconds(300))
+        #expect(link.outbound() == [.ping])
+        link.advance(by: .seconds(100))
+        link.receive(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: ByteBuffer()))
         // Quiet since 400 s: the next ping comes at 700 s, the close at 1000 s.
-        loop.advanceTime(by: .seconds(299))
-        #expect(try outbound(channel).isEmpty)
-        loop.advanceTime(by: .seconds(1))
-        #expect(try outbound(channel) == [.ping])
-        loop.advanceTime(by: .seconds(299))
-        #expect(channel.isActive)
-        loop.advanceTime(by: .seconds(1))
-        #expect(!channel.isActive)
+        link.advance(by: .seconds(299))
+        #expect(link.outbound().isEmpty)
+        link.advance(by: .seconds(1))
+        #expect(link.outbound() == [.ping])
+        link.advance(by: .seconds(299))
+        #expect(link.isOpen)
+        link.advance(by: .seconds(1))
+        #expect(!link.isOpen)
     }
 
-    @Test func withoutADeadlineALinkIsNeverPinged() async throws {
-        let (channel, _) = try await link(idle: nil)
-        channel.embeddedEventLoop.advanceTime(by: .hours(48))
-        #expect(try outbound(channel).isEmpty)
-        #expect(channel.isActive)
+    @Test func withoutADeadlineALinkIsNeverPinged() {
+        var link = LinkMachineDriver.online(idleTimeout: nil)
+        link.advance(by: .hours(48))
+        #expect(link.outbound().isEmpty)
+        #expect(link.isOpen)
     }
 }

@@ -93,6 +93,41 @@ final class DeviceLinkService: Sendable {
         }
     }
 
+    /// What the store holds for a device (what it missed, and what it never acknowledged); nothing,
+    /// logged, when the store cannot be read.
+    func backlog(device: String) async -> [StoredPush] {
+        do {
+            return try await offline.pending(device: device, now: clock.now())
+        } catch {
+            logger.error("could not read stored notifications", metadata: ["device": "\(device)", "error": "\(error)"])
+            return []
+        }
+    }
+
+    /// Whether a stored push's registration is still live (the app not removed, the device not reset).
+    func isRegistered(_ stored: StoredPush) -> Bool {
+        directory.registry.registration(stored.token, in: stored.environment)?.invalidatedAt == nil
+    }
+
+    /// Subscribes a link to broadcast channels: what the channels keep, or why not.
+    func subscribe(
+        _ subscriber: BroadcastHub.Subscriber, id: ObjectIdentifier, topic: String, environment: APNsEnvironment,
+        channels: [String], now: Date
+    ) async -> Result<[LinkBroadcast], Refusal> {
+        guard let broadcasts else {
+            return .failure(Refusal(code: .refused, message: "this gateway has no broadcast channels"))
+        }
+        do {
+            let kept = try await broadcasts.subscribe(
+                subscriber, id: id, bundleID: topic, environment: environment, channels: channels, now: now)
+            return .success(kept.map(\.linkBroadcast))
+        } catch let refusal as BroadcastHub.Refusal {
+            return .failure(Refusal(code: refusal.code, message: refusal.message))
+        } catch {
+            return .failure(Refusal(code: .`internal`, message: "\(error)"))
+        }
+    }
+
     /// Carries out a device's request and returns the answer.
     func perform(_ message: LinkMessage, device: String) async -> LinkMessage {
         let at = clock.now()

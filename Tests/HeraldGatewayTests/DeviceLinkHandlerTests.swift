@@ -1,0 +1,91 @@
+import Foundation
+import HeraldCore
+import HeraldRuntime
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Synchronization
+import Testing
+
+@testable import HeraldGateway
+
+/// The handler carries out its machine's actions on a real channel: the timers run on the event
+/// loop (here an embedded one, whose time moves only when the test moves it) and the frames are
+/// written. What the link decides is tested as values in `DeviceLinkStateMachineTests`.
+@Suite struct DeviceLinkHandlerTests {
+    @Test func theLivenessTimerRunsOnTheLoopAndItsPingAndCloseAreWritten() async throws {
+        let f = try await Fixture(now: Date())
+        var configuration = DeviceLinkServer.Configuration()
+        configuration.idleTimeout = .minutes(10)
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
+        let service = DeviceLinkService(
+            directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
+            logger: Logger(label: "test"), log: ListenerLog(logger: Logger(label: "test")), clock: SystemClock())
+        let channel = EmbeddedChannel()
+        let handler = DeviceLinkHandler(service: service)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+        #expect(try channel.readOutbound(as: WebSocketFrame.self)?.opcode == .text)  // the challenge
+        // As if the device had just been authenticated.
+        handler.machine.phase = .online(device: "phone")
+        handler.run(handler.machine.startLiveness(now: channel.embeddedEventLoop.now))
+
+        channel.embeddedEventLoop.advanceTime(by: .seconds(299))
+        #expect(try channel.readOutbound(as: WebSocketFrame.self) == nil)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(try channel.readOutbound(as: WebSocketFrame.self)?.opcode == .ping)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(300))
+        let close = try #require(try channel.readOutbound(as: WebSocketFrame.self))
+        #expect(close.opcode == .connectionClose && close.unmaskedData.getInteger(at: 0, as: UInt16.self) == 1001)
+        #expect(!channel.isActive)
+        #expect(handler.machine.phase == .closed)
+    }
+
+    @Test func theAcknowledgementDeadlineAndTheQoSWakeUpRunOnTheLoop() async throws {
+        let f = try await Fixture(now: Date())
+        var configuration = DeviceLinkServer.Configuration()
+        configuration.acknowledgementTimeout = .seconds(2)
+        configuration.qos = .init(batchWindow: 1)
+        configuration.idleTimeout = nil
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
+        let service = DeviceLinkService(
+            directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
+            logger: Logger(label: "test"), log: ListenerLog(logger: Logger(label: "test")), clock: SystemClock())
+        let channel = EmbeddedChannel()
+        let handler = DeviceLinkHandler(service: service)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+        _ = try channel.readOutbound(as: WebSocketFrame.self)  // the challenge
+        handler.machine.phase = .online(device: "phone")
+        handler.machine.backlogLoaded = true
+
+        let outcomes = Mutex<[LinkOutcome]>([])
+        let push = LinkMachineDriver.push("a", priority: .normal)
+        handler.offer(LinkOffer(push: push, expiresAt: Date().addingTimeInterval(60), background: false)) { outcome in
+            outcomes.withLock { $0.append(outcome) }
+        }
+        // Held for its batch window: answered `hold`, written when the window closes.
+        #expect(outcomes.withLock { $0 } == [.hold])
+        #expect(try channel.readOutbound(as: WebSocketFrame.self) == nil)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        let frame = try #require(try channel.readOutbound(as: WebSocketFrame.self))
+        #expect(try LinkMessage(json: Data(frame.unmaskedData.readableBytesView)) == .push(push))
+
+        // A direct one not acknowledged is answered at its deadline, not before.
+        let urgent = LinkMachineDriver.push("b")
+        handler.offer(LinkOffer(push: urgent, expiresAt: Date().addingTimeInterval(60), background: false)) { outcome in
+            outcomes.withLock { $0.append(outcome) }
+        }
+        channel.embeddedEventLoop.run()  // the flush at the end of the loop's turn
+        #expect(try channel.readOutbound(as: WebSocketFrame.self) != nil)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1999))
+        #expect(outcomes.withLock { $0.count } == 1)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        guard case .notAcknowledged(let deliveredAt) = outcomes.withLock({ $0.last }) else {
+            Issue.record("not answered at the deadline")
+            return
+        }
+        #expect(deliveredAt != nil)
+    }
+}

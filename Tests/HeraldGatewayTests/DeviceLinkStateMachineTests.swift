@@ -1,0 +1,238 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOWebSocket
+import Testing
+
+@testable import HeraldGateway
+
+/// The device link's logic as a value: events in, actions out; no socket, no store, no waiting.
+/// (The same paths with a real device on the other side of a socket are in `DeviceLinkTests`.)
+@Suite struct DeviceLinkStateMachineTests {
+    typealias Link = LinkMachineDriver
+
+    // MARK: Greeting and authentication
+
+    @Test func theLinkGreetsAndTheDeviceMustSayHelloFirst() {
+        var link = Link()
+        #expect(link.take() == [.send(.challenge(nonce: Link.nonce))])
+        link.receive(.ack(["x"]))
+        #expect(
+            link.take() == [
+                .send(
+                    .error(
+                        request: nil, code: .notAuthenticated,
+                        message: "the first message must be hello, signed over the challenge")),
+                .close(code: 1008), .cancelTimers,
+            ])
+        #expect(link.machine.phase == .closed)
+    }
+
+    @Test func aHelloIsCheckedOffTheLoopAndTheDeviceIsWelcomedAttachedAndGivenItsBacklog() {
+        var link = Link(idleTimeout: .minutes(10))
+        _ = link.take()
+        link.receive(.hello(device: "phone", publicKey: nil, signature: Data([9])))
+        #expect(
+            link.take() == [
+                .connectionEstablished,
+                .authenticate(device: "phone", publicKey: nil, signature: Data([9]), nonce: Link.nonce),
+            ])
+        // Anything but the answer meanwhile is refused.
+        var early = link
+        early.receive(.ack([]))
+        #expect(
+            early.take().first
+                == .send(
+                    .error(
+                        request: nil, code: .notAuthenticated,
+                        message: "the first message must be hello, signed over the challenge")))
+        link.authenticate(generation: 3)
+        #expect(
+            link.take() == [
+                .scheduleLiveness(in: .minutes(5)),
+                .send(.welcome(device: "phone", generation: 3, registrations: [])),
+                .attach(device: "phone", at: Link.startDate),
+                .readBacklog(device: "phone"),
+            ])
+        #expect(link.machine.deviceID == "phone")
+    }
+
+    @Test func aRefusedDeviceIsToldWhyAndClosed() {
+        var link = Link()
+        link.receive(.hello(device: "phone", publicKey: nil, signature: Data([9])))
+        _ = link.take()
+        let refusal = DeviceLinkService.Refusal(code: .badSignature, message: "no")
+        link.record(link.machine.authenticated(.failure(refusal), now: link.now, at: link.at))
+        #expect(
+            link.take() == [
+                .logRefused(code: .badSignature, message: "no"),
+                .send(.error(request: nil, code: .badSignature, message: "no")),
+                .close(code: 1008), .cancelTimers,
+            ])
+        // An answer that comes after the link closed changes nothing.
+        link.authenticate()
+        #expect(link.take().isEmpty)
+    }
+
+    @Test func pingsAreAnsweredAndACloseIsEchoed() {
+        var link = Link.online()
+        var data = ByteBuffer()
+        data.writeString("hi")
+        link.receive(WebSocketFrame(fin: true, opcode: .ping, data: data))
+        #expect(link.take() == [.pong(data)])
+        var close = ByteBuffer()
+        close.writeInteger(UInt16(1000))
+        close.writeString("bye")
+        link.receive(WebSocketFrame(fin: true, opcode: .connectionClose, data: close))
+        var code = ByteBuffer()
+        code.writeInteger(UInt16(1000))
+        #expect(link.take() == [.echoClose(code)])
+    }
+
+    @Test func aDevicesRequestsAreCarriedOutOffTheLoopAndStrangeMessagesRefused() {
+        var link = Link.online()
+        link.receive(.register(request: 4, topic: "com.example.app", environment: .development, installation: nil))
+        #expect(
+            link.take() == [
+                .perform(
+                    .register(request: 4, topic: "com.example.app", environment: .development, installation: nil),
+                    device: "phone")
+            ])
+        link.receive(.refused(apnsID: "a", reason: "no such app"))
+        #expect(
+            link.take() == [.recordRefused(apnsID: "a", device: "phone", reason: "no such app", at: Link.startDate)])
+        link.receive(.challenge(nonce: Data()))
+        #expect(
+            link.take() == [
+                .send(.error(request: nil, code: .badMessage, message: "a device does not send that message"))
+            ])
+    }
+
+    // MARK: Notifications going down
+
+    @Test func anOfflineLinkRefusesAPushAtOnce() {
+        var link = Link()
+        link.offer(Link.push("a"))
+        #expect(link.answered() == [Link.answer(0, .notAcknowledged(deliveredAt: nil))])
+    }
+
+    @Test func anAcknowledgedPushIsAnsweredWithWhenItWasDeliveredAndAcknowledged() {
+        var link = Link.online()
+        link.offer(Link.push("a"))
+        #expect(link.take() == [.write(Link.push("a")), .scheduleDeadline(at: Link.start + .seconds(2)), .flush])
+        link.advance(by: .milliseconds(300))
+        link.acknowledge(["a", "unknown"])
+        let acknowledgedAt = Link.startDate.addingTimeInterval(0.3)
+        #expect(
+            link.take() == [Link.answer(1, .acknowledged(deliveredAt: Link.startDate, acknowledgedAt: acknowledgedAt))])
+        // Its deadline passes without effect.
+        link.advance(by: .seconds(5))
+        #expect(link.answered().isEmpty)
+    }
+
+    /// The link's side of `DeviceLinkTests.priorityOneWaitsForOtherTrafficAndGoesWithIt`.
+    @Test func priorityOneAndFiveAreHeldAndGoWithPriorityTen() {
+        var link = Link.online(qos: .init(batchWindow: 60))
+        link.offer(Link.push("low", priority: .low))
+        link.offer(Link.push("normal", priority: .normal))
+        // Held: the router stores them and answers; nothing is written.
+        #expect(
+            link.take() == [Link.answer(1, .hold), Link.answer(2, .hold), .scheduleWake(at: Link.start + .seconds(60))])
+        link.offer(Link.push("urgent"))
+        #expect(link.written().map(\.apnsID) == ["urgent", "normal", "low"])
+        link.acknowledge(["urgent", "normal", "low"])
+        let actions = link.take()
+        #expect(actions.first == Link.answer(3, .acknowledged(deliveredAt: link.at, acknowledgedAt: link.at)))
+        // The held ones were stored: their acknowledgements remove them.
+        #expect(
+            actions.dropFirst().map { if case .recordAcknowledged(let p, _, _, _) = $0 { p.apnsID } else { "" } } == [
+                "normal", "low",
+            ])
+    }
+
+    @Test func aPriorityFiveBatchGoesWhenItsWindowCloses() {
+        var link = Link.online(qos: .init(batchWindow: 1))
+        link.offer(Link.push("a", priority: .normal))
+        link.advance(by: .milliseconds(500))
+        link.offer(Link.push("b", priority: .normal))
+        #expect(link.written().isEmpty)
+        link.advance(by: .milliseconds(499))
+        #expect(link.written().isEmpty)
+        link.advance(by: .milliseconds(1))
+        #expect(link.written().map(\.apnsID) == ["a", "b"])
+        #expect(link.wake == nil)
+    }
+
+    @Test func whenTheLinkClosesWaitingProvidersAreAnsweredAndTheDeviceDetached() {
+        var link = Link.online()
+        link.offer(Link.push("written"))
+        link.offer(Link.push("expiration-0"), expiresIn: nil)
+        link.offer(Link.push("held", priority: .low))
+        #expect(link.answered() == [Link.answer(3, .hold)])
+        link.record(link.machine.goAway(at: link.at))
+        let actions = link.take()
+        #expect(
+            Array(actions.prefix(3)) == [
+                .close(code: 1001), .cancelTimers, .detach(device: "phone", at: Link.startDate),
+            ])
+        #expect(actions.last == .logDisconnected(device: "phone"))
+        // The written ones were not acknowledged (the router stores them); the held one is stored already.
+        let answers = Link.answers(actions)
+        #expect(Set(answers.map(\.ticket)) == [1, 2])
+        #expect(answers.allSatisfy { $0.outcome == .notAcknowledged(deliveredAt: Link.startDate) })
+        #expect(!link.isOpen)
+        // Later events find the link closed.
+        link.offer(Link.push("late"))
+        #expect(link.answered() == [Link.answer(0, .notAcknowledged(deliveredAt: nil))])
+        #expect(link.machine.closed(at: link.at).isEmpty)
+    }
+
+    // MARK: Broadcast channels
+
+    @Test func subscriptionsAreAskedOfTheHubAnsweredWithAllTheAppsChannelsAndEndWithTheLink() {
+        let channel = "AAAAAAAAAAAAAAAAAAAAAA=="
+        let other = "BBBBBBBBBBBBBBBBBBBBBB=="
+        let subscription = DeviceLinkStateMachine.Subscription(topic: "com.example.app", environment: .development)
+        var without = Link.online(broadcasts: false)
+        without.receive(
+            .subscribe(request: 1, topic: "com.example.app", environment: .development, channels: [channel]))
+        #expect(
+            without.take() == [
+                .send(.error(request: 1, code: .refused, message: "this gateway has no broadcast channels"))
+            ])
+
+        var link = Link.online(broadcasts: true)
+        link.receive(
+            .subscribe(request: 2, topic: "com.example.app", environment: .development, channels: ["not base64!"]))
+        #expect(
+            link.take() == [
+                .send(.error(request: 2, code: .badMessage, message: "\"not base64!\" is not a channel id (base64)"))
+            ])
+        link.receive(.subscribe(request: 3, topic: "com.example.app", environment: .development, channels: [channel]))
+        #expect(link.take() == [.subscribe(request: 3, subscription, channels: [channel], at: Link.startDate)])
+        link.record(link.machine.subscribed(request: 3, subscription, channels: [channel], .success([])))
+        #expect(
+            link.take() == [
+                .send(.subscribed(request: 3, topic: "com.example.app", environment: .development, channels: [channel]))
+            ])
+        let refusal = DeviceLinkService.Refusal(code: .refused, message: "not the app's")
+        link.record(link.machine.subscribed(request: 4, subscription, channels: [other], .failure(refusal)))
+        #expect(link.take() == [.send(.error(request: 4, code: .refused, message: "not the app's"))])
+        // A broadcast frame goes while the link is up.
+        #expect(link.machine.broadcastFrame(ByteBuffer()) == [.writeFrame(ByteBuffer()), .flush])
+        link.receive(.unsubscribe(request: 5, topic: "com.example.app", environment: .development, channels: [channel]))
+        #expect(
+            link.take() == [
+                .unsubscribe(channels: [channel], environment: .development),
+                .send(.subscribed(request: 5, topic: "com.example.app", environment: .development, channels: [])),
+            ])
+        link.record(link.machine.subscribed(request: 6, subscription, channels: [other], .success([])))
+        _ = link.take()
+        link.record(link.machine.goAway(at: link.at))
+        #expect(link.take().contains(.unsubscribe(channels: [other], environment: .development)))
+        // A subscription the hub took after the link closed is given back at once.
+        link.record(link.machine.subscribed(request: 7, subscription, channels: [channel], .success([])))
+        #expect(link.take() == [.unsubscribe(channels: [channel], environment: .development)])
+        #expect(link.machine.broadcastFrame(ByteBuffer()).isEmpty)
+    }
+}
