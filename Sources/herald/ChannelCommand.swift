@@ -61,8 +61,7 @@ struct ChannelCommand: AsyncParsableCommand {
     var payload: String?
     @OptionGroup(title: "Live Activity (broadcast)") var activity: LiveActivityOptions
     @OptionGroup var credentials: ProviderCredentials
-    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
-    var up = ".herald/up.json"
+    @OptionGroup var up: UpOption
     @Option(name: .long, help: "Seconds the request may take.")
     var timeout: Double = 30
     @Flag(name: .long, help: "Print the result as JSON.")
@@ -89,10 +88,8 @@ struct ChannelCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let defaults = apple == nil ? readRuntime(up) ?? [:] : [:]
-        guard let bundleID = topic ?? defaults["topic"] as? String else {
-            throw ValidationError("--topic is required (no \(up) from `herald up` found)")
-        }
+        let defaults = up.defaults(useUp: apple == nil)
+        guard let bundleID = topic ?? defaults.info?.topic else { throw defaults.missing("--topic is required") }
         let server: APNsServer
         switch (apple, action) {
         case ("sandbox", .broadcast): server = .broadcastSandbox
@@ -100,18 +97,16 @@ struct ChannelCommand: AsyncParsableCommand {
         case ("sandbox", _): server = .channelsSandbox
         case ("production", _): server = .channelsProduction
         case (_, .broadcast):
-            guard let base = providerUrl ?? defaults["providerURL"] as? String else {
-                throw ValidationError("--provider-url is required (no \(up) from `herald up` found)")
+            guard let base = providerUrl ?? defaults.info?.providerURL else {
+                throw defaults.missing("--provider-url is required")
             }
             server = APNsServer(url: base)
         default:
-            guard let base = url ?? defaults["channelsURL"] as? String else {
-                throw ValidationError("--url is required (no \(up) from `herald up` found)")
-            }
+            guard let base = url ?? defaults.info?.channelsURL else { throw defaults.missing("--url is required") }
             server = APNsServer(url: base)
         }
         let authentication = try credentials.authentication(defaults: defaults)
-        let caPEM = try credentials.trustedCAPEM(defaults: defaults, useUp: apple == nil)
+        let caPEM = try credentials.trustedCAPEM(defaults: defaults)
         let client = try APNsClient(
             configuration: .init(
                 server: server, authentication: authentication, trustedCAPEM: caPEM,

@@ -254,26 +254,22 @@ struct KeysNew: AsyncParsableCommand {
 
     func run() async throws {
         let admin = try AdminClient(state: state, url: adminURL, token: adminToken)
-        if try await admin.send("GET", "/teams").contains(where: { ($0["id"] as? String) == team }) == false {
-            _ = try await admin.send("POST", "/teams", body: ["id": team])
+        if try await !admin.teams().contains(where: { $0.id == team }) {
+            _ = try await admin.createTeam(.init(id: team))
         }
-        var body: [String: Any] = ["teamID": team]
-        if let keyId { body["keyID"] = keyId }
-        if !topics.isEmpty { body["topics"] = topics }
-        if let environment { body["environment"] = environment.rawValue }
-        let rows = try await admin.send("POST", "/keys", body: body)
-        guard let key = rows.first, let keyID = key["keyID"] as? String, let pem = key["privateKey"] as? String else {
-            throw ValidationError("the gateway did not return a key")
-        }
+        let key = try await admin.createKey(
+            .init(teamID: team, keyID: keyId, topics: topics.isEmpty ? nil : topics, environment: environment))
+        guard let pem = key.privateKey else { throw ValidationError("the gateway did not return a key") }
+        let keyID = key.keyID
         let path = out ?? "AuthKey_\(keyID).p8"
         guard
             FileManager.default.createFile(
                 atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
         else { throw ValidationError("could not write \(path)") }
         if json {
-            let data = try JSONSerialization.data(
-                withJSONObject: ["keyID": keyID, "teamID": team, "p8": path], options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(["keyID": keyID, "teamID": team, "p8": path]), as: UTF8.self))
         } else {
             print("key \(keyID) for team \(team) registered; private key written to \(path)")
         }
@@ -315,35 +311,5 @@ struct KeysToken: ParsableCommand {
 func validateLogLevel(_ level: String) throws {
     guard Logger.Level(rawValue: level) != nil else {
         throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
-    }
-}
-
-/// A small client for the gateway's admin API.
-struct AdminClient {
-    let url: String
-    let token: String
-
-    init(state: String, url: String?, token: String?) throws {
-        let runtime = URL(fileURLWithPath: state).appendingPathComponent("gateway.json")
-        let info = (try? JSONSerialization.jsonObject(with: Data(contentsOf: runtime))) as? [String: Any] ?? [:]
-        guard let resolvedURL = url ?? info["adminURL"] as? String else {
-            throw ValidationError("no running gateway found: \(runtime.path) is missing; pass --state or --admin-url")
-        }
-        let tokenFile = URL(fileURLWithPath: state).appendingPathComponent("admin-token")
-        guard
-            let resolvedToken = token
-                ?? (try? String(contentsOf: tokenFile, encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        else { throw ValidationError("no admin token: \(tokenFile.path) is missing; pass --admin-token") }
-        self.url = resolvedURL
-        self.token = resolvedToken
-    }
-
-    /// Sends a request; returns the JSON body as a list of objects (one for an object body).
-    func send(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> [[String: Any]] {
-        let parsed = try await HTTPJSONClient(base: url, bearer: token).json(method, path, body)
-        if let list = parsed as? [[String: Any]] { return list }
-        if let object = parsed as? [String: Any] { return [object] }
-        return []
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldGateway
 import HeraldProvider
 import Synchronization
 
@@ -108,8 +109,7 @@ struct PushCommand: AsyncParsableCommand {
         name: .long,
         help: "With --binary: the TLS server name the gateway's certificate must carry (default: the host).")
     var serverName: String?
-    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
-    var up = ".herald/up.json"
+    @OptionGroup var up: UpOption
     @Option(name: .long, help: "With many tokens: requests in flight at once (streams on the one connection).")
     var concurrency = 100
     @Option(name: .long, help: "With many tokens: at most this many pushes a second (0 = as fast as answered).")
@@ -177,25 +177,22 @@ struct PushCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let defaults = apple == nil ? readRuntime(up) ?? [:] : [:]
-        func fromUp(_ key: String) -> String? { defaults[key] as? String }
+        let defaults = up.defaults(useUp: apple == nil)
         let (body, fileTopic) = try payloadBytes()
         if binary { return try await sendBinary(body, defaults: defaults) }
-        guard let topic = topic ?? fileTopic ?? fromUp("topic") else {
-            throw ValidationError("--topic is required (or an .apns file with \"Simulator Target Bundle\")")
+        guard let topic = topic ?? fileTopic ?? defaults.info?.topic else {
+            throw defaults.missing("--topic is required (or an .apns file with \"Simulator Target Bundle\")")
         }
         let server: APNsServer
         switch apple {
         case "sandbox": server = .sandbox
         case "production": server = .production
         default:
-            guard let base = url ?? fromUp("providerURL") else {
-                throw ValidationError("--url is required (no \(up) from `herald up` found)")
-            }
+            guard let base = url ?? defaults.info?.providerURL else { throw defaults.missing("--url is required") }
             server = APNsServer(url: base)
         }
         let authentication = try credentials.authentication(defaults: defaults)
-        let caPEM = try credentials.trustedCAPEM(defaults: defaults, useUp: apple == nil)
+        let caPEM = try credentials.trustedCAPEM(defaults: defaults)
         let targets = try await targetTokens(defaults, topic: topic)
         let client = try APNsClient(
             configuration: .init(
@@ -313,11 +310,10 @@ struct PushCommand: AsyncParsableCommand {
 
     /// `--binary`: one notification per token over the legacy binary interface; failures come
     /// back as error packets (the client sends what followed a refused one again).
-    func sendBinary(_ body: Data, defaults: [String: Any]) async throws {
+    func sendBinary(_ body: Data, defaults: UpDefaults) async throws {
         let endpoint = try legacyEndpoint(
-            address: binaryAddress, addressKey: "binaryAddress", cert: credentials.cert, certKey: credentials.certKey,
-            ca: credentials.ca,
-            serverName: serverName, defaults: defaults)
+            address: binaryAddress ?? defaults.info?.binaryAddress, cert: credentials.cert,
+            certKey: credentials.certKey, ca: credentials.ca, serverName: serverName, defaults: defaults)
         let targets = try await targetTokens(defaults)
         let client = APNsBinaryClient(endpoint: endpoint)
         var notifications: [LegacyBinary.Notification] = []
@@ -372,7 +368,7 @@ struct PushCommand: AsyncParsableCommand {
 
     /// `--tokens-file`'s lines, `--token`, `--device`'s token(s) from the admin API, or the demo
     /// device's token from `herald up`.
-    func targetTokens(_ defaults: [String: Any], topic: String? = nil) async throws -> [String] {
+    func targetTokens(_ defaults: UpDefaults, topic: String? = nil) async throws -> [String] {
         if let tokens {
             let list = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
@@ -380,19 +376,19 @@ struct PushCommand: AsyncParsableCommand {
             return list
         }
         if let device { return try await deviceTokens(device, topic: topic ?? "", defaults: defaults) }
-        guard let one = token ?? defaults["deviceToken"] as? String else {
-            throw ValidationError("--token is required")
+        guard let one = token ?? defaults.info?.deviceToken else {
+            throw defaults.missing("--token is required (or --tokens-file or --device)")
         }
         return [one]
     }
 
     /// The tokens `--device` names: the topic's app (the topic less its push type's suffix) on that
     /// device, or on every device (`all`), valid and in `--environment`, as the admin API lists them.
-    func deviceTokens(_ device: String, topic: String, defaults: [String: Any]) async throws -> [String] {
-        guard let base = admin ?? defaults["adminURL"] as? String else {
-            throw ValidationError("--device needs the admin API: --admin URL (no \(up) from `herald up` found)")
+    func deviceTokens(_ device: String, topic: String, defaults: UpDefaults) async throws -> [String] {
+        guard let base = admin ?? defaults.info?.adminURL else {
+            throw defaults.missing("--device needs the admin API: --admin URL")
         }
-        var bearer = defaults["adminToken"] as? String
+        var bearer = defaults.info?.adminToken
         if let adminTokenFile {
             guard let text = try? String(contentsOfFile: adminTokenFile, encoding: .utf8) else {
                 throw ValidationError("--admin-token-file: cannot read \(adminTokenFile)")
@@ -401,21 +397,18 @@ struct PushCommand: AsyncParsableCommand {
         }
         let suffix = pushType?.topicSuffix ?? ""
         let app = !suffix.isEmpty && topic.hasSuffix(suffix) ? String(topic.dropLast(suffix.count)) : topic
-        let client = HTTPJSONClient(base: base, bearer: bearer)
-        let devices: [[String: Any]]
+        let client = AdminClient(url: base, token: bearer)
+        let devices: [AdminAPI.DeviceView]
         do {
-            devices =
-                device == "all"
-                ? try await client.json("GET", "/devices") as? [[String: Any]] ?? []
-                : [try await client.json("GET", "/devices/\(device)") as? [String: Any] ?? [:]]
+            devices = device == "all" ? try await client.devices() : [try await client.device(device)]
         } catch {
             throw ValidationError("--device: the admin API at \(base): \(error)")
         }
         let tokens = devices.flatMap { record in
-            (record["apps"] as? [[String: Any]] ?? []).filter {
-                $0["bundleID"] as? String == app && $0["environment"] as? String == environment
-                    && $0["invalidatedAt"] == nil && $0["scope"] == nil
-            }.compactMap { $0["token"] as? String }
+            record.apps.filter {
+                $0.bundleID == app && $0.environment.rawValue == environment && $0.invalidatedAt == nil
+                    && $0.scope == nil
+            }.map(\.token)
         }
         if tokens.isEmpty {
             let which = device == "all" ? "no device has" : "device \(device) does not have"

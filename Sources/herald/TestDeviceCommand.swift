@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import HeraldDevice
 import Synchronization
 
@@ -332,9 +333,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
     }
 
     static func linkURL(state: String) throws -> String {
-        let runtime = URL(fileURLWithPath: state).appendingPathComponent("gateway.json")
-        let info = (try? JSONSerialization.jsonObject(with: Data(contentsOf: runtime))) as? [String: Any] ?? [:]
-        guard let url = info["linkDevelopmentURL"] as? String else {
+        let runtime = URL(fileURLWithPath: state).appendingPathComponent(GatewayInfo.fileName)
+        guard let url = (try? GatewayInfo.read(from: runtime.path))?.linkDevelopmentURL else {
             throw ValidationError(
                 "no running gateway found: \(runtime.path) is missing; pass --gateway-state or --gateway")
         }
