@@ -3,7 +3,6 @@ import Foundation
 import HeraldCore
 import HeraldGateway
 import HeraldProvider
-import Synchronization
 
 extension PushType: ExpressibleByArgument {}
 
@@ -246,40 +245,12 @@ struct PushCommand: AsyncParsableCommand {
     }
 
     func sendMany(_ client: APNsClient, _ notification: APNsNotification, to targets: [String]) async throws {
-        let tally = Tally()
         let progress = ProgressBar(total: targets.count, terminal: isatty(2) != 0, quiet: json)
-        let pacer = rate > 0 ? Pacer(perSecond: rate) : nil
-        await withTaskGroup(of: Void.self) { group in
-            var next = 0
-            func addOne() async {
-                let target = targets[next]
-                next += 1
-                var copy = notification
-                copy.apnsID = nil  // each push its own id
-                if let pacer { await pacer.wait() }
-                group.addTask {
-                    let outcome: Tally.Outcome
-                    do {
-                        _ = try await client.send(copy, to: target)
-                        outcome = .init(answer: "200")
-                    } catch let error as APNsError {
-                        outcome = .init(
-                            answer: "\(error.status) \(error.reason)",
-                            drop: error.status == 410
-                                ? .init(token: target, reason: "\(error.reason)", at: error.timestamp) : nil)
-                    } catch {
-                        outcome = .init(answer: "no answer: \(error)")
-                    }
-                    progress.update(tally.add(outcome))
-                }
-            }
-            while next < min(concurrency, targets.count) { await addOne() }
-            while await group.next() != nil {
-                if next < targets.count { await addOne() }
-            }
-        }
+        let tally = await client.send(
+            notification, to: targets, concurrency: concurrency, perSecond: rate, progress: { progress.update($0.done) }
+        )
         progress.finish()
-        let (answers, drops) = tally.state.withLock { ($0.answers, $0.drops) }
+        let (answers, drops) = (tally.answers, tally.drops)
         let seconds = progress.elapsed
         let perSecond = Double(targets.count) / max(seconds, 1e-6)
         if json {
@@ -305,7 +276,7 @@ struct PushCommand: AsyncParsableCommand {
                 }
             }
         }
-        if answers.keys.contains(where: { $0 != "200" }) { throw ExitCode(1) }
+        if !tally.allAccepted { throw ExitCode(1) }
     }
 
     /// `--binary`: one notification per token over the legacy binary interface; failures come
@@ -463,118 +434,5 @@ struct PushCommand: AsyncParsableCommand {
                 "nothing to send: give --alert, --title, --badge, --sound, --content-available or --payload")
         }
         return (try JSONSerialization.data(withJSONObject: ["aps": aps], options: [.sortedKeys]), nil)
-    }
-}
-
-/// Results of a send to many tokens so far.
-final class Tally: Sendable {
-    /// One push's answer: `200`, `410 Unregistered`, `no answer: …`; a token to drop for a 410.
-    struct Outcome: Sendable {
-        var answer: String
-        var drop: Drop? = nil
-    }
-
-    /// A token the provider should stop sending to, and since when (the 410's timestamp).
-    struct Drop: Sendable {
-        var token: String
-        var reason: String
-        var at: Date?
-    }
-
-    let state = Mutex<(done: Int, answers: [String: Int], drops: [Drop])>((0, [:], []))
-
-    /// Counts an outcome; returns how many are done.
-    func add(_ outcome: Outcome) -> Int {
-        state.withLock { t in
-            t.done += 1
-            t.answers[outcome.answer, default: 0] += 1
-            if let drop = outcome.drop { t.drops.append(drop) }
-            return t.done
-        }
-    }
-}
-
-/// Paces sends to at most a number a second, on the monotonic clock.
-actor Pacer {
-    let interval: Duration
-    let clock = ContinuousClock()
-    var next: ContinuousClock.Instant
-
-    init(perSecond: Double) {
-        interval = .nanoseconds(Int64(1e9 / perSecond))
-        next = clock.now
-    }
-
-    /// Returns when the next send is due.
-    func wait() async {
-        let due = max(next, clock.now)
-        next = due + interval
-        try? await clock.sleep(until: due)
-    }
-}
-
-/// Progress on standard error: on a terminal, a bar redrawn in place (at most ten times a second)
-/// with the count, percentage, rate and time left; otherwise a plain line at every tenth.
-final class ProgressBar: Sendable {
-    let total: Int
-    let terminal: Bool
-    let quiet: Bool
-    let clock = ContinuousClock()
-    let start: ContinuousClock.Instant
-    /// The last redraw, and the last tenth reported.
-    let last = Mutex<(drawn: ContinuousClock.Instant?, tenth: Int)>((nil, 0))
-
-    init(total: Int, terminal: Bool, quiet: Bool) {
-        self.total = total
-        self.terminal = terminal
-        self.quiet = quiet
-        start = clock.now
-    }
-
-    /// Seconds since the start.
-    var elapsed: Double { Double((clock.now - start) / .microseconds(1)) / 1e6 }
-
-    /// `done` of `total` are answered.
-    func update(_ done: Int) {
-        guard !quiet else { return }
-        let now = clock.now
-        let due = last.withLock { last -> Bool in
-            if terminal {
-                if let drawn = last.drawn, now - drawn < .milliseconds(100), done < total { return false }
-                last.drawn = now
-                return true
-            }
-            let tenth = done * 10 / max(total, 1)
-            guard tenth > last.tenth else { return false }
-            last.tenth = tenth
-            return true
-        }
-        guard due else { return }
-        let seconds = Double((now - start) / .microseconds(1)) / 1e6
-        let rate = Double(done) / max(seconds, 1e-6)
-        let left = rate > 0 ? Double(total - done) / rate : 0
-        let percent = done * 100 / max(total, 1)
-        let status = "\(done)/\(total)  \(percent)%  \(Int(rate.rounded()))/s  ETA \(Self.duration(left))"
-        if terminal {
-            let filled = percent * 30 / 100
-            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-            // Carriage return, the bar, and erase to the end of the line.
-            FileHandle.standardError.write(Data("\r[\(bar)] \(status)\u{1B}[K".utf8))
-        } else {
-            FileHandle.standardError.write(Data("sent \(status)\n".utf8))
-        }
-    }
-
-    /// Ends the bar's line.
-    func finish() {
-        if terminal && !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
-    }
-
-    /// `42s`, `3m05s`, `1h02m`.
-    static func duration(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded(.up))
-        if s < 60 { return "\(s)s" }
-        if s < 3600 { return String(format: "%dm%02ds", s / 60, s % 60) }
-        return String(format: "%dh%02dm", s / 3600, (s % 3600) / 60)
     }
 }
