@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import HeraldTesting
 
 @main
 struct Herald: AsyncParsableCommand {
@@ -46,9 +45,10 @@ struct TriggerNext: ParsableCommand {
         abstract: "Print the next fire dates of a trigger.",
         discussion: """
             Examples:
-              herald trigger next --calendar hour=2,minute=30 --time-zone America/New_York \\
-                  --after 2025-03-08T12:00:00Z --count 3
-              herald trigger next --calendar weekday=2,hour=9 --floating --device-time-zone Europe/Paris
+              herald trigger next --calendar hour=2,minute=30 \\
+                  --time-zone America/New_York --after 2025-03-08T12:00:00Z --count 3
+              herald trigger next --calendar weekday=2,hour=9 --floating \\
+                  --device-time-zone Europe/Paris
               herald trigger next --interval 90 --count 5 --json
             Calendar components: era, year, month, day, hour, minute, second, weekday (1 = Sunday),
             weekdayOrdinal, weekOfMonth.
