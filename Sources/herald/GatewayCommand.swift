@@ -31,16 +31,9 @@ struct GatewayCommand: AsyncParsableCommand {
                 + "clients get TLS only: the provider API, the device link, and the admin API (over TLS, with its token).",
             valueName: "address"))
     var listen = "127.0.0.1"
-    @Option(name: .long, help: "Port of the TLS provider API (HTTP/2 with ALPN h2 and http/1.1; 0 = any free port).")
-    var port = 2197
-    @Option(
-        name: .long,
-        help: "Port of the loopback development listener (h2c prior knowledge and HTTP/1.1; 0 = any free port).")
-    var devPort = 2198
     @Flag(name: .long, help: "Do not open the development listener.")
     var noDev = false
-    @Option(name: .long, help: "Port of the loopback admin API (0 = any free port).")
-    var adminPort = 8080
+    @OptionGroup(title: "Ports") var ports: GatewayPorts
     @Option(name: .long, help: "Environment of requests whose host names none (development or production).")
     var environment: APNsEnvironment = .development
     @Option(
@@ -68,26 +61,8 @@ struct GatewayCommand: AsyncParsableCommand {
                 + "0.0.0.0).",
             valueName: "host"))
     var clusterAddress: String?
-    @Option(
-        name: .long,
-        help: "Port of the device link (WebSocket at /device/v1: TLS, or cleartext from loopback; 0 = any free port).")
-    var linkPort = 5223
-    @Option(
-        name: .long,
-        help: "Port of the legacy binary provider interface (TLS with an app certificate; 0 = any free port).")
-    var binaryPort = 2195
-    @Option(name: .long, help: "Port of the legacy feedback service (TLS with an app certificate; 0 = any free port).")
-    var feedbackPort = 2196
     @Flag(name: .long, help: "Do not open the legacy binary interface and feedback service.")
     var noLegacy = false
-    @Option(
-        name: .long,
-        help: "Port of the broadcast channel management API over TLS (HTTP/2 and HTTP/1.1; 0 = any free port).")
-    var channelsPort = 2295
-    @Option(
-        name: .long,
-        help: "Port of the channel management API in cleartext on loopback, for development (0 = any free port).")
-    var channelsDevPort = 2296
     @Flag(name: .long, help: "Do not open the channel management listeners.")
     var noChannels = false
     @Option(
@@ -174,9 +149,9 @@ struct GatewayCommand: AsyncParsableCommand {
         var configuration = Gateway.Configuration()
         configuration.stateDirectory = state
         configuration.listenAddress = listen
-        configuration.port = port
-        configuration.developmentPort = noDev ? nil : devPort
-        configuration.adminPort = adminPort
+        configuration.port = ports.port
+        configuration.developmentPort = noDev ? nil : ports.devPort
+        configuration.adminPort = ports.adminPort
         configuration.environment = environment
         configuration.provider.tokenRate = tokenRate
         configuration.provider.tokenBurst = tokenBurst
@@ -192,11 +167,11 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.logRetention = logRetentionDays * 86400
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads
-        configuration.linkPort = linkPort
-        configuration.binaryPort = noLegacy ? nil : binaryPort
-        configuration.feedbackPort = noLegacy ? nil : feedbackPort
-        configuration.channelsPort = noChannels ? nil : channelsPort
-        configuration.channelsDevelopmentPort = noChannels ? nil : channelsDevPort
+        configuration.linkPort = ports.linkPort
+        configuration.binaryPort = noLegacy ? nil : ports.binaryPort
+        configuration.feedbackPort = noLegacy ? nil : ports.feedbackPort
+        configuration.channelsPort = noChannels ? nil : ports.channelsPort
+        configuration.channelsDevelopmentPort = noChannels ? nil : ports.channelsDevPort
         configuration.link.acknowledgementTimeout = .nanoseconds(Int64(ackTimeout * 1e9))
         configuration.link.qos = LinkQoS.Configuration(batchWindow: batchWindow, backgroundBudget: backgroundBudget)
         let gateway = try await Gateway.open(configuration, logger: logger)

@@ -22,22 +22,7 @@ struct UpCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "State directory (the gateway's and the device's live inside it).")
     var state = ".herald"
-    @Option(name: .long, help: "Port of the gateway's TLS provider API (0 = any free port).")
-    var port = 2197
-    @Option(name: .long, help: "Port of the gateway's development listener, h2c and HTTP/1.1 (0 = any free port).")
-    var devPort = 2198
-    @Option(name: .long, help: "Port of the device link (0 = any free port).")
-    var linkPort = 5223
-    @Option(name: .long, help: "Port of the gateway's admin API (0 = any free port).")
-    var adminPort = 8080
-    @Option(name: .long, help: "Port of the legacy binary provider interface, on loopback (0 = any free port).")
-    var binaryPort = 2195
-    @Option(name: .long, help: "Port of the legacy feedback service, on loopback (0 = any free port).")
-    var feedbackPort = 2196
-    @Option(name: .long, help: "Port of the channel management API over TLS (0 = any free port).")
-    var channelsPort = 2295
-    @Option(name: .long, help: "Port of the channel management API in cleartext, on loopback (0 = any free port).")
-    var channelsDevPort = 2296
+    @OptionGroup(title: "Gateway ports") var ports: GatewayPorts
     @Option(name: .long, help: "Port of the device API (0 = any free port).")
     var devicePort = 8081
     @Option(name: .long, help: "The demo app's bundle id (its topic).")
@@ -144,17 +129,12 @@ struct UpCommand: AsyncParsableCommand {
             do {
                 try FileManager.default.removeItem(at: state.appendingPathComponent(GatewayInfo.fileName))
             } catch {}
-            // Node k's ports are node 1's plus 10×(k−1); 0 stays "any free port".
-            func shifted(_ port: Int) -> String { port == 0 ? "0" : String(port + 10 * (node - 1)) }
             let name = nodes == 1 ? "gateway" : "gateway node \(node)"
             // One after the other: the first node's secrets become the cluster's, the others take them.
             let gateway = try children.start(
                 name, executable: executable,
-                arguments: [
-                    "gateway", "--state", state.path, "--port", shifted(port), "--dev-port", shifted(devPort),
-                    "--link-port", shifted(linkPort), "--admin-port", shifted(adminPort), "--binary-port",
-                    shifted(binaryPort), "--feedback-port", shifted(feedbackPort), "--channels-port",
-                    shifted(channelsPort), "--channels-dev-port", shifted(channelsDevPort), "--log-level", "notice",
+                arguments: ["gateway", "--state", state.path] + ports.arguments(node: node) + [
+                    "--log-level", "notice",
                 ] + (database.map { ["--database", $0.url] } ?? []),
                 log: log, stdout: false, events: sink)
             nodeInfos.append(
