@@ -18,8 +18,10 @@ struct ChannelCommand: AsyncParsableCommand {
             Examples:
               herald channel create --policy 1
               herald channel read --channel-id 3q2+7wAAAAAAAAAAAAAAAA==
-              herald channel broadcast --channel-id 3q2+7wAAAAAAAAAAAAAAAA== --content-state '{"score":"2-1"}'
-              herald channel list --apple sandbox --p8 AuthKey.p8 --key-id ABC123DEFG --team DEF123GHIJ --topic com.example.app
+              herald channel broadcast --channel-id 3q2+7wAAAAAAAAAAAAAAAA== \\
+                  --content-state '{"score":"2-1"}'
+              herald channel list --apple sandbox --p8 AuthKey.p8 --key-id ABC123DEFG \\
+                  --team DEF123GHIJ --topic com.example.app
             Defaults (server, CA, key, topic) come from `herald up`'s up.json.
             """)
 

@@ -12,10 +12,10 @@ struct DeviceFocus: AsyncParsableCommand {
             A silenced notification makes no sound, shows no banner and does not wake the screen; it goes \
             to Notification Center marked with the Focus. Apps a mode allows, time-sensitive notifications \
             (when the mode lets them through) and critical ones still interrupt.
-              herald device focus                                 # what is on, and every mode
-              herald device focus on do-not-disturb               # until turned off
-              herald device focus on work --for 2h                # or --until 2026-12-01T18:00:00+01:00
-              herald device focus off                             # a scheduled one stays off until it ends
+              herald device focus                   # what is on, and every mode
+              herald device focus on do-not-disturb # until turned off
+              herald device focus on work --for 2h  # or --until 2026-12-01T18:00:00+01:00
+              herald device focus off               # a scheduled one: off until it ends
               herald device focus set reading --name Reading --allow com.example.books
               herald device focus set work --schedule 2-6,09:00-17:00 --time-sensitive off
               herald device focus remove reading
@@ -151,7 +151,8 @@ struct DeviceSummary: AsyncParsableCommand {
         discussion: """
             Notifications from the summary's apps that are neither time-sensitive nor critical are held \
             and delivered together at the next time, the most relevant first; badges still change at once.
-              herald device summary --on --times 08:00,18:00 --apps com.example.news,com.example.shop
+              herald device summary --on --times 08:00,18:00 \\
+                  --apps com.example.news,com.example.shop
               herald device summary --add-app com.example.games
               herald device summary --off            # what waited is delivered now
             """)

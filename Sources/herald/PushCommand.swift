@@ -19,12 +19,16 @@ struct PushCommand: AsyncParsableCommand {
             Examples:
               herald push --alert "Hello"
               herald push --title Lunch --alert "Pizza is here" --badge 3 --sound default
-              herald push payload.apns                          # "Simulator Target Bundle" gives the topic
-              herald push --tokens-file tokens.txt --alert "Sale" --concurrency 200 --rate 5000
-              herald push --device all --alert "Everyone"       # every device with the app, from the admin API
-              herald push --live-activity update --token <64 hex> --content-state '{"stop":3}' --alert "Almost there"
-              herald push --apple sandbox --p8 AuthKey_ABC.p8 --key-id ABC1234567 --team DEF1234567 \\
-                  --topic com.example.app --token <64 hex> --alert Hi
+              # the file's "Simulator Target Bundle" gives the topic:
+              herald push payload.apns
+              herald push --tokens-file tokens.txt --alert "Sale" \\
+                  --concurrency 200 --rate 5000
+              # every device with the app, from the admin API:
+              herald push --device all --alert "Everyone"
+              herald push --live-activity update --token <64 hex> \\
+                  --content-state '{"stop":3}' --alert "Almost there"
+              herald push --apple sandbox --p8 AuthKey_ABC.p8 --key-id ABC1234567 \\
+                  --team DEF1234567 --topic com.example.app --token <64 hex> --alert Hi
             """)
 
     @Argument(help: "An .apns file (a JSON payload with \"Simulator Target Bundle\").")

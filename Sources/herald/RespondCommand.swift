@@ -8,11 +8,12 @@ struct RespondCommand: AsyncParsableCommand {
         abstract: "Act as the user on a delivered notification: open it, dismiss it, or pick one of its actions.",
         discussion: """
             Examples:
-              herald respond com.example.demo                       # open the newest notification
+              herald respond com.example.demo     # open the newest notification
               herald respond com.example.invites invite-42 --action accept
               herald respond com.example.chat m-7 --action reply --text "on my way"
               herald respond com.example.demo n1 --action dismiss
-              herald respond com.example.mail m-3 --action trash --passcode 0000   # on a locked device
+              # on a locked device:
+              herald respond com.example.mail m-3 --action trash --passcode 0000
             Opening a notification of an app that is not running launches it with the notification as its \
             launch options; a background action launches it in the background. On a locked device, opening, \
             a foreground action or an action that requires authentication needs --passcode (the device's, \
