@@ -15,10 +15,12 @@ func printJSON(_ value: some Encodable) throws {
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-/// Prints a `JSONSerialization` object as pretty JSON.
-func printJSONObject(_ object: Any) throws {
-    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-    print(String(decoding: data, as: UTF8.self))
+/// Prints an answer or a result as pretty JSON with sorted keys (slashes escaped, as the CLI has
+/// always printed them).
+func printJSONObject(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
 /// Where the device API of a running `herald device` is: `--api-url`, or the `device.json` in its

@@ -140,7 +140,11 @@ struct ChannelCommand: AsyncParsableCommand {
             let stored = try await client.channelStoragePolicy(
                 bundleID: bundleID, channelID: channelId ?? "", on: server)
             if json {
-                try printJSONObject(["message-storage-policy": stored.rawValue, "push-type": BroadcastChannel.pushType])
+                try printJSONObject(
+                    [
+                        "message-storage-policy": .int(Int64(stored.rawValue)),
+                        "push-type": .string(BroadcastChannel.pushType),
+                    ] as [String: JSONValue])
             } else {
                 print(
                     "message-storage-policy \(stored.rawValue) (\(stored == .noStorage ? "no storage" : "latest kept"))"
@@ -166,7 +170,10 @@ struct ChannelCommand: AsyncParsableCommand {
                 payload: body, bundleID: bundleID, channelID: channelId ?? "",
                 priority: PushPriority(rawValue: priority) ?? .immediate, expiration: expiration, on: server)
             if json {
-                try printJSONObject(["status": 200, "requestID": sent.requestID, "uniqueID": sent.uniqueID])
+                try printJSONObject(
+                    [
+                        "status": .int(200), "requestID": .string(sent.requestID), "uniqueID": .string(sent.uniqueID),
+                    ] as [String: JSONValue])
             } else {
                 print("200 apns-request-id \(sent.requestID) apns-unique-id \(sent.uniqueID)")
             }

@@ -46,10 +46,10 @@ struct FeedbackCommand: AsyncParsableCommand {
             return try printJSONObject(
                 tuples.map {
                     [
-                        "time": Int($0.time),
-                        "date": formatter.string(from: Date(timeIntervalSince1970: TimeInterval($0.time))),
-                        "token": DeviceToken(bytes: $0.token).hex,
-                    ] as [String: Any]
+                        "time": .int(Int64($0.time)),
+                        "date": .string(formatter.string(from: Date(timeIntervalSince1970: TimeInterval($0.time)))),
+                        "token": .string(DeviceToken(bytes: $0.token).hex),
+                    ] as [String: JSONValue]
                 })
         }
         if tuples.isEmpty { print("the feedback list is empty") }

@@ -62,11 +62,11 @@ struct HTTPJSONClient {
         _ = try await send(method, path, body: try body.map { try Self.encoder.encode($0) })
     }
 
-    /// Sends a JSON object body and parses a JSON answer.
-    func json(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
-        let payload = try body.map { try JSONSerialization.data(withJSONObject: $0) }
-        let (_, data) = try await send(method, path, body: payload)
-        return data.isEmpty ? nil : try JSONSerialization.jsonObject(with: data)
+    /// Sends a JSON object body and returns the answer as it came (`nil` when empty), for the
+    /// device API's answers that the CLI prints or reads a few fields of.
+    func json(_ method: String, _ path: String, _ body: [String: JSONValue]? = nil) async throws -> JSONValue? {
+        let (_, data) = try await send(method, path, body: try body.map { try Self.encoder.encode($0) })
+        return data.isEmpty ? nil : try JSONValue.parse(data)
     }
 
     static var encoder: JSONEncoder {

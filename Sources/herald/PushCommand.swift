@@ -226,8 +226,10 @@ struct PushCommand: AsyncParsableCommand {
         do {
             let delivery = try await client.send(notification, to: target)
             if json {
-                var object: [String: Any] = ["status": 200, "apnsID": delivery.apnsID, "attempts": delivery.attempts]
-                if let unique = delivery.uniqueID { object["uniqueID"] = unique }
+                var object: [String: JSONValue] = [
+                    "status": .int(200), "apnsID": .string(delivery.apnsID), "attempts": .int(Int64(delivery.attempts)),
+                ]
+                if let unique = delivery.uniqueID { object["uniqueID"] = .string(unique) }
                 return try printJSONObject(object)
             }
             print(
@@ -235,9 +237,11 @@ struct PushCommand: AsyncParsableCommand {
                     + (delivery.attempts > 1 ? " after \(delivery.attempts) attempts" : ""))
         } catch let error as APNsError {
             if json {
-                var object: [String: Any] = ["status": error.status, "reason": error.reason.description]
-                if let id = error.apnsID { object["apnsID"] = id }
-                if let t = error.timestamp { object["timestamp"] = Int64(t.timeIntervalSince1970 * 1000) }
+                var object: [String: JSONValue] = [
+                    "status": .int(Int64(error.status)), "reason": .string(error.reason.description),
+                ]
+                if let id = error.apnsID { object["apnsID"] = .string(id) }
+                if let t = error.timestamp { object["timestamp"] = .int(Int64(t.timeIntervalSince1970 * 1000)) }
                 try printJSONObject(object)
             } else {
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
@@ -258,15 +262,22 @@ struct PushCommand: AsyncParsableCommand {
         let seconds = progress.elapsed
         let perSecond = Double(targets.count) / max(seconds, 1e-6)
         if json {
-            try printJSONObject([
-                "sent": targets.count, "seconds": (seconds * 1000).rounded() / 1000, "perSecond": perSecond.rounded(),
-                "results": answers,
-                "drop": drops.map { drop -> [String: Any] in
-                    var object: [String: Any] = ["token": drop.token, "reason": drop.reason]
-                    if let at = drop.at { object["timestamp"] = Int64((at.timeIntervalSince1970 * 1000).rounded()) }
-                    return object
-                },
-            ])
+            try printJSONObject(
+                [
+                    "sent": .int(Int64(targets.count)), "seconds": .double((seconds * 1000).rounded() / 1000),
+                    "perSecond": .double(perSecond.rounded()),
+                    "results": .object(answers.mapValues { .int(Int64($0)) }),
+                    "drop": .array(
+                        drops.map { drop in
+                            var object: [String: JSONValue] = [
+                                "token": .string(drop.token), "reason": .string(drop.reason),
+                            ]
+                            if let at = drop.at {
+                                object["timestamp"] = .int(Int64((at.timeIntervalSince1970 * 1000).rounded()))
+                            }
+                            return .object(object)
+                        }),
+                ] as [String: JSONValue])
         } else {
             print(String(format: "sent %d in %.1f s (%.0f/s)", targets.count, seconds, perSecond))
             for (answer, n) in answers.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
@@ -315,14 +326,19 @@ struct PushCommand: AsyncParsableCommand {
         let elapsed = (clock.now - start) / .milliseconds(1) / 1000
         let rate = Double(identifiers.count) / max(elapsed, 1e-6)
         if json {
-            var object: [String: Any] = [
-                "sent": identifiers.count, "seconds": elapsed, "perSecond": rate.rounded(),
-                "connections": await client.connectionsOpened,
-                "failures": failures.map {
-                    ["identifier": Int($0.identifier), "status": Int($0.status.rawValue), "reason": "\($0.status)"]
-                },
+            var object: [String: JSONValue] = [
+                "sent": .int(Int64(identifiers.count)), "seconds": .double(elapsed),
+                "perSecond": .double(rate.rounded()),
+                "connections": .int(Int64(await client.connectionsOpened)),
+                "failures": .array(
+                    failures.map {
+                        .object([
+                            "identifier": .int(Int64($0.identifier)), "status": .int(Int64($0.status.rawValue)),
+                            "reason": .string("\($0.status)"),
+                        ])
+                    }),
             ]
-            if identifiers.count <= 1000 { object["identifiers"] = identifiers.map(Int.init) }
+            if identifiers.count <= 1000 { object["identifiers"] = .array(identifiers.map { .int(Int64($0)) }) }
             try printJSONObject(object)
         } else {
             let range =
@@ -416,27 +432,29 @@ struct PushCommand: AsyncParsableCommand {
                 ? nil : APNsLiveActivity.Alert(title: title, body: self.alert, sound: sound)
             return (try activity.activity(event: liveActivity, alert: alert).payload(), nil)
         }
-        var aps: [String: Any] = [:]
+        var aps: [String: JSONValue] = [:]
         if let title {
-            var alertObject: [String: Any] = ["title": title]
-            if let subtitle { alertObject["subtitle"] = subtitle }
-            if let alert { alertObject["body"] = alert }
-            aps["alert"] = alertObject
+            var alertObject: [String: JSONValue] = ["title": .string(title)]
+            if let subtitle { alertObject["subtitle"] = .string(subtitle) }
+            if let alert { alertObject["body"] = .string(alert) }
+            aps["alert"] = .object(alertObject)
         } else if let subtitle {
-            aps["alert"] = ["subtitle": subtitle, "body": alert ?? ""]
+            aps["alert"] = .object(["subtitle": .string(subtitle), "body": .string(alert ?? "")])
         } else if let alert {
-            aps["alert"] = alert
+            aps["alert"] = .string(alert)
         }
-        if let badge { aps["badge"] = badge }
-        if let sound { aps["sound"] = sound }
-        if let category { aps["category"] = category }
-        if let thread { aps["thread-id"] = thread }
-        if contentAvailable { aps["content-available"] = 1 }
-        if mutableContent { aps["mutable-content"] = 1 }
+        if let badge { aps["badge"] = .int(Int64(badge)) }
+        if let sound { aps["sound"] = .string(sound) }
+        if let category { aps["category"] = .string(category) }
+        if let thread { aps["thread-id"] = .string(thread) }
+        if contentAvailable { aps["content-available"] = .int(1) }
+        if mutableContent { aps["mutable-content"] = .int(1) }
         if aps.isEmpty {
             throw ValidationError(
                 "nothing to send: give --alert, --title, --badge, --sound, --content-available or --payload")
         }
-        return (try JSONSerialization.data(withJSONObject: ["aps": aps], options: [.sortedKeys]), nil)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try encoder.encode(["aps": JSONValue.object(aps)]), nil)
     }
 }

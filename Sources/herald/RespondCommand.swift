@@ -39,18 +39,18 @@ struct RespondCommand: AsyncParsableCommand {
         let client = try device.client()
         var id = identifier
         if id == nil {
-            let delivered = try await client.json("GET", "/apps/\(bundleID)/delivered") as? [[String: Any]] ?? []
-            guard let newest = delivered.first?["identifier"] as? String else {
+            let delivered = try await client.json("GET", "/apps/\(bundleID)/delivered")?.arrayValue ?? []
+            guard let newest = delivered.first?["identifier"]?.stringValue else {
                 throw ValidationError("\(bundleID) has no delivered notification")
             }
             id = newest
         }
-        var body: [String: Any] = ["action": action]
-        if let text { body["text"] = text }
-        if let passcode { body["passcode"] = passcode }
+        var body: [String: JSONValue] = ["action": .string(action)]
+        if let text { body["text"] = .string(text) }
+        if let passcode { body["passcode"] = .string(passcode) }
         let escaped = id!.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id!
         let answer = try await client.json("POST", "/apps/\(bundleID)/delivered/\(escaped)/respond", body)
-        if json { return try printJSONObject(answer ?? [:]) }
+        if json { return try printJSONObject(answer ?? .null) }
         print("\(action) on \(id!) of \(bundleID)")
     }
 }
