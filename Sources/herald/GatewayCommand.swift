@@ -243,7 +243,7 @@ struct KeysNew: AsyncParsableCommand {
         else { throw ValidationError("could not write \(path)") }
         if json {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            encoder.outputFormatting = .sortedKeys
             print(String(decoding: try encoder.encode(["keyID": keyID, "teamID": team, "p8": path]), as: UTF8.self))
         } else {
             print("key \(keyID) for team \(team) registered; private key written to \(path)")
