@@ -130,7 +130,8 @@ let package = Package(
             ]
         ),
         // For tests, ours and a user's: a gateway and devices in one process on free ports, with
-        // manual clocks; test keys and tokens; the calendar fixtures.
+        // manual clocks; test keys and tokens. (The calendar comparison with Foundation is HeraldCore's:
+        // `herald trigger` uses it too.)
         .target(
             name: "HeraldTesting",
             dependencies: [
@@ -153,7 +154,6 @@ let package = Package(
                 "HeraldProvider",
                 "HeraldKit",
                 "HeraldRuntime",
-                "HeraldTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

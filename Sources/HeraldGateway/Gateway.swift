@@ -407,39 +407,38 @@ public final class Gateway: Sendable {
             services, signals: true, logger: logger, listening: adminReady, listener: "admin API",
             address: "\(address):\(configuration.adminPort)", stopper: stopper
         ) { bound in
-            var info: [String: String] = [
-                "providerURL": "https://localhost:\(provider.localAddress?.port ?? 0)",
-                "adminURL": "\(adminTLS == nil ? "http" : "https")://\(Self.urlHost(address)):\(bound)",
-                "adminToken": adminToken,
-                "caCertificate": state.caCertificatePath,
-                "pid": String(ProcessInfo.processInfo.processIdentifier),
-            ]
             let linkPort = link.localAddress?.port ?? 0
-            info["linkURL"] = "wss://localhost:\(linkPort)\(DeviceLink.path)"
-            info["linkDevelopmentURL"] = "ws://127.0.0.1:\(linkPort)\(DeviceLink.path)"
+            var info = GatewayInfo(
+                providerURL: "https://localhost:\(provider.localAddress?.port ?? 0)",
+                linkURL: "wss://localhost:\(linkPort)\(DeviceLink.path)",
+                linkDevelopmentURL: "ws://127.0.0.1:\(linkPort)\(DeviceLink.path)",
+                adminURL: "\(adminTLS == nil ? "http" : "https")://\(Self.urlHost(address)):\(bound)",
+                adminToken: adminToken, caCertificate: state.caCertificatePath,
+                pid: String(ProcessInfo.processInfo.processIdentifier))
             for server in legacy {
-                let key = server.service == .binary ? "binaryAddress" : "feedbackAddress"
-                info[key] = "localhost:\(server.localAddress?.port ?? 0)"
+                let address = "localhost:\(server.localAddress?.port ?? 0)"
+                if server.service == .binary { info.binaryAddress = address } else { info.feedbackAddress = address }
             }
-            if let development { info["developmentURL"] = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
+            if let development { info.developmentURL = "http://127.0.0.1:\(development.localAddress?.port ?? 0)" }
             for server in channels {
                 let port = server.localAddress?.port ?? 0
                 if server.isCleartext {
-                    info["channelsDevelopmentURL"] = "http://127.0.0.1:\(port)"
+                    info.channelsDevelopmentURL = "http://127.0.0.1:\(port)"
                 } else {
-                    info["channelsURL"] = "https://localhost:\(port)"
+                    info.channelsURL = "https://localhost:\(port)"
                 }
             }
             if let presence {
-                info["nodeID"] = presence.id
+                info.nodeID = presence.id
                 // Where the other nodes forward pushes for devices linked here: the TLS provider API.
                 let clusterURL = "https://\(clusterHost):\(provider.localAddress?.port ?? 0)"
-                info["clusterURL"] = clusterURL
+                info.clusterURL = clusterURL
                 presence.setAddress(clusterURL)
             }
             try state.writeRuntime(info)
-            logger.info("gateway ready", metadata: info.filter { $0.key != "adminToken" }.mapValues { .string($0) })
-            onReady(info)
+            let fields = info.fields
+            logger.info("gateway ready", metadata: fields.filter { $0.key != "adminToken" }.mapValues { .string($0) })
+            onReady(fields)
         }
     }
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOSSL
 import X509
 
@@ -157,10 +158,8 @@ public struct GatewayStateDirectory: Sendable {
     }
 
     /// Writes `gateway.json`.
-    public func writeRuntime(_ info: [String: String]) throws {
-        let data = try JSONSerialization.data(
-            withJSONObject: info, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        try write(String(decoding: data, as: UTF8.self) + "\n", to: runtimePath, secret: false)
+    public func writeRuntime(_ info: GatewayInfo) throws {
+        try write(String(decoding: try info.encoded(), as: UTF8.self), to: runtimePath, secret: false)
     }
 
     static func randomHex(count: Int) -> String {

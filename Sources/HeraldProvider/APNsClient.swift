@@ -291,6 +291,20 @@ public final class APNsClient: Sendable {
         self.logger = logger
     }
 
+    /// Sends `notification` to each device token, `concurrency` requests in flight at once over the
+    /// client's connections, at most `perSecond` started a second (0: as fast as answered); each
+    /// push gets its own `apns-id`. `progress` gets the tally after every answer; the tally is
+    /// returned once every push is answered (refusals and failures are counted, not thrown).
+    public func send(
+        _ notification: APNsNotification, to deviceTokens: [String], concurrency: Int, perSecond: Double = 0,
+        progress: @Sendable (APNsBulkTally) -> Void = { _ in }
+    ) async -> APNsBulkTally {
+        var each = notification
+        each.apnsID = nil
+        return await APNsBulkSend(concurrency: concurrency, perSecond: perSecond, clock: ContinuousClock())
+            .run(deviceTokens, send: { [each] token in try await self.send(each, to: token) }, progress: progress)
+    }
+
     /// Sends one notification to a device token (hex) and returns once the service accepted it.
     /// Throws ``APNsError`` when it refused it and ``APNsClientError`` when no answer came.
     public func send(_ notification: APNsNotification, to deviceToken: String) async throws -> APNsDelivery {

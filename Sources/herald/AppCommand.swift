@@ -37,11 +37,14 @@ struct AppCommand: AsyncParsableCommand {
               push-to-start-token  print the app's push-to-start token for --attributes-type
             Examples:
               herald app com.example.demo authorize --options alert,sound,badge
-              herald app com.example.demo add --id tea --title Tea --body "Steeped" --in 180
-              herald app com.example.demo add --id standup --body Standup --calendar weekday=2,hour=9 --repeats
-              herald app com.example.invites categories --category INVITE=accept+foreground,decline+destructive
+              herald app com.example.demo add --id tea --title Tea --body Steeped --in 180
+              herald app com.example.demo add --id standup --body Standup \\
+                  --calendar weekday=2,hour=9 --repeats
+              herald app com.example.invites categories \\
+                  --category INVITE=accept+foreground,decline+destructive
               herald app com.example.demo listen --foreground --present banner,sound
-              herald app com.example.demo activity-start --attributes-type Trip --content-state '{"stop":5}'
+              herald app com.example.demo activity-start --attributes-type Trip \\
+                  --content-state '{"stop":5}'
             The app counts as running (in the background, or the foreground with --foreground) while the \
             command is connected.
             """)
@@ -166,14 +169,19 @@ struct AppCommand: AsyncParsableCommand {
                 "launched", options, extra: ["state": environment[AppLink.Environment.launchMode] ?? ""],
                 counts: false)
         }
-        let center = try await UserNotificationCenter.connect(
-            bundleID: bundleID, state: foreground ? .foreground : launched ? nil : .background, socketPath: path,
-            delegate: action == .listen ? printer : nil)
+        let center: UserNotificationCenter
+        do {
+            center = try await UserNotificationCenter.connect(
+                bundleID: bundleID, state: foreground ? .foreground : launched ? nil : .background, socketPath: path,
+                delegate: action == .listen ? printer : nil)
+        } catch {
+            throw Self.readable(error, app: bundleID)
+        }
         do {
             try await perform(center, printer: printer)
         } catch {
             await center.close()
-            throw Self.readable(error)
+            throw Self.readable(error, app: bundleID)
         }
         await center.close()
     }
@@ -425,15 +433,32 @@ struct AppCommand: AsyncParsableCommand {
         }
     }
 
-    static func readable(_ error: any Error) -> any Error {
+    /// An error as the person at the terminal reads it: Apple's domain and code for Apple's errors
+    /// (they are documented), and for the device's own what happened and what to do about it.
+    static func readable(_ error: any Error, app: String) -> any Error {
         if let error = error as? NotificationError {
             return ValidationError(
                 "\(AppLink.notificationErrorDomain) \(error.code.rawValue) (\(error.code)): \(error.message)")
         }
         if let error = error as? AppLinkFailure {
             if let activity = error.activityError { return ValidationError("ActivityKit \(activity)") }
+            if error.domain == AppLink.heraldErrorDomain { return ValidationError(deviceRefusal(error, app: app)) }
             return ValidationError(error.description)
         }
         return error
+    }
+
+    /// The device daemon's own refusal (domain `Herald`), without its domain and code.
+    static func deviceRefusal(_ failure: AppLinkFailure, app: String) -> String {
+        switch (failure.domain, failure.code) {
+        case (AppLinkFailure.Code.protocolError.domain, AppLinkFailure.Code.protocolError.code)
+        where failure.message.contains("is not installed"):
+            return "\(failure.message); install it with `herald device install \(app) --aps-environment development` "
+                + "(or start `herald up --install \(app)=<executable>`), or check the bundle id with `herald device apps`"
+        case (AppLinkFailure.Code.deviceFailed.domain, AppLinkFailure.Code.deviceFailed.code):
+            return "the device failed: \(failure.message); its log (.herald/device.log under `herald up`) says more"
+        default:
+            return failure.message
+        }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldProvider
+import HeraldRuntime
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -14,16 +15,12 @@ func printJSON(_ value: some Encodable) throws {
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-/// Prints a `JSONSerialization` object as pretty JSON.
-func printJSONObject(_ object: Any) throws {
-    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-    print(String(decoding: data, as: UTF8.self))
-}
-
-/// Reads a JSON object file written by a running process (`gateway.json`, `device.json`, `up.json`).
-func readRuntime(_ path: String) -> [String: Any]? {
-    guard let data = FileManager.default.contents(atPath: path) else { return nil }
-    return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+/// Prints an answer or a result as pretty JSON with sorted keys (slashes escaped, as the CLI has
+/// always printed them).
+func printJSONObject(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
 /// Where the device API of a running `herald device` is: `--api-url`, or the `device.json` in its
@@ -33,11 +30,7 @@ func deviceAPIURL(state: String?, url: String?) throws -> String {
     let candidates =
         state.map { [$0] } ?? [".herald/device"]
     for directory in candidates {
-        if let api = readRuntime(URL(fileURLWithPath: directory).appendingPathComponent("device.json").path)?[
-            "apiURL"] as? String
-        {
-            return api
-        }
+        if let info = try? DeviceInfo.read(directory: URL(fileURLWithPath: directory)) { return info.apiURL }
     }
     throw ValidationError(
         "no running device found (looked for device.json in \(candidates.joined(separator: ", "))); "
@@ -56,47 +49,6 @@ func appLinkPath(state: String?, socket: String?) throws -> String {
     throw ValidationError(
         "no app link found (looked for \(AppLink.socketName) in \(candidates.joined(separator: ", "))); "
             + "pass --device-state or --socket")
-}
-
-/// A tiny JSON-over-HTTP client for the device API and the admin API.
-struct HTTPJSONClient {
-    let base: String
-    var bearer: String?
-
-    /// Sends a request and returns the status and body; a status of 400 or more throws with the
-    /// server's message.
-    func send(_ method: String, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
-        guard let url = URL(string: base + path) else { throw ValidationError("bad URL \(base + path)") }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "authorization") }
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "content-type")
-        }
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await URLSession.shared.data(for: request)
-        } catch {
-            throw ValidationError("\(method) \(base + path): \(error.localizedDescription)")
-        }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard status < 400 else {
-            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-            let message = (object?["error"] as? [String: Any])?["message"] as? String
-            throw ValidationError(
-                "\(method) \(path): HTTP \(status): \(message ?? String(decoding: data, as: UTF8.self))")
-        }
-        return (status, data)
-    }
-
-    /// Sends a JSON object body and parses a JSON answer.
-    func json(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
-        let payload = try body.map { try JSONSerialization.data(withJSONObject: $0) }
-        let (_, data) = try await send(method, path, body: payload)
-        return data.isEmpty ? nil : try JSONSerialization.jsonObject(with: data)
-    }
 }
 
 /// The path of the running `herald` executable, to start its other roles.
@@ -126,16 +78,16 @@ struct ProviderCredentials: ParsableArguments {
     }
 
     /// The certificate and key when given, else a provider token from the `.p8` key, its key id and
-    /// team (each from `up.json`'s `defaults` when not given).
-    func authentication(defaults: [String: Any]) throws -> APNsAuthentication {
+    /// team (each from `up.json` when not given).
+    func authentication(defaults: UpDefaults) throws -> APNsAuthentication {
         if let cert, let certKey {
             return .certificate(
                 chainPEM: try String(contentsOfFile: cert, encoding: .utf8),
                 privateKeyPEM: try String(contentsOfFile: certKey, encoding: .utf8))
         }
-        guard let p8 = p8 ?? defaults["p8"] as? String, let keyID = keyId ?? defaults["keyID"] as? String,
-            let team = team ?? defaults["teamID"] as? String
-        else { throw ValidationError("give --p8, --key-id and --team (or --cert and --cert-key)") }
+        guard let p8 = p8 ?? defaults.info?.p8, let keyID = keyId ?? defaults.info?.keyID,
+            let team = team ?? defaults.info?.teamID
+        else { throw defaults.missing("give --p8, --key-id and --team (or --cert and --cert-key)") }
         do {
             return .token(try APNsSigningKey(p8File: p8, keyID: keyID, teamID: team))
         } catch {
@@ -143,9 +95,9 @@ struct ProviderCredentials: ParsableArguments {
         }
     }
 
-    /// The CA to trust: `--ca`, else `up.json`'s when `useUp` (not for Apple's hosts).
-    func trustedCAPEM(defaults: [String: Any], useUp: Bool) throws -> String? {
-        try (ca ?? (useUp ? defaults["caCertificate"] as? String : nil)).map {
+    /// The CA to trust: `--ca`, else `up.json`'s (none is read for Apple's hosts).
+    func trustedCAPEM(defaults: UpDefaults) throws -> String? {
+        try (ca ?? defaults.info?.caCertificate).map {
             try String(contentsOfFile: $0, encoding: .utf8)
         }
     }

@@ -18,8 +18,10 @@ struct ChannelCommand: AsyncParsableCommand {
             Examples:
               herald channel create --policy 1
               herald channel read --channel-id 3q2+7wAAAAAAAAAAAAAAAA==
-              herald channel broadcast --channel-id 3q2+7wAAAAAAAAAAAAAAAA== --content-state '{"score":"2-1"}'
-              herald channel list --apple sandbox --p8 AuthKey.p8 --key-id ABC123DEFG --team DEF123GHIJ --topic com.example.app
+              herald channel broadcast --channel-id 3q2+7wAAAAAAAAAAAAAAAA== \\
+                  --content-state '{"score":"2-1"}'
+              herald channel list --apple sandbox --p8 AuthKey.p8 --key-id ABC123DEFG \\
+                  --team DEF123GHIJ --topic com.example.app
             Defaults (server, CA, key, topic) come from `herald up`'s up.json.
             """)
 
@@ -61,8 +63,7 @@ struct ChannelCommand: AsyncParsableCommand {
     var payload: String?
     @OptionGroup(title: "Live Activity (broadcast)") var activity: LiveActivityOptions
     @OptionGroup var credentials: ProviderCredentials
-    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
-    var up = ".herald/up.json"
+    @OptionGroup var up: UpOption
     @Option(name: .long, help: "Seconds the request may take.")
     var timeout: Double = 30
     @Flag(name: .long, help: "Print the result as JSON.")
@@ -89,10 +90,8 @@ struct ChannelCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let defaults = apple == nil ? readRuntime(up) ?? [:] : [:]
-        guard let bundleID = topic ?? defaults["topic"] as? String else {
-            throw ValidationError("--topic is required (no \(up) from `herald up` found)")
-        }
+        let defaults = up.defaults(useUp: apple == nil)
+        guard let bundleID = topic ?? defaults.info?.topic else { throw defaults.missing("--topic is required") }
         let server: APNsServer
         switch (apple, action) {
         case ("sandbox", .broadcast): server = .broadcastSandbox
@@ -100,18 +99,16 @@ struct ChannelCommand: AsyncParsableCommand {
         case ("sandbox", _): server = .channelsSandbox
         case ("production", _): server = .channelsProduction
         case (_, .broadcast):
-            guard let base = providerUrl ?? defaults["providerURL"] as? String else {
-                throw ValidationError("--provider-url is required (no \(up) from `herald up` found)")
+            guard let base = providerUrl ?? defaults.info?.providerURL else {
+                throw defaults.missing("--provider-url is required")
             }
             server = APNsServer(url: base)
         default:
-            guard let base = url ?? defaults["channelsURL"] as? String else {
-                throw ValidationError("--url is required (no \(up) from `herald up` found)")
-            }
+            guard let base = url ?? defaults.info?.channelsURL else { throw defaults.missing("--url is required") }
             server = APNsServer(url: base)
         }
         let authentication = try credentials.authentication(defaults: defaults)
-        let caPEM = try credentials.trustedCAPEM(defaults: defaults, useUp: apple == nil)
+        let caPEM = try credentials.trustedCAPEM(defaults: defaults)
         let client = try APNsClient(
             configuration: .init(
                 server: server, authentication: authentication, trustedCAPEM: caPEM,
@@ -143,7 +140,11 @@ struct ChannelCommand: AsyncParsableCommand {
             let stored = try await client.channelStoragePolicy(
                 bundleID: bundleID, channelID: channelId ?? "", on: server)
             if json {
-                try printJSONObject(["message-storage-policy": stored.rawValue, "push-type": BroadcastChannel.pushType])
+                try printJSONObject(
+                    [
+                        "message-storage-policy": .int(Int64(stored.rawValue)),
+                        "push-type": .string(BroadcastChannel.pushType),
+                    ] as [String: JSONValue])
             } else {
                 print(
                     "message-storage-policy \(stored.rawValue) (\(stored == .noStorage ? "no storage" : "latest kept"))"
@@ -169,7 +170,10 @@ struct ChannelCommand: AsyncParsableCommand {
                 payload: body, bundleID: bundleID, channelID: channelId ?? "",
                 priority: PushPriority(rawValue: priority) ?? .immediate, expiration: expiration, on: server)
             if json {
-                try printJSONObject(["status": 200, "requestID": sent.requestID, "uniqueID": sent.uniqueID])
+                try printJSONObject(
+                    [
+                        "status": .int(200), "requestID": .string(sent.requestID), "uniqueID": .string(sent.uniqueID),
+                    ] as [String: JSONValue])
             } else {
                 print("200 apns-request-id \(sent.requestID) apns-unique-id \(sent.uniqueID)")
             }

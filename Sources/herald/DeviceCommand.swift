@@ -216,17 +216,16 @@ struct DeviceInstall: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        var body: [String: Any] = ["bundleID": bundleID]
-        if let executable {
-            body["executable"] = URL(fileURLWithPath: executable).standardizedFileURL.path
-        }
-        if let bundleDir { body["bundleDirectory"] = URL(fileURLWithPath: bundleDir).standardizedFileURL.path }
-        if let libraryDir { body["libraryDirectory"] = URL(fileURLWithPath: libraryDir).standardizedFileURL.path }
-        if let apsEnvironment { body["apsEnvironment"] = apsEnvironment.rawValue }
-        if frequentActivityUpdates { body["supportsFrequentActivityUpdates"] = true }
-        let app = try await device.client().json("POST", "/apps", body) as? [String: Any] ?? [:]
+        func path(_ text: String) -> JSONValue { .string(URL(fileURLWithPath: text).standardizedFileURL.path) }
+        var body: [String: JSONValue] = ["bundleID": .string(bundleID)]
+        if let executable { body["executable"] = path(executable) }
+        if let bundleDir { body["bundleDirectory"] = path(bundleDir) }
+        if let libraryDir { body["libraryDirectory"] = path(libraryDir) }
+        if let apsEnvironment { body["apsEnvironment"] = .string(apsEnvironment.rawValue) }
+        if frequentActivityUpdates { body["supportsFrequentActivityUpdates"] = .bool(true) }
+        let app = try await device.client().json("POST", "/apps", body) ?? .null
         if json { return try printJSONObject(app) }
-        print("installed \(bundleID)" + ((app["token"] as? String).map { "; device token \($0)" } ?? ""))
+        print("installed \(bundleID)" + ((app["token"]?.stringValue).map { "; device token \($0)" } ?? ""))
     }
 }
 
@@ -254,16 +253,16 @@ struct DeviceApps: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let apps = try await device.client().json("GET", "/apps") as? [[String: Any]] ?? []
+        let apps = try await device.client().json("GET", "/apps")?.arrayValue ?? []
         if json { return try printJSONObject(apps) }
         if apps.isEmpty { print("no apps installed") }
         for app in apps {
-            let id = app["bundleID"] as? String ?? "?"
-            let state = app["state"] as? String ?? "?"
-            let badge = app["badge"] as? Int ?? 0
-            let token = app["token"] as? String
+            let id = app["bundleID"]?.stringValue ?? "?"
+            let state = app["state"]?.stringValue ?? "?"
+            let badge = app["badge"]?.intValue ?? 0
+            let token = app["token"]?.stringValue
             print(
-                "\(id)  \(state)  badge \(badge)  pending \(app["pending"] as? Int ?? 0)  delivered \(app["delivered"] as? Int ?? 0)"
+                "\(id)  \(state)  badge \(badge)  pending \(app["pending"]?.intValue ?? 0)  delivered \(app["delivered"]?.intValue ?? 0)"
                     + (token.map { "  token \($0)" } ?? ""))
         }
     }
@@ -299,11 +298,12 @@ struct DeviceSet: AsyncParsableCommand {
     func run() async throws {
         let client = try device.client()
         if let timeZone {
-            _ = try await client.json("PUT", "/time-zone", ["identifier": timeZone])
+            _ = try await client.json("PUT", "/time-zone", ["identifier": .string(timeZone)])
             print("time zone \(timeZone)")
         }
         if let location, let (latitude, longitude) = Self.fix(location) {
-            _ = try await client.json("PUT", "/location", ["latitude": latitude, "longitude": longitude])
+            _ = try await client.json(
+                "PUT", "/location", ["latitude": .double(latitude), "longitude": .double(longitude)])
             print("location \(latitude),\(longitude)")
         }
     }
@@ -320,11 +320,11 @@ struct DeviceLog: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let entries = try await device.client().json("GET", "/log?limit=\(limit)") as? [[String: Any]] ?? []
+        let entries = try await device.client().json("GET", "/log?limit=\(limit)")?.arrayValue ?? []
         if json { return try printJSONObject(entries) }
         for entry in entries {
             print(
-                "\(entry["date"] as? String ?? "")  [\(entry["app"] as? String ?? "")] \(entry["text"] as? String ?? "")"
+                "\(entry["date"]?.stringValue ?? "")  [\(entry["app"]?.stringValue ?? "")] \(entry["text"]?.stringValue ?? "")"
             )
         }
     }
@@ -369,19 +369,19 @@ struct DeviceClockCommand: AsyncParsableCommand {
 
     func run() async throws {
         let client = try device.client()
-        let answer: Any?
+        let answer: JSONValue?
         if let advance, let seconds = Self.seconds(advance) {
-            answer = try await client.json("POST", "/clock", ["advance": seconds])
+            answer = try await client.json("POST", "/clock", ["advance": .double(seconds)])
         } else if let to {
-            answer = try await client.json("POST", "/clock", ["to": to])
+            answer = try await client.json("POST", "/clock", ["to": .string(to)])
         } else {
             answer = try await client.json("GET", "/clock")
         }
-        let clock = answer as? [String: Any] ?? [:]
+        let clock = answer ?? .null
         if json { return try printJSONObject(clock) }
         print(
-            "\(clock["now"] as? String ?? "?")  \(clock["timeZone"] as? String ?? "")  "
-                + ((clock["manual"] as? Bool ?? false) ? "manual" : "system clock")
-                + ((clock["nextWake"] as? String).map { "  next wake \($0)" } ?? ""))
+            "\(clock["now"]?.stringValue ?? "?")  \(clock["timeZone"]?.stringValue ?? "")  "
+                + ((clock["manual"]?.boolValue ?? false) ? "manual" : "system clock")
+                + ((clock["nextWake"]?.stringValue).map { "  next wake \($0)" } ?? ""))
     }
 }

@@ -12,10 +12,10 @@ struct DeviceFocus: AsyncParsableCommand {
             A silenced notification makes no sound, shows no banner and does not wake the screen; it goes \
             to Notification Center marked with the Focus. Apps a mode allows, time-sensitive notifications \
             (when the mode lets them through) and critical ones still interrupt.
-              herald device focus                                 # what is on, and every mode
-              herald device focus on do-not-disturb               # until turned off
-              herald device focus on work --for 2h                # or --until 2026-12-01T18:00:00+01:00
-              herald device focus off                             # a scheduled one stays off until it ends
+              herald device focus                   # what is on, and every mode
+              herald device focus on do-not-disturb # until turned off
+              herald device focus on work --for 2h  # or --until 2026-12-01T18:00:00+01:00
+              herald device focus off               # a scheduled one: off until it ends
               herald device focus set reading --name Reading --allow com.example.books
               herald device focus set work --schedule 2-6,09:00-17:00 --time-sensitive off
               herald device focus remove reading
@@ -63,7 +63,7 @@ struct DeviceFocus: AsyncParsableCommand {
     }
 
     /// `2-6,09:00-17:00`, `1+7,10:00-12:00`, `daily,22:00-07:00` as the device API's JSON.
-    static func schedule(_ text: String) throws -> [String: Any] {
+    static func schedule(_ text: String) throws -> JSONValue {
         let parts = text.split(separator: ",")
         guard parts.count == 2 else {
             throw ValidationError("--schedule: '\(text)' is not DAYS,HH:MM-HH:MM (e.g. 2-6,09:00-17:00)")
@@ -86,58 +86,61 @@ struct DeviceFocus: AsyncParsableCommand {
         } catch {
             throw ValidationError("--schedule: \(error.message)")
         }
-        return ["weekdays": days, "start": times[0], "end": times[1]]
+        return .object([
+            "weekdays": .array(days.map { .int(Int64($0)) }), "start": .string(times[0]), "end": .string(times[1]),
+        ])
     }
 
     func run() async throws {
         let client = try device.client()
-        var answer: Any?
+        var answer: JSONValue?
         switch action {
         case .status:
             answer = try await client.json("GET", "/focus")
         case .on:
-            var body: [String: Any] = ["mode": mode!]
-            if let until { body["until"] = until }
+            var body: [String: JSONValue] = ["mode": .string(mode!)]
+            if let until { body["until"] = .string(until) }
             if let text = `for`, let seconds = DeviceClockCommand.seconds(text) {
-                let clock = try await client.json("GET", "/clock") as? [String: Any] ?? [:]
-                let now = (clock["now"] as? String).flatMap(AppLinkDates.parse) ?? Date()
-                body["until"] = AppLinkDates.format(now.addingTimeInterval(seconds))
+                let clock = try await client.json("GET", "/clock") ?? .null
+                let now = (clock["now"]?.stringValue).flatMap(AppLinkDates.parse) ?? Date()
+                body["until"] = .string(AppLinkDates.format(now.addingTimeInterval(seconds)))
             }
             answer = try await client.json("PUT", "/focus", body)
         case .off:
-            answer = try await client.json("PUT", "/focus", ["mode": NSNull()])
+            answer = try await client.json("PUT", "/focus", ["mode": .null])
         case .set:
-            var body: [String: Any] = [:]
-            if let name { body["name"] = name }
-            if let allow { body["allowedApps"] = allow.split(separator: ",").map(String.init) }
-            if let timeSensitive { body["allowsTimeSensitive"] = timeSensitive == "on" }
+            var body: [String: JSONValue] = [:]
+            if let name { body["name"] = .string(name) }
+            if let allow { body["allowedApps"] = .strings(allow.split(separator: ",").map(String.init)) }
+            if let timeSensitive { body["allowsTimeSensitive"] = .bool(timeSensitive == "on") }
             if !schedule.isEmpty {
-                body["schedules"] = try schedule.filter { $0 != "none" }.map(Self.schedule)
+                body["schedules"] = .array(try schedule.filter { $0 != "none" }.map(Self.schedule))
             }
             answer = try await client.json("PUT", "/focus/modes/\(mode!)", body)
         case .remove:
             answer = try await client.json("DELETE", "/focus/modes/\(mode!)")
         }
-        if json { return try printJSONObject(answer ?? [:]) }
-        let view = answer as? [String: Any] ?? [:]
-        if let active = view["active"] as? [String: Any] {
+        if json { return try printJSONObject(answer ?? .null) }
+        let view = answer ?? .null
+        if let active = view["active"], active.objectValue != nil {
             print(
-                "Focus: \(active["name"] as? String ?? "?") on"
-                    + ((active["scheduled"] as? Bool) == true ? " (scheduled)" : "")
-                    + ((active["until"] as? String).map { " until \($0)" } ?? ""))
+                "Focus: \(active["name"]?.stringValue ?? "?") on"
+                    + ((active["scheduled"]?.boolValue) == true ? " (scheduled)" : "")
+                    + ((active["until"]?.stringValue).map { " until \($0)" } ?? ""))
         } else {
             print("Focus: off")
         }
-        for m in view["modes"] as? [[String: Any]] ?? [] {
-            let allowed = (m["allowedApps"] as? [String] ?? []).joined(separator: ", ")
-            let schedules = (m["schedules"] as? [[String: Any]] ?? []).map { s in
-                let days = (s["weekdays"] as? [Int] ?? []).map(String.init).joined(separator: "+")
-                return "\(days.isEmpty ? "daily" : days),\(s["start"] as? String ?? "")-\(s["end"] as? String ?? "")"
+        for m in view["modes"]?.arrayValue ?? [] {
+            let allowed = (m["allowedApps"]?.strings ?? []).joined(separator: ", ")
+            let schedules = (m["schedules"]?.arrayValue ?? []).map { s in
+                let days = (s["weekdays"]?.ints ?? []).map(String.init).joined(separator: "+")
+                return
+                    "\(days.isEmpty ? "daily" : days),\(s["start"]?.stringValue ?? "")-\(s["end"]?.stringValue ?? "")"
             }
             print(
-                "  \(m["identifier"] as? String ?? "")  \(m["name"] as? String ?? "")"
+                "  \(m["identifier"]?.stringValue ?? "")  \(m["name"]?.stringValue ?? "")"
                     + "  allows: \(allowed.isEmpty ? "no apps" : allowed)"
-                    + ((m["allowsTimeSensitive"] as? Bool) == false ? ", not time-sensitive" : ", time-sensitive")
+                    + ((m["allowsTimeSensitive"]?.boolValue) == false ? ", not time-sensitive" : ", time-sensitive")
                     + (schedules.isEmpty ? "" : "  scheduled \(schedules.joined(separator: "; "))"))
         }
     }
@@ -151,7 +154,8 @@ struct DeviceSummary: AsyncParsableCommand {
         discussion: """
             Notifications from the summary's apps that are neither time-sensitive nor critical are held \
             and delivered together at the next time, the most relevant first; badges still change at once.
-              herald device summary --on --times 08:00,18:00 --apps com.example.news,com.example.shop
+              herald device summary --on --times 08:00,18:00 \\
+                  --apps com.example.news,com.example.shop
               herald device summary --add-app com.example.games
               herald device summary --off            # what waited is delivered now
             """)
@@ -177,38 +181,38 @@ struct DeviceSummary: AsyncParsableCommand {
 
     func run() async throws {
         let client = try device.client()
-        var body: [String: Any] = [:]
-        if on { body["enabled"] = true }
-        if off { body["enabled"] = false }
-        if let times { body["times"] = times.split(separator: ",").map(String.init) }
-        if let apps { body["apps"] = apps.split(separator: ",").map(String.init) }
+        var body: [String: JSONValue] = [:]
+        if on { body["enabled"] = .bool(true) }
+        if off { body["enabled"] = .bool(false) }
+        if let times { body["times"] = .strings(times.split(separator: ",").map(String.init)) }
+        if let apps { body["apps"] = .strings(apps.split(separator: ",").map(String.init)) }
         if !addApp.isEmpty || !removeApp.isEmpty {
-            let current = try await client.json("GET", "/summary") as? [String: Any] ?? [:]
-            var list = (current["settings"] as? [String: Any])?["apps"] as? [String] ?? []
+            let current = try await client.json("GET", "/summary") ?? .null
+            var list = current["settings"]?["apps"]?.strings ?? []
             list = (list + addApp).filter { !removeApp.contains($0) }
-            body["apps"] = Array(Set(list)).sorted()
+            body["apps"] = .strings(Array(Set(list)).sorted())
         }
         let answer = try await client.json(body.isEmpty ? "GET" : "PATCH", "/summary", body.isEmpty ? nil : body)
-        if json { return try printJSONObject(answer ?? [:]) }
-        let view = answer as? [String: Any] ?? [:]
-        let settings = view["settings"] as? [String: Any] ?? [:]
-        let listed = (settings["apps"] as? [String] ?? []).joined(separator: ", ")
+        if json { return try printJSONObject(answer ?? .null) }
+        let view = answer ?? .null
+        let settings = view["settings"] ?? .null
+        let listed = (settings["apps"]?.strings ?? []).joined(separator: ", ")
         print(
-            "Scheduled Summary: \((settings["enabled"] as? Bool) == true ? "on" : "off")"
-                + " at \((settings["times"] as? [String] ?? []).joined(separator: ", "))"
+            "Scheduled Summary: \((settings["enabled"]?.boolValue) == true ? "on" : "off")"
+                + " at \((settings["times"]?.strings ?? []).joined(separator: ", "))"
                 + "; apps: \(listed.isEmpty ? "none" : listed)")
-        let held = view["held"] as? [[String: Any]] ?? []
+        let held = view["held"]?.arrayValue ?? []
         if !held.isEmpty {
             print(
-                "  \(held.count) waiting" + ((view["next"] as? String).map { " for \($0)" } ?? "") + ": "
+                "  \(held.count) waiting" + ((view["next"]?.stringValue).map { " for \($0)" } ?? "") + ": "
                     + held.map {
-                        "\($0["appName"] as? String ?? "") \($0["title"] as? String ?? "") \($0["body"] as? String ?? "")"
+                        "\($0["appName"]?.stringValue ?? "") \($0["title"]?.stringValue ?? "") \($0["body"]?.stringValue ?? "")"
                     }
                     .joined(separator: "; "))
         }
-        for summary in view["summaries"] as? [[String: Any]] ?? [] {
-            print("  \(summary["title"] as? String ?? "") (\(summary["date"] as? String ?? "")):")
-            for n in summary["notifications"] as? [[String: Any]] ?? [] { print("    " + DeviceCenter.line(n)) }
+        for summary in view["summaries"]?.arrayValue ?? [] {
+            print("  \(summary["title"]?.stringValue ?? "") (\(summary["date"]?.stringValue ?? "")):")
+            for n in summary["notifications"]?.arrayValue ?? [] { print("    " + DeviceCenter.line(n)) }
         }
     }
 }
@@ -223,41 +227,43 @@ struct DeviceCenter: AsyncParsableCommand {
     @Flag(name: .long, help: "Print JSON.") var json = false
 
     /// `[Demo] Title — Body (time sensitive, silenced by Work)`.
-    static func line(_ n: [String: Any]) -> String {
-        var text = [n["title"] as? String ?? "", n["subtitle"] as? String ?? ""].filter { !$0.isEmpty }
+    static func line(_ n: JSONValue) -> String {
+        var text = [n["title"]?.stringValue ?? "", n["subtitle"]?.stringValue ?? ""].filter { !$0.isEmpty }
             .joined(separator: " / ")
-        if let body = n["body"] as? String, !body.isEmpty { text += text.isEmpty ? body : " — \(body)" }
+        if let body = n["body"]?.stringValue, !body.isEmpty { text += text.isEmpty ? body : " — \(body)" }
         var marks: [String] = []
-        if (n["timeSensitive"] as? Bool) == true { marks.append("time sensitive") }
-        if n["level"] as? String == "passive" { marks.append("passive") }
-        if let focus = n["silencedBy"] as? String { marks.append("silenced by \(focus)") }
-        if (n["quiet"] as? Bool) == true { marks.append("delivered quietly: keep or turn off") }
-        return "[\(n["appName"] as? String ?? "")] \(n["identifier"] as? String ?? ""): \(text)"
+        if (n["timeSensitive"]?.boolValue) == true { marks.append("time sensitive") }
+        if n["level"]?.stringValue == "passive" { marks.append("passive") }
+        if let focus = n["silencedBy"]?.stringValue { marks.append("silenced by \(focus)") }
+        if (n["quiet"]?.boolValue) == true { marks.append("delivered quietly: keep or turn off") }
+        return "[\(n["appName"]?.stringValue ?? "")] \(n["identifier"]?.stringValue ?? ""): \(text)"
             + (marks.isEmpty ? "" : " (\(marks.joined(separator: ", ")))")
     }
 
     func run() async throws {
-        let view = try await device.client().json("GET", "/center") as? [String: Any] ?? [:]
+        let view = try await device.client().json("GET", "/center") ?? .null
         if json { return try printJSONObject(view) }
-        if let focus = view["focus"] as? [String: Any] { print("Focus: \(focus["name"] as? String ?? "") on") }
-        let summaries = view["summaries"] as? [[String: Any]] ?? []
-        let stacks = view["stacks"] as? [[String: Any]] ?? []
+        if let focus = view["focus"], focus.objectValue != nil {
+            print("Focus: \(focus["name"]?.stringValue ?? "") on")
+        }
+        let summaries = view["summaries"]?.arrayValue ?? []
+        let stacks = view["stacks"]?.arrayValue ?? []
         if summaries.isEmpty && stacks.isEmpty { print("Notification Center is empty") }
         for summary in summaries {
-            let items = summary["notifications"] as? [[String: Any]] ?? []
-            print("\(summary["title"] as? String ?? "") (\(items.count)):")
+            let items = summary["notifications"]?.arrayValue ?? []
+            print("\(summary["title"]?.stringValue ?? "") (\(items.count)):")
             for n in items { print("  " + Self.line(n)) }
         }
         for stack in stacks {
-            let items = stack["notifications"] as? [[String: Any]] ?? []
-            let thread = stack["thread"] as? String ?? ""
+            let items = stack["notifications"]?.arrayValue ?? []
+            let thread = stack["thread"]?.stringValue ?? ""
             print(
-                "\(stack["appName"] as? String ?? "")" + (thread.isEmpty ? "" : " · \(thread)") + " (\(items.count))"
-                    + ((stack["line"] as? String).map { " — \($0)" } ?? ""))
+                "\(stack["appName"]?.stringValue ?? "")" + (thread.isEmpty ? "" : " · \(thread)") + " (\(items.count))"
+                    + ((stack["line"]?.stringValue).map { " — \($0)" } ?? ""))
             for n in items { print("  " + Self.line(n)) }
         }
-        if let held = view["held"] as? Int, held > 0 {
-            print("\(held) waiting for the summary" + ((view["nextSummary"] as? String).map { " at \($0)" } ?? ""))
+        if let held = view["held"]?.intValue, held > 0 {
+            print("\(held) waiting for the summary" + ((view["nextSummary"]?.stringValue).map { " at \($0)" } ?? ""))
         }
     }
 }
@@ -280,9 +286,9 @@ struct DeviceProvisional: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let view = try await device.client().json("POST", "/apps/\(bundleID)/provisional", ["choice": choice])
-        let settings = (view as? [String: Any])?["settings"] as? [String: Any] ?? [:]
-        print("\(bundleID): \(settings["authorizationStatus"] as? String ?? "?")")
+        let view = try await device.client().json("POST", "/apps/\(bundleID)/provisional", ["choice": .string(choice)])
+        let settings = view?["settings"] ?? .null
+        print("\(bundleID): \(settings["authorizationStatus"]?.stringValue ?? "?")")
     }
 }
 
@@ -296,7 +302,7 @@ struct DeviceLock: AsyncParsableCommand {
     @OptionGroup var device: DeviceLocation
 
     func run() async throws {
-        _ = try await device.client().json("PUT", "/lock", ["locked": true])
+        _ = try await device.client().json("PUT", "/lock", ["locked": .bool(true)])
         print("locked")
     }
 }
@@ -307,7 +313,7 @@ struct DeviceUnlock: AsyncParsableCommand {
     @OptionGroup var device: DeviceLocation
 
     func run() async throws {
-        _ = try await device.client().json("PUT", "/lock", ["locked": false])
+        _ = try await device.client().json("PUT", "/lock", ["locked": .bool(false)])
         print("unlocked")
     }
 }

@@ -107,13 +107,9 @@ final class EventPrinter: UserNotificationCenterDelegate {
     func activityChanged(_ activity: LiveActivity, center: UserNotificationCenter) async {
         if json {
             let encoder = JSONEncoder.appLink
-            if let data = try? encoder.encode(activity),
-                var object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-            {
-                object["event"] = "activity"
-                if let line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
-                    print(String(decoding: line, as: UTF8.self))
-                }
+            if let data = try? encoder.encode(activity), var object = (try? JSONValue.parse(data))?.objectValue {
+                object["event"] = .string("activity")
+                if let line = try? encoder.encode(object) { print(String(decoding: line, as: UTF8.self)) }
             }
         } else {
             print("activity " + AppCommand.line(activity))

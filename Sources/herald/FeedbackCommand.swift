@@ -23,8 +23,7 @@ struct FeedbackCommand: AsyncParsableCommand {
     var ca: String?
     @Option(name: .long, help: "The TLS server name the service's certificate must carry (default: the host).")
     var serverName: String?
-    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
-    var up = ".herald/up.json"
+    @OptionGroup var up: UpOption
     @Flag(name: .long, help: "Print the tuples as JSON.")
     var json = false
 
@@ -34,8 +33,8 @@ struct FeedbackCommand: AsyncParsableCommand {
 
     func run() async throws {
         let endpoint = try legacyEndpoint(
-            address: address, addressKey: "feedbackAddress", cert: cert, certKey: certKey, ca: ca,
-            serverName: serverName, defaults: readRuntime(up) ?? [:])
+            address: address ?? up.defaults().info?.feedbackAddress, cert: cert, certKey: certKey, ca: ca,
+            serverName: serverName, defaults: up.defaults())
         let tuples: [LegacyBinary.FeedbackTuple]
         do {
             tuples = try await APNsFeedbackReader.read(endpoint)
@@ -47,10 +46,10 @@ struct FeedbackCommand: AsyncParsableCommand {
             return try printJSONObject(
                 tuples.map {
                     [
-                        "time": Int($0.time),
-                        "date": formatter.string(from: Date(timeIntervalSince1970: TimeInterval($0.time))),
-                        "token": DeviceToken(bytes: $0.token).hex,
-                    ] as [String: Any]
+                        "time": .int(Int64($0.time)),
+                        "date": .string(formatter.string(from: Date(timeIntervalSince1970: TimeInterval($0.time)))),
+                        "token": .string(DeviceToken(bytes: $0.token).hex),
+                    ] as [String: JSONValue]
                 })
         }
         if tuples.isEmpty { print("the feedback list is empty") }
@@ -62,21 +61,21 @@ struct FeedbackCommand: AsyncParsableCommand {
     }
 }
 
-/// A legacy endpoint from the options, falling back on `herald up`'s up.json: the address under
-/// `addressKey`, the demo app's certificate and the gateway's CA.
+/// A legacy endpoint from the options (`address` already falls back on up.json's), else `herald
+/// up`'s up.json: the demo app's certificate and the gateway's CA.
 func legacyEndpoint(
-    address: String?, addressKey: String, cert: String?, certKey: String?, ca: String?, serverName: String?,
-    defaults: [String: Any]
+    address: String?, cert: String?, certKey: String?, ca: String?, serverName: String?, defaults: UpDefaults
 ) throws -> APNsLegacyEndpoint {
-    func fromUp(_ key: String) -> String? { defaults[key] as? String }
-    guard let text = address ?? fromUp(addressKey) else {
-        throw ValidationError("give the service's host:port (no up.json from `herald up` found)")
+    guard let text = address else {
+        throw defaults.missing("give the service's host:port")
     }
     guard let (host, port) = APNsLegacyEndpoint.address(text) else {
         throw ValidationError("'\(text)' is not host:port")
     }
-    guard let certPath = cert ?? fromUp("binaryCertificate"), let keyPath = certKey ?? fromUp("binaryPrivateKey") else {
-        throw ValidationError("give --cert and --cert-key (an app certificate from the gateway's CA)")
+    guard let certPath = cert ?? defaults.info?.binaryCertificate,
+        let keyPath = certKey ?? defaults.info?.binaryPrivateKey
+    else {
+        throw defaults.missing("give --cert and --cert-key (an app certificate from the gateway's CA)")
     }
     func read(_ path: String, _ option: String) throws -> String {
         do {
@@ -88,5 +87,5 @@ func legacyEndpoint(
     return APNsLegacyEndpoint(
         host: host, port: port, certificateChainPEM: try read(certPath, "--cert"),
         privateKeyPEM: try read(keyPath, "--cert-key"),
-        caPEM: try (ca ?? fromUp("caCertificate")).map { try read($0, "--ca") }, serverName: serverName)
+        caPEM: try (ca ?? defaults.info?.caCertificate).map { try read($0, "--ca") }, serverName: serverName)
 }

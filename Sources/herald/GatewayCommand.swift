@@ -31,16 +31,9 @@ struct GatewayCommand: AsyncParsableCommand {
                 + "clients get TLS only: the provider API, the device link, and the admin API (over TLS, with its token).",
             valueName: "address"))
     var listen = "127.0.0.1"
-    @Option(name: .long, help: "Port of the TLS provider API (HTTP/2 with ALPN h2 and http/1.1; 0 = any free port).")
-    var port = 2197
-    @Option(
-        name: .long,
-        help: "Port of the loopback development listener (h2c prior knowledge and HTTP/1.1; 0 = any free port).")
-    var devPort = 2198
     @Flag(name: .long, help: "Do not open the development listener.")
     var noDev = false
-    @Option(name: .long, help: "Port of the loopback admin API (0 = any free port).")
-    var adminPort = 8080
+    @OptionGroup(title: "Ports") var ports: GatewayPorts
     @Option(name: .long, help: "Environment of requests whose host names none (development or production).")
     var environment: APNsEnvironment = .development
     @Option(
@@ -68,26 +61,8 @@ struct GatewayCommand: AsyncParsableCommand {
                 + "0.0.0.0).",
             valueName: "host"))
     var clusterAddress: String?
-    @Option(
-        name: .long,
-        help: "Port of the device link (WebSocket at /device/v1: TLS, or cleartext from loopback; 0 = any free port).")
-    var linkPort = 5223
-    @Option(
-        name: .long,
-        help: "Port of the legacy binary provider interface (TLS with an app certificate; 0 = any free port).")
-    var binaryPort = 2195
-    @Option(name: .long, help: "Port of the legacy feedback service (TLS with an app certificate; 0 = any free port).")
-    var feedbackPort = 2196
     @Flag(name: .long, help: "Do not open the legacy binary interface and feedback service.")
     var noLegacy = false
-    @Option(
-        name: .long,
-        help: "Port of the broadcast channel management API over TLS (HTTP/2 and HTTP/1.1; 0 = any free port).")
-    var channelsPort = 2295
-    @Option(
-        name: .long,
-        help: "Port of the channel management API in cleartext on loopback, for development (0 = any free port).")
-    var channelsDevPort = 2296
     @Flag(name: .long, help: "Do not open the channel management listeners.")
     var noChannels = false
     @Option(
@@ -174,9 +149,9 @@ struct GatewayCommand: AsyncParsableCommand {
         var configuration = Gateway.Configuration()
         configuration.stateDirectory = state
         configuration.listenAddress = listen
-        configuration.port = port
-        configuration.developmentPort = noDev ? nil : devPort
-        configuration.adminPort = adminPort
+        configuration.port = ports.port
+        configuration.developmentPort = noDev ? nil : ports.devPort
+        configuration.adminPort = ports.adminPort
         configuration.environment = environment
         configuration.provider.tokenRate = tokenRate
         configuration.provider.tokenBurst = tokenBurst
@@ -192,11 +167,11 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.logRetention = logRetentionDays * 86400
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads
-        configuration.linkPort = linkPort
-        configuration.binaryPort = noLegacy ? nil : binaryPort
-        configuration.feedbackPort = noLegacy ? nil : feedbackPort
-        configuration.channelsPort = noChannels ? nil : channelsPort
-        configuration.channelsDevelopmentPort = noChannels ? nil : channelsDevPort
+        configuration.linkPort = ports.linkPort
+        configuration.binaryPort = noLegacy ? nil : ports.binaryPort
+        configuration.feedbackPort = noLegacy ? nil : ports.feedbackPort
+        configuration.channelsPort = noChannels ? nil : ports.channelsPort
+        configuration.channelsDevelopmentPort = noChannels ? nil : ports.channelsDevPort
         configuration.link.acknowledgementTimeout = .nanoseconds(Int64(ackTimeout * 1e9))
         configuration.link.qos = LinkQoS.Configuration(batchWindow: batchWindow, backgroundBudget: backgroundBudget)
         let gateway = try await Gateway.open(configuration, logger: logger)
@@ -254,26 +229,22 @@ struct KeysNew: AsyncParsableCommand {
 
     func run() async throws {
         let admin = try AdminClient(state: state, url: adminURL, token: adminToken)
-        if try await admin.send("GET", "/teams").contains(where: { ($0["id"] as? String) == team }) == false {
-            _ = try await admin.send("POST", "/teams", body: ["id": team])
+        if try await !admin.teams().contains(where: { $0.id == team }) {
+            _ = try await admin.createTeam(.init(id: team))
         }
-        var body: [String: Any] = ["teamID": team]
-        if let keyId { body["keyID"] = keyId }
-        if !topics.isEmpty { body["topics"] = topics }
-        if let environment { body["environment"] = environment.rawValue }
-        let rows = try await admin.send("POST", "/keys", body: body)
-        guard let key = rows.first, let keyID = key["keyID"] as? String, let pem = key["privateKey"] as? String else {
-            throw ValidationError("the gateway did not return a key")
-        }
+        let key = try await admin.createKey(
+            .init(teamID: team, keyID: keyId, topics: topics.isEmpty ? nil : topics, environment: environment))
+        guard let pem = key.privateKey else { throw ValidationError("the gateway did not return a key") }
+        let keyID = key.keyID
         let path = out ?? "AuthKey_\(keyID).p8"
         guard
             FileManager.default.createFile(
                 atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
         else { throw ValidationError("could not write \(path)") }
         if json {
-            let data = try JSONSerialization.data(
-                withJSONObject: ["keyID": keyID, "teamID": team, "p8": path], options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            print(String(decoding: try encoder.encode(["keyID": keyID, "teamID": team, "p8": path]), as: UTF8.self))
         } else {
             print("key \(keyID) for team \(team) registered; private key written to \(path)")
         }
@@ -315,35 +286,5 @@ struct KeysToken: ParsableCommand {
 func validateLogLevel(_ level: String) throws {
     guard Logger.Level(rawValue: level) != nil else {
         throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
-    }
-}
-
-/// A small client for the gateway's admin API.
-struct AdminClient {
-    let url: String
-    let token: String
-
-    init(state: String, url: String?, token: String?) throws {
-        let runtime = URL(fileURLWithPath: state).appendingPathComponent("gateway.json")
-        let info = (try? JSONSerialization.jsonObject(with: Data(contentsOf: runtime))) as? [String: Any] ?? [:]
-        guard let resolvedURL = url ?? info["adminURL"] as? String else {
-            throw ValidationError("no running gateway found: \(runtime.path) is missing; pass --state or --admin-url")
-        }
-        let tokenFile = URL(fileURLWithPath: state).appendingPathComponent("admin-token")
-        guard
-            let resolvedToken = token
-                ?? (try? String(contentsOf: tokenFile, encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        else { throw ValidationError("no admin token: \(tokenFile.path) is missing; pass --admin-token") }
-        self.url = resolvedURL
-        self.token = resolvedToken
-    }
-
-    /// Sends a request; returns the JSON body as a list of objects (one for an object body).
-    func send(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> [[String: Any]] {
-        let parsed = try await HTTPJSONClient(base: url, bearer: token).json(method, path, body)
-        if let list = parsed as? [[String: Any]] { return list }
-        if let object = parsed as? [String: Any] { return [object] }
-        return []
     }
 }

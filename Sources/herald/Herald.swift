@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import HeraldTesting
 
 @main
 struct Herald: AsyncParsableCommand {
@@ -46,9 +45,10 @@ struct TriggerNext: ParsableCommand {
         abstract: "Print the next fire dates of a trigger.",
         discussion: """
             Examples:
-              herald trigger next --calendar hour=2,minute=30 --time-zone America/New_York \\
-                  --after 2025-03-08T12:00:00Z --count 3
-              herald trigger next --calendar weekday=2,hour=9 --floating --device-time-zone Europe/Paris
+              herald trigger next --calendar hour=2,minute=30 \\
+                  --time-zone America/New_York --after 2025-03-08T12:00:00Z --count 3
+              herald trigger next --calendar weekday=2,hour=9 --floating \\
+                  --device-time-zone Europe/Paris
               herald trigger next --interval 90 --count 5 --json
             Calendar components: era, year, month, day, hour, minute, second, weekday (1 = Sunday),
             weekdayOrdinal, weekOfMonth.
@@ -134,16 +134,12 @@ struct TriggerNext: ParsableCommand {
             }
         }
         if json {
-            var object: [String: Any] = [
-                "after": iso8601(start, zoneForPrinting), "timeZone": zoneForPrinting.identifier,
-                "fireDates": dates.map { iso8601($0, zoneForPrinting) },
-            ]
-            if compareFoundation {
-                object["foundation"] = foundation.map { $0.map { iso8601($0, zoneForPrinting) } ?? "none" }
-            }
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
-            return
+            return try printJSONObject(
+                TriggerJSON(
+                    after: iso8601(start, zoneForPrinting), timeZone: zoneForPrinting.identifier,
+                    fireDates: dates.map { iso8601($0, zoneForPrinting) },
+                    foundation: compareFoundation
+                        ? foundation.map { $0.map { iso8601($0, zoneForPrinting) } ?? "none" } : nil))
         }
         if dates.isEmpty { print("no fire date after \(iso8601(start, zoneForPrinting))") }
         for (i, date) in dates.enumerated() {
@@ -157,6 +153,14 @@ struct TriggerNext: ParsableCommand {
             print(line)
         }
     }
+}
+
+/// `herald trigger next --json`: `after` and `timeZone` as strings, the dates as lists.
+struct TriggerJSON: Encodable {
+    var after: String
+    var timeZone: String
+    var fireDates: [String]
+    var foundation: [String]?
 }
 
 struct TriggerCompare: ParsableCommand {

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldGateway
 import HeraldProvider
-import Synchronization
 
 extension PushType: ExpressibleByArgument {}
 
@@ -19,12 +19,16 @@ struct PushCommand: AsyncParsableCommand {
             Examples:
               herald push --alert "Hello"
               herald push --title Lunch --alert "Pizza is here" --badge 3 --sound default
-              herald push payload.apns                          # "Simulator Target Bundle" gives the topic
-              herald push --tokens-file tokens.txt --alert "Sale" --concurrency 200 --rate 5000
-              herald push --device all --alert "Everyone"       # every device with the app, from the admin API
-              herald push --live-activity update --token <64 hex> --content-state '{"stop":3}' --alert "Almost there"
-              herald push --apple sandbox --p8 AuthKey_ABC.p8 --key-id ABC1234567 --team DEF1234567 \\
-                  --topic com.example.app --token <64 hex> --alert Hi
+              # the file's "Simulator Target Bundle" gives the topic:
+              herald push payload.apns
+              herald push --tokens-file tokens.txt --alert "Sale" \\
+                  --concurrency 200 --rate 5000
+              # every device with the app, from the admin API:
+              herald push --device all --alert "Everyone"
+              herald push --live-activity update --token <64 hex> \\
+                  --content-state '{"stop":3}' --alert "Almost there"
+              herald push --apple sandbox --p8 AuthKey_ABC.p8 --key-id ABC1234567 \\
+                  --team DEF1234567 --topic com.example.app --token <64 hex> --alert Hi
             """)
 
     @Argument(help: "An .apns file (a JSON payload with \"Simulator Target Bundle\").")
@@ -108,8 +112,7 @@ struct PushCommand: AsyncParsableCommand {
         name: .long,
         help: "With --binary: the TLS server name the gateway's certificate must carry (default: the host).")
     var serverName: String?
-    @Option(name: .long, help: "The `herald up` state file to take defaults from.")
-    var up = ".herald/up.json"
+    @OptionGroup var up: UpOption
     @Option(name: .long, help: "With many tokens: requests in flight at once (streams on the one connection).")
     var concurrency = 100
     @Option(name: .long, help: "With many tokens: at most this many pushes a second (0 = as fast as answered).")
@@ -177,25 +180,22 @@ struct PushCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let defaults = apple == nil ? readRuntime(up) ?? [:] : [:]
-        func fromUp(_ key: String) -> String? { defaults[key] as? String }
+        let defaults = up.defaults(useUp: apple == nil)
         let (body, fileTopic) = try payloadBytes()
         if binary { return try await sendBinary(body, defaults: defaults) }
-        guard let topic = topic ?? fileTopic ?? fromUp("topic") else {
-            throw ValidationError("--topic is required (or an .apns file with \"Simulator Target Bundle\")")
+        guard let topic = topic ?? fileTopic ?? defaults.info?.topic else {
+            throw defaults.missing("--topic is required (or an .apns file with \"Simulator Target Bundle\")")
         }
         let server: APNsServer
         switch apple {
         case "sandbox": server = .sandbox
         case "production": server = .production
         default:
-            guard let base = url ?? fromUp("providerURL") else {
-                throw ValidationError("--url is required (no \(up) from `herald up` found)")
-            }
+            guard let base = url ?? defaults.info?.providerURL else { throw defaults.missing("--url is required") }
             server = APNsServer(url: base)
         }
         let authentication = try credentials.authentication(defaults: defaults)
-        let caPEM = try credentials.trustedCAPEM(defaults: defaults, useUp: apple == nil)
+        let caPEM = try credentials.trustedCAPEM(defaults: defaults)
         let targets = try await targetTokens(defaults, topic: topic)
         let client = try APNsClient(
             configuration: .init(
@@ -226,8 +226,10 @@ struct PushCommand: AsyncParsableCommand {
         do {
             let delivery = try await client.send(notification, to: target)
             if json {
-                var object: [String: Any] = ["status": 200, "apnsID": delivery.apnsID, "attempts": delivery.attempts]
-                if let unique = delivery.uniqueID { object["uniqueID"] = unique }
+                var object: [String: JSONValue] = [
+                    "status": .int(200), "apnsID": .string(delivery.apnsID), "attempts": .int(Int64(delivery.attempts)),
+                ]
+                if let unique = delivery.uniqueID { object["uniqueID"] = .string(unique) }
                 return try printJSONObject(object)
             }
             print(
@@ -235,9 +237,11 @@ struct PushCommand: AsyncParsableCommand {
                     + (delivery.attempts > 1 ? " after \(delivery.attempts) attempts" : ""))
         } catch let error as APNsError {
             if json {
-                var object: [String: Any] = ["status": error.status, "reason": error.reason.description]
-                if let id = error.apnsID { object["apnsID"] = id }
-                if let t = error.timestamp { object["timestamp"] = Int64(t.timeIntervalSince1970 * 1000) }
+                var object: [String: JSONValue] = [
+                    "status": .int(Int64(error.status)), "reason": .string(error.reason.description),
+                ]
+                if let id = error.apnsID { object["apnsID"] = .string(id) }
+                if let t = error.timestamp { object["timestamp"] = .int(Int64(t.timeIntervalSince1970 * 1000)) }
                 try printJSONObject(object)
             } else {
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
@@ -249,52 +253,31 @@ struct PushCommand: AsyncParsableCommand {
     }
 
     func sendMany(_ client: APNsClient, _ notification: APNsNotification, to targets: [String]) async throws {
-        let tally = Tally()
         let progress = ProgressBar(total: targets.count, terminal: isatty(2) != 0, quiet: json)
-        let pacer = rate > 0 ? Pacer(perSecond: rate) : nil
-        await withTaskGroup(of: Void.self) { group in
-            var next = 0
-            func addOne() async {
-                let target = targets[next]
-                next += 1
-                var copy = notification
-                copy.apnsID = nil  // each push its own id
-                if let pacer { await pacer.wait() }
-                group.addTask {
-                    let outcome: Tally.Outcome
-                    do {
-                        _ = try await client.send(copy, to: target)
-                        outcome = .init(answer: "200")
-                    } catch let error as APNsError {
-                        outcome = .init(
-                            answer: "\(error.status) \(error.reason)",
-                            drop: error.status == 410
-                                ? .init(token: target, reason: "\(error.reason)", at: error.timestamp) : nil)
-                    } catch {
-                        outcome = .init(answer: "no answer: \(error)")
-                    }
-                    progress.update(tally.add(outcome))
-                }
-            }
-            while next < min(concurrency, targets.count) { await addOne() }
-            while await group.next() != nil {
-                if next < targets.count { await addOne() }
-            }
-        }
+        let tally = await client.send(
+            notification, to: targets, concurrency: concurrency, perSecond: rate, progress: { progress.update($0.done) }
+        )
         progress.finish()
-        let (answers, drops) = tally.state.withLock { ($0.answers, $0.drops) }
+        let (answers, drops) = (tally.answers, tally.drops)
         let seconds = progress.elapsed
         let perSecond = Double(targets.count) / max(seconds, 1e-6)
         if json {
-            try printJSONObject([
-                "sent": targets.count, "seconds": (seconds * 1000).rounded() / 1000, "perSecond": perSecond.rounded(),
-                "results": answers,
-                "drop": drops.map { drop -> [String: Any] in
-                    var object: [String: Any] = ["token": drop.token, "reason": drop.reason]
-                    if let at = drop.at { object["timestamp"] = Int64((at.timeIntervalSince1970 * 1000).rounded()) }
-                    return object
-                },
-            ])
+            try printJSONObject(
+                [
+                    "sent": .int(Int64(targets.count)), "seconds": .double((seconds * 1000).rounded() / 1000),
+                    "perSecond": .double(perSecond.rounded()),
+                    "results": .object(answers.mapValues { .int(Int64($0)) }),
+                    "drop": .array(
+                        drops.map { drop in
+                            var object: [String: JSONValue] = [
+                                "token": .string(drop.token), "reason": .string(drop.reason),
+                            ]
+                            if let at = drop.at {
+                                object["timestamp"] = .int(Int64((at.timeIntervalSince1970 * 1000).rounded()))
+                            }
+                            return .object(object)
+                        }),
+                ] as [String: JSONValue])
         } else {
             print(String(format: "sent %d in %.1f s (%.0f/s)", targets.count, seconds, perSecond))
             for (answer, n) in answers.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
@@ -308,16 +291,15 @@ struct PushCommand: AsyncParsableCommand {
                 }
             }
         }
-        if answers.keys.contains(where: { $0 != "200" }) { throw ExitCode(1) }
+        if !tally.allAccepted { throw ExitCode(1) }
     }
 
     /// `--binary`: one notification per token over the legacy binary interface; failures come
     /// back as error packets (the client sends what followed a refused one again).
-    func sendBinary(_ body: Data, defaults: [String: Any]) async throws {
+    func sendBinary(_ body: Data, defaults: UpDefaults) async throws {
         let endpoint = try legacyEndpoint(
-            address: binaryAddress, addressKey: "binaryAddress", cert: credentials.cert, certKey: credentials.certKey,
-            ca: credentials.ca,
-            serverName: serverName, defaults: defaults)
+            address: binaryAddress ?? defaults.info?.binaryAddress, cert: credentials.cert,
+            certKey: credentials.certKey, ca: credentials.ca, serverName: serverName, defaults: defaults)
         let targets = try await targetTokens(defaults)
         let client = APNsBinaryClient(endpoint: endpoint)
         var notifications: [LegacyBinary.Notification] = []
@@ -344,14 +326,19 @@ struct PushCommand: AsyncParsableCommand {
         let elapsed = (clock.now - start) / .milliseconds(1) / 1000
         let rate = Double(identifiers.count) / max(elapsed, 1e-6)
         if json {
-            var object: [String: Any] = [
-                "sent": identifiers.count, "seconds": elapsed, "perSecond": rate.rounded(),
-                "connections": await client.connectionsOpened,
-                "failures": failures.map {
-                    ["identifier": Int($0.identifier), "status": Int($0.status.rawValue), "reason": "\($0.status)"]
-                },
+            var object: [String: JSONValue] = [
+                "sent": .int(Int64(identifiers.count)), "seconds": .double(elapsed),
+                "perSecond": .double(rate.rounded()),
+                "connections": .int(Int64(await client.connectionsOpened)),
+                "failures": .array(
+                    failures.map {
+                        .object([
+                            "identifier": .int(Int64($0.identifier)), "status": .int(Int64($0.status.rawValue)),
+                            "reason": .string("\($0.status)"),
+                        ])
+                    }),
             ]
-            if identifiers.count <= 1000 { object["identifiers"] = identifiers.map(Int.init) }
+            if identifiers.count <= 1000 { object["identifiers"] = .array(identifiers.map { .int(Int64($0)) }) }
             try printJSONObject(object)
         } else {
             let range =
@@ -372,7 +359,7 @@ struct PushCommand: AsyncParsableCommand {
 
     /// `--tokens-file`'s lines, `--token`, `--device`'s token(s) from the admin API, or the demo
     /// device's token from `herald up`.
-    func targetTokens(_ defaults: [String: Any], topic: String? = nil) async throws -> [String] {
+    func targetTokens(_ defaults: UpDefaults, topic: String? = nil) async throws -> [String] {
         if let tokens {
             let list = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
@@ -380,19 +367,19 @@ struct PushCommand: AsyncParsableCommand {
             return list
         }
         if let device { return try await deviceTokens(device, topic: topic ?? "", defaults: defaults) }
-        guard let one = token ?? defaults["deviceToken"] as? String else {
-            throw ValidationError("--token is required")
+        guard let one = token ?? defaults.info?.deviceToken else {
+            throw defaults.missing("--token is required (or --tokens-file or --device)")
         }
         return [one]
     }
 
     /// The tokens `--device` names: the topic's app (the topic less its push type's suffix) on that
     /// device, or on every device (`all`), valid and in `--environment`, as the admin API lists them.
-    func deviceTokens(_ device: String, topic: String, defaults: [String: Any]) async throws -> [String] {
-        guard let base = admin ?? defaults["adminURL"] as? String else {
-            throw ValidationError("--device needs the admin API: --admin URL (no \(up) from `herald up` found)")
+    func deviceTokens(_ device: String, topic: String, defaults: UpDefaults) async throws -> [String] {
+        guard let base = admin ?? defaults.info?.adminURL else {
+            throw defaults.missing("--device needs the admin API: --admin URL")
         }
-        var bearer = defaults["adminToken"] as? String
+        var bearer = defaults.info?.adminToken
         if let adminTokenFile {
             guard let text = try? String(contentsOfFile: adminTokenFile, encoding: .utf8) else {
                 throw ValidationError("--admin-token-file: cannot read \(adminTokenFile)")
@@ -401,21 +388,18 @@ struct PushCommand: AsyncParsableCommand {
         }
         let suffix = pushType?.topicSuffix ?? ""
         let app = !suffix.isEmpty && topic.hasSuffix(suffix) ? String(topic.dropLast(suffix.count)) : topic
-        let client = HTTPJSONClient(base: base, bearer: bearer)
-        let devices: [[String: Any]]
+        let client = AdminClient(url: base, token: bearer)
+        let devices: [AdminAPI.DeviceView]
         do {
-            devices =
-                device == "all"
-                ? try await client.json("GET", "/devices") as? [[String: Any]] ?? []
-                : [try await client.json("GET", "/devices/\(device)") as? [String: Any] ?? [:]]
+            devices = device == "all" ? try await client.devices() : [try await client.device(device)]
         } catch {
             throw ValidationError("--device: the admin API at \(base): \(error)")
         }
         let tokens = devices.flatMap { record in
-            (record["apps"] as? [[String: Any]] ?? []).filter {
-                $0["bundleID"] as? String == app && $0["environment"] as? String == environment
-                    && $0["invalidatedAt"] == nil && $0["scope"] == nil
-            }.compactMap { $0["token"] as? String }
+            record.apps.filter {
+                $0.bundleID == app && $0.environment.rawValue == environment && $0.invalidatedAt == nil
+                    && $0.scope == nil
+            }.map(\.token)
         }
         if tokens.isEmpty {
             let which = device == "all" ? "no device has" : "device \(device) does not have"
@@ -448,140 +432,29 @@ struct PushCommand: AsyncParsableCommand {
                 ? nil : APNsLiveActivity.Alert(title: title, body: self.alert, sound: sound)
             return (try activity.activity(event: liveActivity, alert: alert).payload(), nil)
         }
-        var aps: [String: Any] = [:]
+        var aps: [String: JSONValue] = [:]
         if let title {
-            var alertObject: [String: Any] = ["title": title]
-            if let subtitle { alertObject["subtitle"] = subtitle }
-            if let alert { alertObject["body"] = alert }
-            aps["alert"] = alertObject
+            var alertObject: [String: JSONValue] = ["title": .string(title)]
+            if let subtitle { alertObject["subtitle"] = .string(subtitle) }
+            if let alert { alertObject["body"] = .string(alert) }
+            aps["alert"] = .object(alertObject)
         } else if let subtitle {
-            aps["alert"] = ["subtitle": subtitle, "body": alert ?? ""]
+            aps["alert"] = .object(["subtitle": .string(subtitle), "body": .string(alert ?? "")])
         } else if let alert {
-            aps["alert"] = alert
+            aps["alert"] = .string(alert)
         }
-        if let badge { aps["badge"] = badge }
-        if let sound { aps["sound"] = sound }
-        if let category { aps["category"] = category }
-        if let thread { aps["thread-id"] = thread }
-        if contentAvailable { aps["content-available"] = 1 }
-        if mutableContent { aps["mutable-content"] = 1 }
+        if let badge { aps["badge"] = .int(Int64(badge)) }
+        if let sound { aps["sound"] = .string(sound) }
+        if let category { aps["category"] = .string(category) }
+        if let thread { aps["thread-id"] = .string(thread) }
+        if contentAvailable { aps["content-available"] = .int(1) }
+        if mutableContent { aps["mutable-content"] = .int(1) }
         if aps.isEmpty {
             throw ValidationError(
                 "nothing to send: give --alert, --title, --badge, --sound, --content-available or --payload")
         }
-        return (try JSONSerialization.data(withJSONObject: ["aps": aps], options: [.sortedKeys]), nil)
-    }
-}
-
-/// Results of a send to many tokens so far.
-final class Tally: Sendable {
-    /// One push's answer: `200`, `410 Unregistered`, `no answer: …`; a token to drop for a 410.
-    struct Outcome: Sendable {
-        var answer: String
-        var drop: Drop? = nil
-    }
-
-    /// A token the provider should stop sending to, and since when (the 410's timestamp).
-    struct Drop: Sendable {
-        var token: String
-        var reason: String
-        var at: Date?
-    }
-
-    let state = Mutex<(done: Int, answers: [String: Int], drops: [Drop])>((0, [:], []))
-
-    /// Counts an outcome; returns how many are done.
-    func add(_ outcome: Outcome) -> Int {
-        state.withLock { t in
-            t.done += 1
-            t.answers[outcome.answer, default: 0] += 1
-            if let drop = outcome.drop { t.drops.append(drop) }
-            return t.done
-        }
-    }
-}
-
-/// Paces sends to at most a number a second, on the monotonic clock.
-actor Pacer {
-    let interval: Duration
-    let clock = ContinuousClock()
-    var next: ContinuousClock.Instant
-
-    init(perSecond: Double) {
-        interval = .nanoseconds(Int64(1e9 / perSecond))
-        next = clock.now
-    }
-
-    /// Returns when the next send is due.
-    func wait() async {
-        let due = max(next, clock.now)
-        next = due + interval
-        try? await clock.sleep(until: due)
-    }
-}
-
-/// Progress on standard error: on a terminal, a bar redrawn in place (at most ten times a second)
-/// with the count, percentage, rate and time left; otherwise a plain line at every tenth.
-final class ProgressBar: Sendable {
-    let total: Int
-    let terminal: Bool
-    let quiet: Bool
-    let clock = ContinuousClock()
-    let start: ContinuousClock.Instant
-    /// The last redraw, and the last tenth reported.
-    let last = Mutex<(drawn: ContinuousClock.Instant?, tenth: Int)>((nil, 0))
-
-    init(total: Int, terminal: Bool, quiet: Bool) {
-        self.total = total
-        self.terminal = terminal
-        self.quiet = quiet
-        start = clock.now
-    }
-
-    /// Seconds since the start.
-    var elapsed: Double { Double((clock.now - start) / .microseconds(1)) / 1e6 }
-
-    /// `done` of `total` are answered.
-    func update(_ done: Int) {
-        guard !quiet else { return }
-        let now = clock.now
-        let due = last.withLock { last -> Bool in
-            if terminal {
-                if let drawn = last.drawn, now - drawn < .milliseconds(100), done < total { return false }
-                last.drawn = now
-                return true
-            }
-            let tenth = done * 10 / max(total, 1)
-            guard tenth > last.tenth else { return false }
-            last.tenth = tenth
-            return true
-        }
-        guard due else { return }
-        let seconds = Double((now - start) / .microseconds(1)) / 1e6
-        let rate = Double(done) / max(seconds, 1e-6)
-        let left = rate > 0 ? Double(total - done) / rate : 0
-        let percent = done * 100 / max(total, 1)
-        let status = "\(done)/\(total)  \(percent)%  \(Int(rate.rounded()))/s  ETA \(Self.duration(left))"
-        if terminal {
-            let filled = percent * 30 / 100
-            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-            // Carriage return, the bar, and erase to the end of the line.
-            FileHandle.standardError.write(Data("\r[\(bar)] \(status)\u{1B}[K".utf8))
-        } else {
-            FileHandle.standardError.write(Data("sent \(status)\n".utf8))
-        }
-    }
-
-    /// Ends the bar's line.
-    func finish() {
-        if terminal && !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
-    }
-
-    /// `42s`, `3m05s`, `1h02m`.
-    static func duration(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded(.up))
-        if s < 60 { return "\(s)s" }
-        if s < 3600 { return String(format: "%dm%02ds", s / 60, s % 60) }
-        return String(format: "%dh%02dm", s / 3600, (s % 3600) / 60)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try encoder.encode(["aps": JSONValue.object(aps)]), nil)
     }
 }

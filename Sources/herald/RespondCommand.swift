@@ -8,11 +8,12 @@ struct RespondCommand: AsyncParsableCommand {
         abstract: "Act as the user on a delivered notification: open it, dismiss it, or pick one of its actions.",
         discussion: """
             Examples:
-              herald respond com.example.demo                       # open the newest notification
+              herald respond com.example.demo     # open the newest notification
               herald respond com.example.invites invite-42 --action accept
               herald respond com.example.chat m-7 --action reply --text "on my way"
               herald respond com.example.demo n1 --action dismiss
-              herald respond com.example.mail m-3 --action trash --passcode 0000   # on a locked device
+              # on a locked device:
+              herald respond com.example.mail m-3 --action trash --passcode 0000
             Opening a notification of an app that is not running launches it with the notification as its \
             launch options; a background action launches it in the background. On a locked device, opening, \
             a foreground action or an action that requires authentication needs --passcode (the device's, \
@@ -38,18 +39,18 @@ struct RespondCommand: AsyncParsableCommand {
         let client = try device.client()
         var id = identifier
         if id == nil {
-            let delivered = try await client.json("GET", "/apps/\(bundleID)/delivered") as? [[String: Any]] ?? []
-            guard let newest = delivered.first?["identifier"] as? String else {
+            let delivered = try await client.json("GET", "/apps/\(bundleID)/delivered")?.arrayValue ?? []
+            guard let newest = delivered.first?["identifier"]?.stringValue else {
                 throw ValidationError("\(bundleID) has no delivered notification")
             }
             id = newest
         }
-        var body: [String: Any] = ["action": action]
-        if let text { body["text"] = text }
-        if let passcode { body["passcode"] = passcode }
+        var body: [String: JSONValue] = ["action": .string(action)]
+        if let text { body["text"] = .string(text) }
+        if let passcode { body["passcode"] = .string(passcode) }
         let escaped = id!.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id!
         let answer = try await client.json("POST", "/apps/\(bundleID)/delivered/\(escaped)/respond", body)
-        if json { return try printJSONObject(answer ?? [:]) }
+        if json { return try printJSONObject(answer ?? .null) }
         print("\(action) on \(id!) of \(bundleID)")
     }
 }

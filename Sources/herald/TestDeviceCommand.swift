@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import HeraldDevice
 import Synchronization
 
@@ -102,9 +103,10 @@ struct TestDeviceCommand: AsyncParsableCommand {
         defer { idle.cancel() }
         if json {
             emit([
-                "event": "ready", "device": client.deviceID, "generation": client.generation,
-                "tokens": Dictionary(tokens, uniquingKeysWith: { $1 }), "idleDevices": idleDevices,
-                "channels": channel,
+                "event": .string("ready"), "device": .string(client.deviceID),
+                "generation": .int(Int64(client.generation)),
+                "tokens": .object(Dictionary(tokens, uniquingKeysWith: { $1 }).mapValues(JSONValue.string)),
+                "idleDevices": .int(Int64(idleDevices)), "channels": .strings(channel),
             ])
         } else {
             var text = "herald test-device ready\n  device: \(client.deviceID)\n"
@@ -127,7 +129,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
                     for push in pushes {
                         if reconnect, !seen.insert(push.apnsID).inserted {
                             duplicates += 1
-                            if json { emit(["event": "duplicate", "apnsID": push.apnsID]) }
+                            if json { emit(["event": .string("duplicate"), "apnsID": .string(push.apnsID)]) }
                             continue
                         }
                         received += 1
@@ -140,7 +142,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
                     if let count, received >= count { break connection }
                 case .reset(let generation):
                     if json {
-                        emit(["event": "reset", "generation": generation])
+                        emit(["event": .string("reset"), "generation": .int(Int64(generation))])
                     } else {
                         write("reset: generation \(generation)\n")
                     }
@@ -152,7 +154,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
             // The link dropped: the same device connects again, registers again (the same tokens)
             // and goes on.
             await client.close()
-            if json { emit(["event": "disconnected", "reason": closedReason ?? "closed"]) }
+            if json { emit(["event": .string("disconnected"), "reason": .string(closedReason ?? "closed")]) }
             while true {
                 // The next address first: the node this one was on may be gone.
                 (client, linked) = try await Self.connect(
@@ -167,10 +169,10 @@ struct TestDeviceCommand: AsyncParsableCommand {
                 }
             }
             closedReason = nil
-            if json { emit(["event": "reconnected", "device": client.deviceID]) }
+            if json { emit(["event": .string("reconnected"), "device": .string(client.deviceID)]) }
         }
         if json {
-            emit(["event": "done", "received": received, "duplicates": duplicates])
+            emit(["event": .string("done"), "received": .int(Int64(received)), "duplicates": .int(Int64(duplicates))])
         } else {
             write("received \(received)\n")
         }
@@ -207,13 +209,14 @@ struct TestDeviceCommand: AsyncParsableCommand {
 
     func show(_ push: LinkPush) {
         if json {
-            var line: [String: Any] = [
-                "event": "push", "apnsID": push.apnsID, "topic": push.topic, "token": push.token.hex,
-                "pushType": push.pushType.rawValue, "priority": push.priority.rawValue,
-                "payload": String(decoding: push.payload, as: UTF8.self),
+            var line: [String: JSONValue] = [
+                "event": .string("push"), "apnsID": .string(push.apnsID), "topic": .string(push.topic),
+                "token": .string(push.token.hex), "pushType": .string(push.pushType.rawValue),
+                "priority": .int(Int64(push.priority.rawValue)),
+                "payload": .string(String(decoding: push.payload, as: UTF8.self)),
             ]
-            if let c = push.collapseID { line["collapseID"] = c }
-            if let e = push.expiration { line["expiration"] = e }
+            if let c = push.collapseID { line["collapseID"] = .string(c) }
+            if let e = push.expiration { line["expiration"] = .int(e) }
             emit(line)
         } else {
             write(
@@ -224,12 +227,13 @@ struct TestDeviceCommand: AsyncParsableCommand {
 
     func show(_ broadcast: LinkBroadcast) {
         if json {
-            var line: [String: Any] = [
-                "event": "broadcast", "uniqueID": broadcast.uniqueID, "channel": broadcast.channelID,
-                "topic": broadcast.topic, "priority": broadcast.priority.rawValue,
-                "payload": String(decoding: broadcast.payload, as: UTF8.self),
+            var line: [String: JSONValue] = [
+                "event": .string("broadcast"), "uniqueID": .string(broadcast.uniqueID),
+                "channel": .string(broadcast.channelID),
+                "topic": .string(broadcast.topic), "priority": .int(Int64(broadcast.priority.rawValue)),
+                "payload": .string(String(decoding: broadcast.payload, as: UTF8.self)),
             ]
-            if let e = broadcast.expiration { line["expiration"] = e }
+            if let e = broadcast.expiration { line["expiration"] = .int(Int64(e)) }
             emit(line)
         } else {
             write(
@@ -254,10 +258,10 @@ struct TestDeviceCommand: AsyncParsableCommand {
     /// last of them got it (what a fan-out measurement reads).
     final class FanoutReport: Sendable {
         let devices: Int
-        let emit: @Sendable ([String: Any]) -> Void
+        let emit: @Sendable ([String: JSONValue]) -> Void
         private let arrivals = Mutex<[String: Int]>([:])
 
-        init(devices: Int, emit: @escaping @Sendable ([String: Any]) -> Void) {
+        init(devices: Int, emit: @escaping @Sendable ([String: JSONValue]) -> Void) {
             self.devices = devices
             self.emit = emit
         }
@@ -269,8 +273,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
             }
             if count == devices {
                 emit([
-                    "event": "fanout", "uniqueID": uniqueID, "devices": devices,
-                    "at": Date().timeIntervalSince1970,
+                    "event": .string("fanout"), "uniqueID": .string(uniqueID), "devices": .int(Int64(devices)),
+                    "at": .double(Date().timeIntervalSince1970),
                 ])
             }
         }
@@ -332,9 +336,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
     }
 
     static func linkURL(state: String) throws -> String {
-        let runtime = URL(fileURLWithPath: state).appendingPathComponent("gateway.json")
-        let info = (try? JSONSerialization.jsonObject(with: Data(contentsOf: runtime))) as? [String: Any] ?? [:]
-        guard let url = info["linkDevelopmentURL"] as? String else {
+        let runtime = URL(fileURLWithPath: state).appendingPathComponent(GatewayInfo.fileName)
+        guard let url = (try? GatewayInfo.read(from: runtime.path))?.linkDevelopmentURL else {
             throw ValidationError(
                 "no running gateway found: \(runtime.path) is missing; pass --gateway-state or --gateway")
         }
@@ -343,8 +346,10 @@ struct TestDeviceCommand: AsyncParsableCommand {
 
     func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
 
-    @Sendable func emit(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+    @Sendable func emit(_ object: [String: JSONValue]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let data = try? encoder.encode(object) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 }

@@ -13,7 +13,7 @@ import Testing
     static func channel(_ p: Provisioned, policy: Int) throws -> String {
         let made = try curl([
             "--http2-prior-knowledge",
-            try #require(p.gateway.info["channelsDevelopmentURL"]) + "/1/apps/\(Provisioned.topic)/channels",
+            try #require(p.gateway.info.channelsDevelopmentURL) + "/1/apps/\(Provisioned.topic)/channels",
             "-H", "authorization: bearer \(p.jwt)", "--data-binary",
             #"{"message-storage-policy":\#(policy),"push-type":"LiveActivity"}"#,
         ])
@@ -41,7 +41,7 @@ import Testing
         let node = node ?? p.gateway
         return try LinkedTestDevice(
             [
-                "--gateway", try #require(node.info["linkDevelopmentURL"]), "--identity",
+                "--gateway", node.info.linkDevelopmentURL, "--identity",
                 node.state.appendingPathComponent("\(name).json").path,
             ] + channels.flatMap { ["--channel", $0] })
     }
@@ -124,7 +124,7 @@ import Testing
             [
                 "60", try heraldExecutable().path, "test-device", "--topic", Provisioned.topic, "--channel", stranger,
                 "--gateway",
-                try #require(restarted.gateway.info["linkDevelopmentURL"]), "--identity",
+                restarted.gateway.info.linkDevelopmentURL, "--identity",
                 restarted.gateway.state.appendingPathComponent("stranger.json").path,
             ])
         #expect(
@@ -188,7 +188,7 @@ import Testing
 
         // The channel listeners do not take broadcasts.
         let onChannels = try curl([
-            "--http2-prior-knowledge", try #require(p.gateway.info["channelsDevelopmentURL"]) + Self.path, "-H",
+            "--http2-prior-knowledge", try #require(p.gateway.info.channelsDevelopmentURL) + Self.path, "-H",
             "authorization: bearer \(p.jwt)", "-H", channel, "-H", type, "--data-binary", Self.update,
         ])
         #expect(onChannels.status == 404 && onChannels.reason == "BadPath", "\(onChannels)")

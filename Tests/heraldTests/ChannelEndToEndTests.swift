@@ -25,8 +25,8 @@ import Testing
 
         init(p: Provisioned, provider: Bool = false) {
             self.p = p
-            dev = (provider ? p.gateway.info["developmentURL"] : p.gateway.info["channelsDevelopmentURL"]) ?? ""
-            tls = (provider ? p.gateway.info["providerURL"] : p.gateway.info["channelsURL"]) ?? ""
+            dev = (provider ? p.gateway.info.developmentURL : p.gateway.info.channelsDevelopmentURL) ?? ""
+            tls = (provider ? p.gateway.info.providerURL : p.gateway.info.channelsURL) ?? ""
         }
 
         /// Sends the same request with curl (h2c, development listener) and then with Python's h2
@@ -227,7 +227,7 @@ import Testing
         let p = try Provisioned()
         let herald = try heraldExecutable().path
         let common = [
-            "--url", try #require(p.gateway.info["channelsURL"]), "--ca", p.gateway.ca, "--p8", p.p8, "--key-id",
+            "--url", try #require(p.gateway.info.channelsURL), "--ca", p.gateway.ca, "--p8", p.p8, "--key-id",
             Provisioned.key, "--team", Provisioned.team, "--topic", Provisioned.topic, "--up", "/nonexistent/up.json",
         ]
         let made = try run(herald, ["channel", "create", "--policy", "1"] + common)

@@ -75,19 +75,19 @@ import Testing
             try b.adminCall("GET", "/devices/\(id)").json?["online"] as? Bool == true
         }
         // Every node knows which one holds it (device_node), and the nodes' heartbeats.
-        let bNode = try #require(b.info["nodeID"])
-        #expect(bNode.hasPrefix("node-") && bNode != a.gateway.info["nodeID"])
+        let bNode = try #require(b.info.nodeID)
+        #expect(bNode.hasPrefix("node-") && bNode != a.gateway.info.nodeID)
         try eventually("A to see the device on B") {
             let seen = try a.gateway.adminCall("GET", "/devices/\(id)").json
             return seen?["node"] as? String == bNode && seen?["online"] as? Bool == true
         }
         let nodes = try JSONSerialization.jsonObject(with: Data(a.gateway.adminCall("GET", "/nodes").body.utf8))
         let listed = try #require(nodes as? [[String: Any]])
-        #expect(Set(listed.compactMap { $0["id"] as? String }) == [bNode, a.gateway.info["nodeID"] ?? ""])
+        #expect(Set(listed.compactMap { $0["id"] as? String }) == [bNode, a.gateway.info.nodeID ?? ""])
         #expect(listed.allSatisfy { $0["alive"] as? Bool == true })
         #expect(listed.first { $0["id"] as? String == bNode }?["devices"] as? Int == 1)
-        #expect(listed.first { $0["this"] as? Bool == true }?["id"] as? String == a.gateway.info["nodeID"])
-        let bAddress = try #require(b.info["clusterURL"])
+        #expect(listed.first { $0["this"] as? Bool == true }?["id"] as? String == a.gateway.info.nodeID)
+        let bAddress = try #require(b.info.clusterURL)
         #expect(bAddress.hasPrefix("https://127.0.0.2:") && bAddress.hasSuffix(":\(URL(string: b.tls)?.port ?? 0)"))
         #expect(listed.first { $0["id"] as? String == bNode }?["address"] as? String == bAddress)
 
@@ -131,7 +131,7 @@ import Testing
         #expect(a.gateway.stop() == 0)
         // A stopped gracefully: the others see it stopped.
         let after = try JSONSerialization.jsonObject(with: Data(b.adminCall("GET", "/nodes").body.utf8))
-        let a2 = (after as? [[String: Any]])?.first { $0["id"] as? String == a.gateway.info["nodeID"] }
+        let a2 = (after as? [[String: Any]])?.first { $0["id"] as? String == a.gateway.info.nodeID }
         #expect(a2?["alive"] as? Bool == false && a2?["stoppedAt"] != nil, "\(String(describing: a2))")
         #expect(b.stop() == 0)
     }
@@ -150,14 +150,14 @@ import Testing
         func device(_ name: String, _ extra: [String]) throws -> (child: Child, id: String, token: String) {
             let linked = try LinkedTestDevice(
                 [
-                    "--gateway", try #require(b.info["linkDevelopmentURL"]), "--identity",
+                    "--gateway", b.info.linkDevelopmentURL, "--identity",
                     b.state.appendingPathComponent("\(name).json").path,
                 ] + extra)
             watchdogs.append(linked.watchdog)
             let (child, id, token) = (linked.child, linked.id, linked.token)
             try eventually("A to know the device's token and that B holds it") {
                 let seen = try a.gateway.adminCall("GET", "/devices/\(id)")
-                return seen.body.contains(token) && seen.json?["node"] as? String == b.info["nodeID"]
+                return seen.body.contains(token) && seen.json?["node"] as? String == b.info.nodeID
             }
             return (child, id, token)
         }
@@ -223,15 +223,15 @@ import Testing
         let a = try Provisioned(arguments: ["--database", url])
         let b = try GatewayProcess(arguments: ["--database", url, "--ack-timeout", "30"])
         let linked = try LinkedTestDevice([
-            "--gateway", try #require(b.info["linkDevelopmentURL"]), "--gateway",
-            try #require(a.gateway.info["linkDevelopmentURL"]), "--identity",
+            "--gateway", b.info.linkDevelopmentURL, "--gateway",
+            a.gateway.info.linkDevelopmentURL, "--identity",
             b.state.appendingPathComponent("moving.json").path, "--no-ack", "--reconnect",
         ])
         defer { linked.watchdog.cancel() }
         let (device, id, token) = (linked.child, linked.id, linked.token)
         try eventually("A to know the device's token and that B holds it") {
             let seen = try a.gateway.adminCall("GET", "/devices/\(id)")
-            return seen.body.contains(token) && seen.json?["node"] as? String == b.info["nodeID"]
+            return seen.body.contains(token) && seen.json?["node"] as? String == b.info.nodeID
         }
         // The provider's request runs on its own thread: its answer waits for B, which waits for an
         // acknowledgement that never comes.
@@ -275,7 +275,7 @@ import Testing
         defer { for w in watchdogs { w.cancel() } }
         for (i, node) in nodes.enumerated() {
             let linked = try LinkedTestDevice([
-                "--gateway", try #require(node.info["linkDevelopmentURL"]), "--identity",
+                "--gateway", node.info.linkDevelopmentURL, "--identity",
                 node.state.appendingPathComponent("spread-\(i).json").path, "--count", "3",
             ])
             watchdogs.append(linked.watchdog)
@@ -373,13 +373,13 @@ import Testing
         let a = try Provisioned(arguments: ["--database", url])
         let b = try GatewayProcess(arguments: ["--database", url])
         let c = try GatewayProcess(arguments: ["--database", url])
-        let links = try [b, c, a.gateway].map { try #require($0.info["linkDevelopmentURL"]) }
+        let links = [b, c, a.gateway].map { $0.info.linkDevelopmentURL }
         let device = try await TestDevice.start(
             gatewayURL: links[0], otherGatewayURLs: Array(links.dropFirst()), apps: [Provisioned.topic])
         let token = try await device.token(for: Provisioned.topic)
         let id = try #require(await device.service.deviceID)
-        let bNode = try #require(b.info["nodeID"])
-        let cNode = try #require(c.info["nodeID"])
+        let bNode = try #require(b.info.nodeID)
+        let cNode = try #require(c.info.nodeID)
         try eventually("A to know the device is on B") {
             try a.gateway.adminCall("GET", "/devices/\(id)").json?["node"] as? String == bNode
         }

@@ -11,19 +11,19 @@ import Testing
         let up = try UpEndToEndTests.Up(state: state)
         defer { _ = up.stop() }
         // `herald up` prints the console and a link that signs in.
-        let console = try #require(up.info["consoleURL"])
-        #expect(console == (up.info["adminURL"] ?? "") + "/console")
+        let console = up.info.consoleURL
+        #expect(console == up.info.adminURL + "/console")
         #expect(up.banner.contains { $0.hasSuffix("the push console:         \(console)") }, "\(up.banner)")
         let link = try #require(
             up.banner.first { $0.contains("sign in with this link:") }.map { String($0.split(separator: " ").last!) })
-        #expect(link == "\(console)#token=\(up.info["adminToken"] ?? "")")
+        #expect(link == "\(console)#token=\(up.info.adminToken)")
 
         let shots = try screenshotDirectory(else: state)
         let result = try run(
             "/usr/bin/python3",
             [
-                Self.script, console, link, up.info["adminToken"] ?? "", up.info["p8"] ?? "",
-                up.info["deviceAPI"] ?? "",
+                Self.script, console, link, up.info.adminToken, up.info.p8,
+                up.info.deviceAPI,
                 shots.path,
             ])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
@@ -45,7 +45,7 @@ import Testing
         let answer = try #require(send["answer"] as? [String: String])
         let apnsID = try #require(answer["apns-id"])
         #expect(answer["apns-unique-id"] != nil && answer["latency"]?.hasSuffix(" ms") == true, "\(answer)")
-        #expect(answer["sent to"] == up.info["developmentURL"])
+        #expect(answer["sent to"] == up.info.developmentURL)
         let title = try #require(send["title"] as? String)
         #expect((send["device"] as? [String])?.contains(title) == true)
         // The commands it shows send the same push: curl as it is; `herald push` from the directory that
@@ -74,7 +74,7 @@ import Testing
                 == true)
         let history = try #require(log["history"] as? [String])
         #expect(history.count == 6 && history[1] == apnsID && history[2] == "dev.herald.demo", "\(history)")
-        #expect(history[3] == up.info["deviceID"] && history[4] == "acknowledged", "\(history)")
+        #expect(history[3] == up.info.deviceID && history[4] == "acknowledged", "\(history)")
 
         // A bad payload is named by its key before anything is sent; broken JSON as the user types.
         let bad = try #require(steps["bad"])
@@ -97,22 +97,22 @@ import Testing
         // Devices and apps: the device online with its token; the key without its private half.
         let devices = try #require(steps["devices"])
         let device = try #require(devices["device"] as? [String])
-        #expect(device.first == up.info["deviceID"] && device.contains("online"), "\(device)")
-        #expect(device.last?.contains(up.info["deviceToken"] ?? "-") == true)
+        #expect(device.first == up.info.deviceID && device.contains("online"), "\(device)")
+        #expect(device.last?.contains(up.info.deviceToken) == true)
         // The certificate the page downloaded authenticates a push over TLS, as the Send view's curl has it.
         let certificate = try #require(devices["certificate"] as? String)
         defer { try? FileManager.default.removeItem(at: URL(fileURLWithPath: certificate).deletingLastPathComponent()) }
-        let provider = try #require(up.info["providerURL"])
+        let provider = up.info.providerURL
         let byCertificate = try run(
             "/usr/bin/env",
             [
-                "curl", "-sS", "-i", "--max-time", "20", "--http2", "--cacert", up.info["caCertificate"] ?? "",
-                "--cert", certificate, "\(provider)/3/device/\(up.info["deviceToken"] ?? "")",
+                "curl", "-sS", "-i", "--max-time", "20", "--http2", "--cacert", up.info.caCertificate,
+                "--cert", certificate, "\(provider)/3/device/\(up.info.deviceToken)",
                 "-H", "apns-topic: dev.herald.demo", "-d", #"{"aps":{"alert":"by the downloaded certificate"}}"#,
             ])
         #expect(byCertificate.stdout.hasPrefix("HTTP/2 200"), "\(byCertificate)")
         let keys = try #require(devices["keys"] as? [[String]])
-        #expect(keys.first?.first == up.info["keyID"] && !"\(keys)".contains("PRIVATE"), "\(keys)")
+        #expect(keys.first?.first == up.info.keyID && !"\(keys)".contains("PRIVATE"), "\(keys)")
 
         // Another site's form cannot add a fault rule: cross-site it carries no cookie (401); from
         // another origin of the same site it carries the cookie but not the CSRF token, and its origin

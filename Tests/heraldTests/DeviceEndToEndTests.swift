@@ -9,7 +9,7 @@ import Testing
         // outgoing connection can take while the gateway is down.
         let linkPort = try portOutsideTheEphemeralRange()
         let p = try Provisioned(arguments: ["--link-port", "\(linkPort)"])
-        let link = try #require(p.gateway.info["linkDevelopmentURL"])
+        let link = p.gateway.info.linkDevelopmentURL
         let device = try DeviceProcess(extra: ["--gateway", link])
         let app = Provisioned.topic
         try device.herald(["device", "install", app, "--aps-environment", "development"])
@@ -48,7 +48,7 @@ import Testing
 
     @Test func aPushTheDeviceCannotReadIsRefusedVisiblyEverywhere() throws {
         let p = try Provisioned()
-        let device = try DeviceProcess(extra: ["--gateway", try #require(p.gateway.info["linkDevelopmentURL"])])
+        let device = try DeviceProcess(extra: ["--gateway", p.gateway.info.linkDevelopmentURL])
         let app = Provisioned.topic
         try device.herald(["device", "install", app, "--aps-environment", "development"])
         try device.herald(["app", app, "authorize", "--options", "alert", "badge"])

@@ -53,7 +53,7 @@ final class LineReader {
     @Test func aDeviceOverTLSGetsACurlPushByteForByteAndTheMetricsCountIt() async throws {
         let p = try Provisioned()
         let ca = try String(contentsOfFile: p.gateway.ca, encoding: .utf8)
-        let url = try #require(p.gateway.info["linkURL"])
+        let url = p.gateway.info.linkURL
         #expect(url.hasPrefix("wss://localhost:"))
         let client = try await GatewayLinkClient.connect(
             url: url, identity: DeviceIdentity(deviceID: "phone"), caCertificatePEM: ca)
@@ -156,7 +156,7 @@ final class LineReader {
     /// the connection is left for the next one.
     @Test func testDeviceGivenSeveralAddressesMovesOnFromOneThatFails() throws {
         let p = try Provisioned()
-        let live = try #require(p.gateway.info["linkDevelopmentURL"])
+        let live = p.gateway.info.linkDevelopmentURL
         let device = try Child(
             try heraldExecutable(),
             [
@@ -212,7 +212,7 @@ final class LineReader {
 
     @Test func cleartextIsForLoopbackAndPlainHTTPIsTurnedAway() throws {
         let p = try Provisioned()
-        let url = try #require(p.gateway.info["linkDevelopmentURL"])
+        let url = p.gateway.info.linkDevelopmentURL
         let http = url.replacingOccurrences(of: "ws://", with: "http://")
         // The link's path without the upgrade: 426; anything else: 404.
         let plain = try curl([http])

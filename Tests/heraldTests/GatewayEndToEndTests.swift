@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRuntime
 import Testing
 
 /// The path of the built `herald` executable.
@@ -71,7 +72,7 @@ final class GatewayProcess {
     let state: URL
     let process = Process()
     let output = Pipe()
-    var info: [String: String] = [:]
+    var info: GatewayInfo!
 
     init(state: URL? = nil, arguments: [String] = []) throws {
         self.state = state ?? FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())")
@@ -94,19 +95,18 @@ final class GatewayProcess {
             if chunk.isEmpty { throw CocoaError(.fileReadUnknown, userInfo: ["gateway": "exited before it was ready"]) }
             seen += String(decoding: chunk, as: UTF8.self)
         }
-        let data = try Data(contentsOf: self.state.appendingPathComponent("gateway.json"))
-        info = (try JSONSerialization.jsonObject(with: data) as? [String: String]) ?? [:]
+        info = try GatewayInfo.read(directory: self.state)
     }
 
-    var dev: String { info["developmentURL"]! }
+    var dev: String { info.developmentURL! }
     /// Where the gateway's log (its standard error) goes: `gateway.log` beside its state directory.
     var logPath: String { state.path + ".log" }
     /// What the gateway has logged so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-    var tls: String { info["providerURL"]! }
-    var admin: String { info["adminURL"]! }
-    var adminToken: String { info["adminToken"]! }
-    var ca: String { info["caCertificate"]! }
+    var tls: String { info.providerURL }
+    var admin: String { info.adminURL }
+    var adminToken: String { info.adminToken }
+    var ca: String { info.caCertificate }
 
     func adminCall(_ method: String, _ path: String, _ body: String? = nil) throws -> CurlResponse {
         var args = ["-X", method, admin + path, "-H", "authorization: Bearer \(adminToken)"]
@@ -383,7 +383,7 @@ struct Provisioned {
             ])
         #expect(admin.status != 0)
         #expect(admin.stderr.contains("admin API could not listen on 127.0.0.1:\(adminPort)"), "\(admin.stderr)")
-        let linkPort = URL(string: first.info["linkDevelopmentURL"]!)!.port!
+        let linkPort = URL(string: first.info.linkDevelopmentURL)!.port!
         let link = try run(
             try heraldExecutable().path,
             [
@@ -443,7 +443,7 @@ struct Provisioned {
             Set(wide.filter { $0.hasPrefix("127.0.0.1:") })
                 == [
                     "127.0.0.1:\(URL.port(open.dev))",
-                    "127.0.0.1:\(URL.port(open.info["channelsDevelopmentURL"] ?? ""))",
+                    "127.0.0.1:\(URL.port(open.info.channelsDevelopmentURL ?? ""))",
                 ], "\(wide)")
         #expect(open.admin.hasPrefix("https://127.0.0.1:"), "\(open.admin)")
         let port = URL.port(open.admin)

@@ -149,11 +149,11 @@ extension URL {
         let g = try GatewayProcess(arguments: ["--first-bytes-timeout", "2"])
         let dev = URL.port(g.dev)
         let admin = URL.port(g.admin)
-        let link = URL.port(g.info["linkDevelopmentURL"])
+        let link = URL.port(g.info.linkDevelopmentURL)
         let ports: [(String, Int)] = [
             ("provider API", URL.port(g.tls)), ("development listener", dev), ("device link", link),
-            ("admin API", admin), ("binary gateway", Int(g.info["binaryAddress"]!.split(separator: ":")[1])!),
-            ("feedback service", Int(g.info["feedbackAddress"]!.split(separator: ":")[1])!),
+            ("admin API", admin), ("binary gateway", Int(g.info.binaryAddress!.split(separator: ":")[1])!),
+            ("feedback service", Int(g.info.feedbackAddress!.split(separator: ":")[1])!),
         ]
         // Silent clients on every listener, half a preface, and a request head that never ends.
         let silent = try ports.map { ($0.0, try RawSocket(port: $0.1)) }

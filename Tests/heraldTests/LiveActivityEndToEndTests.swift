@@ -99,7 +99,7 @@ import Testing
         #expect(up.waitForLine(containing: "Route 9").last?.contains("DeliveryAttributes") == true)
 
         // An app's own activity, by hand: started without pushes, updated with an alert, ended at once.
-        let demo = try #require(up.info["topic"])
+        let demo = up.info.topic
         let started = try herald(
             [
                 "app", demo, "activity-start", "--attributes-type", "Timer", "--push-type", "none", "--content-state",
@@ -121,7 +121,7 @@ import Testing
         // The user turns the app's Live Activities off in Settings: a new one is denied.
         let off = try curl([
             "-X", "PATCH", "-d", #"{"liveActivitiesAllowed":false}"#,
-            (up.info["deviceAPI"] ?? "") + "/apps/\(demo)/settings",
+            (up.info.deviceAPI) + "/apps/\(demo)/settings",
         ])
         #expect(off.status == 200 && off.json?["liveActivitiesAllowed"] as? Bool == false, "\(off.body)")
         let denied = try up.herald(["app", demo, "activity-start", "--push-type", "none"] + up.device)

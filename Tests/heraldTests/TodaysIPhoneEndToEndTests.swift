@@ -17,7 +17,7 @@ import Testing
         init(start: String = "2026-11-26T10:00:00+01:00") throws {
             let p = try Provisioned()
             let device = try DeviceProcess(
-                start: start, extra: ["--gateway", try #require(p.gateway.info["linkDevelopmentURL"])])
+                start: start, extra: ["--gateway", p.gateway.info.linkDevelopmentURL])
             try device.herald(["device", "install", Provisioned.topic, "--aps-environment", "development"])
             try device.herald(["app", Provisioned.topic, "authorize", "--options", "alert,sound,badge"])
             var token = ""
@@ -186,7 +186,7 @@ import Testing
         #expect(d.stop() == 0)
         let again = try DeviceProcess(
             start: "2026-11-26T10:00:00+01:00", state: d.state,
-            extra: ["--gateway", try #require(b.p.gateway.info["linkDevelopmentURL"])])
+            extra: ["--gateway", b.p.gateway.info.linkDevelopmentURL])
         try eventually("registered again") {
             (try again.get("/status") as? [String: Any])?["gateway"] as? String == "connected"
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRuntime
 import Testing
 
 /// `herald up` as a newcomer runs it: the real executable, its gateway and device children, curl,
@@ -11,7 +12,7 @@ import Testing
         let output = Pipe()
         let reader: LineReader
         var banner: [String] = []
-        var info: [String: String] = [:]
+        let info: UpInfo
         let watchdog: DispatchWorkItem
 
         init(state: URL, extra: [String] = []) throws {
@@ -38,8 +39,7 @@ import Testing
                 banner.append(line)
                 if line.contains("Ctrl-C stops everything") { break }
             }
-            let data = try Data(contentsOf: state.appendingPathComponent("up.json"))
-            info = (try JSONSerialization.jsonObject(with: data) as? [String: String]) ?? [:]
+            info = try UpInfo.read(directory: state)
         }
 
         /// Reads the terminal until a line contains `text`; returns the lines read.
@@ -63,7 +63,7 @@ import Testing
             let asked = waitForLine(containing: "[\(app)] asks to send notifications")
             #expect(asked.last?.contains("waiting for the user's answer") == true, sourceLocation: sourceLocation)
             let answer = try curl([
-                "-X", "POST", "-d", #"{"allow":true}"#, (info["deviceAPI"] ?? "") + "/prompts/\(app)",
+                "-X", "POST", "-d", #"{"allow":true}"#, info.deviceAPI + "/prompts/\(app)",
             ])
             #expect(answer.status == 200, "\(answer.body)", sourceLocation: sourceLocation)
         }
@@ -91,21 +91,22 @@ import Testing
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
         defer { try? FileManager.default.removeItem(at: state) }
         let up = try Up(state: state, extra: ["--nodes", "2"])
-        #expect(up.info["nodes"] == "2")
-        let database = try #require(up.info["database"])
+        #expect(up.info.nodes == 2)
+        let node2 = try #require(up.info.otherNodes.first)
+        let database = try #require(up.info.database)
         #expect(database.hasPrefix("postgres://herald@127.0.0.1:") && database.contains(state.path + "/postgres"))
-        let second = try #require(up.info["node2DevelopmentURL"])
-        #expect(second != up.info["developmentURL"])
-        #expect(up.info["linkURL"] == up.info["node2LinkDevelopmentURL"], "the device is on node 2")
+        let second = node2.developmentURL
+        #expect(second != up.info.developmentURL)
+        #expect(up.info.linkURL == node2.linkDevelopmentURL, "the device is on node 2")
         #expect(up.banner.contains { $0.hasPrefix("  cluster:                  2 gateway nodes on postgres://") })
         #expect(up.banner.contains { $0.hasPrefix("  node 2:                   development \(second)") })
         // Each node answers for the cluster: node 2 knows the key and app node 1 was given.
         let admin2 = try curl([
-            "-H", "authorization: Bearer \(up.info["adminToken"] ?? "")", (up.info["node2AdminURL"] ?? "") + "/apps",
+            "-H", "authorization: Bearer \(up.info.adminToken)", node2.adminURL + "/apps",
         ])
         #expect(admin2.body.contains("dev.herald.demo"), "\(admin2.body)")
 
-        #expect(up.curlCommand.contains(up.info["developmentURL"] ?? "?"))
+        #expect(up.curlCommand.contains(up.info.developmentURL))
         let pasted = try run("/bin/sh", ["-c", up.curlCommand])
         #expect(pasted.stdout.hasPrefix("HTTP/2 200"), "\(pasted.stdout)\n\(pasted.stderr)")
         let shown = up.waitForLine(containing: "Hello — from Herald")
@@ -115,7 +116,7 @@ import Testing
         // app's certificate is from the cluster's CA).
         let upFile = state.appendingPathComponent("up.json").path
         let binary = try up.herald([
-            "push", "--up", upFile, "--binary", "--binary-address", up.info["node2BinaryAddress"] ?? "?", "--alert",
+            "push", "--up", upFile, "--binary", "--binary-address", node2.binaryAddress, "--alert",
             "through node 2's binary interface",
         ])
         #expect(binary.status == 0, "\(binary.stderr)")
@@ -132,10 +133,10 @@ import Testing
         )
         // The pasted curl and that notification went to node 1 and were forwarded to node 2.
         let metrics = try curl([
-            "-H", "authorization: Bearer \(up.info["adminToken"] ?? "")", (up.info["adminURL"] ?? "") + "/metrics",
+            "-H", "authorization: Bearer \(up.info.adminToken)", up.info.adminURL + "/metrics",
         ])
         #expect(metrics.body.contains(#"herald_pushes_forwarded_total{result="answered"} 2"#), "\(metrics.body)")
-        let feedback = try up.herald(["feedback", "--up", upFile, "--address", up.info["node2FeedbackAddress"] ?? "?"])
+        let feedback = try up.herald(["feedback", "--up", upFile, "--address", node2.feedbackAddress])
         #expect(feedback.stdout == "the feedback list is empty\n", "\(feedback.stderr)")
 
         let bad = try up.herald(["up", "--state", state.path + "-other", "--nodes", "0"])
@@ -155,7 +156,7 @@ import Testing
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
         let up = try Up(state: state)
         let upFile = state.appendingPathComponent("up.json").path
-        let app = try #require(up.info["topic"])
+        let app = up.info.topic
         let listener = try Child(
             try heraldExecutable(), ["app", app, "listen", "--count", "3"] + up.device)
         let pid = listener.process.processIdentifier
@@ -200,10 +201,10 @@ import Testing
             "topic", "environment", "deviceID", "deviceToken", "deviceAPI", "binaryAddress", "feedbackAddress",
             "binaryCertificate", "binaryPrivateKey",
         ] {
-            #expect(up.info[key]?.isEmpty == false, "up.json lacks \(key)")
+            #expect(up.info.fields[key]?.isEmpty == false, "up.json lacks \(key)")
         }
-        #expect(up.info["deviceToken"]?.count == 64)
-        #expect(FileManager.default.fileExists(atPath: up.info["p8"] ?? ""))
+        #expect(up.info.deviceToken.count == 64)
+        #expect(FileManager.default.fileExists(atPath: up.info.p8))
 
         // A second `herald up` on the same state is refused before it changes anything.
         let second = try up.herald(["up", "--state", state.path, "--port", "0", "--dev-port", "0"])
@@ -226,7 +227,7 @@ import Testing
         #expect(shown.last == "[dev.herald.demo] Hello — from Herald (sound default, badge 1)", "\(shown)")
 
         // It is in the device's delivered list, and the badge follows it.
-        let api = try #require(up.info["deviceAPI"])
+        let api = up.info.deviceAPI
         let delivered = try curl([api + "/apps/dev.herald.demo/delivered"])
         let list = try JSONSerialization.jsonObject(with: Data(delivered.body.utf8)) as? [[String: Any]]
         #expect(list?.first?["title"] as? String == "Hello")
@@ -268,7 +269,7 @@ import Testing
         #expect(fromFile.status == 0, "\(fromFile.stderr)")
         #expect(up.waitForLine(containing: "from a file").last?.hasPrefix("[dev.herald.demo] from a file") == true)
         let tokens = state.appendingPathComponent("tokens.txt")
-        try Data("\(up.info["deviceToken"]!)\n# a comment\n\(String(repeating: "ab", count: 32))\n".utf8).write(
+        try Data("\(up.info.deviceToken)\n# a comment\n\(String(repeating: "ab", count: 32))\n".utf8).write(
             to: tokens)
         let many = try up.herald(["push", "--up", upFile, "--tokens", tokens.path, "--alert", "many", "--json"])
         #expect(many.status == 1)
@@ -314,20 +315,20 @@ import Testing
         let feedback = try up.herald(["feedback", "--up", upFile, "--json"])
         let tuples = try JSONSerialization.jsonObject(with: Data(feedback.stdout.utf8)) as? [[String: Any]]
         #expect(
-            tuples?.map { $0["token"] as? String } == [up.info["deviceToken"]], "\(feedback.stdout) \(feedback.stderr)")
+            tuples?.map { $0["token"] as? String } == [up.info.deviceToken], "\(feedback.stdout) \(feedback.stderr)")
         #expect(try up.herald(["feedback", "--up", upFile]).stdout == "the feedback list is empty\n")
         #expect(try up.herald(["push", "--up", upFile, "--binary", "--alert", "to nobody"]).status == 0)
         try eventually("the token listed again") {
-            try up.herald(["feedback", "--up", upFile]).stdout.contains(up.info["deviceToken"]!)
+            try up.herald(["feedback", "--up", upFile]).stdout.contains(up.info.deviceToken)
         }
 
         // SIGTERM stops the device and the gateway; the state is reused on the next start.
         #expect(up.stop() == 0)
-        let keyID = up.info["keyID"]
+        let keyID = up.info.keyID
         let again = try Up(state: state)
-        #expect(again.info["keyID"] == keyID)
-        #expect(again.info["deviceID"] == up.info["deviceID"])
-        let status = try curl([try #require(again.info["deviceAPI"]) + "/status"])
+        #expect(again.info.keyID == keyID)
+        #expect(again.info.deviceID == up.info.deviceID)
+        let status = try curl([again.info.deviceAPI + "/status"])
         #expect(status.json?["gateway"] as? String == "connected")
         #expect(status.json?["timeZone"] as? String == "Europe/Paris")
         #expect(again.stop() == 0)

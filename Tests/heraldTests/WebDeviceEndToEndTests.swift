@@ -16,7 +16,7 @@ import Testing
         let pageLine = try #require(up.banner.first { $0.contains("the device (open it):") })
         #expect(up.banner.firstIndex(of: pageLine) == (up.banner.firstIndex { $0.hasPrefix("herald is up") } ?? -1) + 1)
         let page = String(pageLine.split(separator: " ").last ?? "")
-        #expect(page == (up.info["deviceAPI"] ?? "") + "/")
+        #expect(page == (up.info.deviceAPI) + "/")
         let bearer = try #require(
             up.curlCommand.range(of: "bearer [A-Za-z0-9_.-]+", options: .regularExpression).map {
                 String(up.curlCommand[$0].dropFirst("bearer ".count))
@@ -25,7 +25,7 @@ import Testing
         let result = try run(
             "/usr/bin/python3",
             [
-                Self.script, page, up.info["developmentURL"] ?? "", bearer, up.info["deviceToken"] ?? "",
+                Self.script, page, up.info.developmentURL, bearer, up.info.deviceToken,
                 try heraldExecutable().path, state.appendingPathComponent("device").path, invites,
                 shots.path,
             ])
@@ -139,7 +139,7 @@ import Testing
             "/usr/bin/python3",
             [
                 script.path, String(pageLine.split(separator: " ").last ?? ""), try heraldExecutable().path,
-                state.appendingPathComponent("device").path, try #require(up.info["topic"]), shots.path,
+                state.appendingPathComponent("device").path, up.info.topic, shots.path,
             ])
         #expect(result.status == 0, "\(result.stderr)")
         let steps = Self.steps(result.stdout)
@@ -179,8 +179,8 @@ import Testing
         let result = try run(
             "/usr/bin/python3",
             [
-                script.path, String(pageLine.split(separator: " ").last ?? ""), up.info["developmentURL"] ?? "",
-                bearer, up.info["deviceToken"] ?? "", try heraldExecutable().path,
+                script.path, String(pageLine.split(separator: " ").last ?? ""), up.info.developmentURL,
+                bearer, up.info.deviceToken, try heraldExecutable().path,
                 state.appendingPathComponent("device").path, shots.path,
             ])
         #expect(result.status == 0, "\(result.stderr)")

@@ -52,7 +52,7 @@ public struct DeviceDaemon: Sendable {
         let service = self.service
         let logger = self.logger
         await service.start()
-        let runtime = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("device.json")
+        let runtime = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent(DeviceInfo.fileName)
         // Stopped in reverse order on SIGINT/SIGTERM: the device API, the app link, the device link.
         let services: [any Service] = [
             service.gateway, AppLinkService(server: appLink, device: service, logger: logger), app,
@@ -62,16 +62,12 @@ public struct DeviceDaemon: Sendable {
                 services, signals: signals, logger: logger, listening: apiReady, listener: "device API",
                 address: "\(apiHost):\(self.apiPort)", stopper: stopper
             ) { bound in
-                var info = [
-                    "apiURL": "http://\(apiHost):\(bound)",
-                    "appLink": configuration.appLinkPath,
-                    "pid": String(ProcessInfo.processInfo.processIdentifier),
-                ]
-                if let id = await service.deviceID { info["deviceID"] = id }
-                try JSONSerialization.data(withJSONObject: info, options: [.sortedKeys, .prettyPrinted])
-                    .write(to: runtime, options: .atomic)
-                logger.info("device ready", metadata: info.mapValues { .string($0) })
-                onReady(info)
+                let info = DeviceInfo(
+                    apiURL: "http://\(apiHost):\(bound)", appLink: configuration.appLinkPath,
+                    deviceID: await service.deviceID, pid: String(ProcessInfo.processInfo.processIdentifier))
+                try info.write(to: runtime.path)
+                logger.info("device ready", metadata: info.fields.mapValues { .string($0) })
+                onReady(info.fields)
             }
         } catch {
             // The state directory is released on a failed run too: a daemon started again in this

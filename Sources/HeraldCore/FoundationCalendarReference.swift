@@ -1,5 +1,4 @@
 import Foundation
-import HeraldCore
 
 /// Foundation's answer to the same question, and the explanation of each way Herald deliberately differs.
 /// Used by the tests, the benchmark and `herald trigger next --compare-foundation`.

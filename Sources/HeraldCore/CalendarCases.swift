@@ -1,5 +1,4 @@
 import Foundation
-import HeraldCore
 
 /// A deterministic random number generator (SplitMix64), so comparisons and benchmarks run the same
 /// cases on every machine.
