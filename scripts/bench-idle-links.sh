@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What an idle device link costs the gateway: memory per connected, authenticated, idle device, over
 # the loopback development link (WebSocket, no TLS) and over the TLS link (wss://, port 5223 in
-# production), in the same run. DESIGN.md's goal is a million idle links on one box.
+# production), in the same run. The goal (docs/scaling.md) is a million idle links on one box.
 #
 #   scripts/bench-idle-links.sh [devices-per-phase]     (default 9000)
 #

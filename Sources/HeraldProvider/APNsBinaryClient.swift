@@ -7,7 +7,7 @@ import NIOTLS
 import Synchronization
 
 /// Where a legacy binary gateway (port 2195) or feedback service (port 2196) listens, and the
-/// app certificate that opens it (spec/APNS.md §4).
+/// app certificate that opens it (docs/binary-provider.md).
 public struct APNsLegacyEndpoint: Sendable {
     /// Host name or address.
     public var host: String
@@ -173,7 +173,7 @@ final class LegacyConnection: Sendable {
     }
 }
 
-/// A client of the legacy binary provider interface (spec/APNS.md §4).
+/// A client of the legacy binary provider interface (docs/binary-provider.md).
 ///
 /// It keeps one connection open and gives every enhanced or frame notification its own
 /// identifier. The interface answers only failures: an error packet names the first notification
@@ -330,7 +330,7 @@ public actor APNsBinaryClient {
     }
 }
 
-/// Reads the legacy feedback service (spec/APNS.md §4): the tokens of the certificate's app
+/// Reads the legacy feedback service (docs/binary-provider.md): the tokens of the certificate's app
 /// whose app was removed, with the time each was found removed. The service empties its list as
 /// it is read, so a provider should act on what it gets (drop a token only if it was not
 /// registered again after that time).

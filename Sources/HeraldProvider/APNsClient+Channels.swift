@@ -31,7 +31,7 @@ public struct APNsChannelCreated: Sendable, Equatable {
     public var requestID: String
 }
 
-/// The channel management API (spec/APNS.md §8; a Herald gateway's, docs/broadcast.md): an app's
+/// The channel management API (a Herald gateway's: docs/broadcast.md): an app's
 /// broadcast channels, created, read, deleted and listed. The server is the channel management
 /// service (``APNsServer/channelsSandbox``, ``APNsServer/channelsProduction``, or a gateway's
 /// `channelsURL`), not the push service; the authentication is the client's. A refusal throws

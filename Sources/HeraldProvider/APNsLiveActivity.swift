@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 
-/// A Live Activity push's payload (spec/APNS.md §8, docs/live-activities.md): what starts, updates or
+/// A Live Activity push's payload (docs/live-activities.md): what starts, updates or
 /// ends an activity, sent to a per-activity token, a push-to-start token, or broadcast on a channel.
 /// ``payload()`` writes the `aps` dictionary ActivityKit reads.
 public struct APNsLiveActivity: Sendable, Equatable {

@@ -4,7 +4,7 @@ import HeraldCore
 import Synchronization
 
 /// A provider key: the `.p8` file Apple (or `herald keys new`) hands out, with the ids a token
-/// names (spec/APNS.md §2).
+/// names (docs/provider-api.md).
 public struct APNsSigningKey: Sendable {
     /// The key id (`kid`), 10 characters.
     public var keyID: String

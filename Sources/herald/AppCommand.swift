@@ -319,7 +319,7 @@ struct AppCommand: AsyncParsableCommand {
             let all = try await center.activities()
             if json { return try printJSON(all) }
             if all.isEmpty { print("no activities") }
-            for activity in all { print(Self.line(activity)) }
+            for activity in all { print(EventPrinter.line(activity)) }
         case .pushToStartToken:
             let token = try await center.pushToStartToken(attributesType: attributesType)
             if json { return try printJSON(["token": token, "attributesType": attributesType]) }
@@ -365,18 +365,7 @@ struct AppCommand: AsyncParsableCommand {
 
     func show(_ activity: LiveActivity) throws {
         if json { return try printJSON(activity) }
-        print(Self.line(activity))
-    }
-
-    /// `<id> <type> <state>: <content state> (token …, channel …)`.
-    static func line(_ activity: LiveActivity) -> String {
-        var extras: [String] = []
-        if let token = activity.pushToken { extras.append("token \(token)") }
-        if let channel = activity.channelID { extras.append("channel \(channel)") }
-        if let stale = activity.content.staleDate { extras.append("stale at \(AppLinkDates.format(stale))") }
-        let state = String(decoding: activity.content.state.jsonData(), as: UTF8.self)
-        return "\(activity.id) \(activity.attributesType) \(activity.state.rawValue): \(state)"
-            + (extras.isEmpty ? "" : " (\(extras.joined(separator: ", ")))")
+        print(EventPrinter.line(activity))
     }
 
     static func object(_ text: String, _ option: String) throws -> JSONValue {

@@ -19,16 +19,6 @@ struct DeviceCommand: AsyncParsableCommand {
         defaultSubcommand: DeviceRun.self)
 }
 
-/// Where to find a running device: its state directory or its API URL.
-struct DeviceLocation: ParsableArguments {
-    @Option(name: .customLong("device-state"), help: "The device's state directory (default .herald/device).")
-    var state: String?
-    @Option(name: .long, help: "The device API's URL (overrides device.json).")
-    var apiURL: String?
-
-    func client() throws -> HTTPJSONClient { HTTPJSONClient(base: try deviceAPIURL(state: state, url: apiURL)) }
-}
-
 struct DeviceRun: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
@@ -352,25 +342,16 @@ struct DeviceClockCommand: AsyncParsableCommand {
 
     func validate() throws {
         if advance != nil && to != nil { throw ValidationError("give --advance or --to, not both") }
-        if let advance, Self.seconds(advance) == nil {
+        if let advance, DeviceLocation.seconds(advance) == nil {
             throw ValidationError("--advance: '\(advance)' is not a duration such as 90, 15m, 2h or 1d")
         }
         if let to { _ = try parseDate(to, field: "--to") }
     }
 
-    /// `90`, `90s`, `15m`, `2h`, `1d` as seconds.
-    static func seconds(_ text: String) -> Double? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        guard let last = text.last else { return nil }
-        let (number, unit) = units[last].map { (text.dropLast(), $0) } ?? (Substring(text), 1)
-        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
-        return value * unit
-    }
-
     func run() async throws {
         let client = try device.client()
         let answer: JSONValue?
-        if let advance, let seconds = Self.seconds(advance) {
+        if let advance, let seconds = DeviceLocation.seconds(advance) {
             answer = try await client.json("POST", "/clock", ["advance": .double(seconds)])
         } else if let to {
             answer = try await client.json("POST", "/clock", ["to": .string(to)])

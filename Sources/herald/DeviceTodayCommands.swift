@@ -52,7 +52,7 @@ struct DeviceFocus: AsyncParsableCommand {
             throw ValidationError("\(action.rawValue): name the mode, e.g. herald device focus \(action.rawValue) work")
         }
         if until != nil && `for` != nil { throw ValidationError("give --until or --for, not both") }
-        if let text = `for`, DeviceClockCommand.seconds(text) == nil {
+        if let text = `for`, DeviceLocation.seconds(text) == nil {
             throw ValidationError("--for: '\(text)' is not a duration such as 90, 15m, 2h or 1d")
         }
         if let until { _ = try parseDate(until, field: "--until") }
@@ -100,7 +100,7 @@ struct DeviceFocus: AsyncParsableCommand {
         case .on:
             var body: [String: JSONValue] = ["mode": .string(mode!)]
             if let until { body["until"] = .string(until) }
-            if let text = `for`, let seconds = DeviceClockCommand.seconds(text) {
+            if let text = `for`, let seconds = DeviceLocation.seconds(text) {
                 let clock = try await client.json("GET", "/clock") ?? .null
                 let now = (clock["now"]?.stringValue).flatMap(AppLinkDates.parse) ?? Date()
                 body["until"] = .string(AppLinkDates.format(now.addingTimeInterval(seconds)))

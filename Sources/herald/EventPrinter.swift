@@ -112,7 +112,7 @@ final class EventPrinter: UserNotificationCenterDelegate {
                 if let line = try? encoder.encode(object) { print(String(decoding: line, as: UTF8.self)) }
             }
         } else {
-            print("activity " + AppCommand.line(activity))
+            print("activity " + Self.line(activity))
         }
         fflush(nil)
         count()
@@ -138,5 +138,18 @@ final class EventPrinter: UserNotificationCenterDelegate {
             }
             if resumeNow { continuation.resume() }
         }
+    }
+}
+
+extension EventPrinter {
+    /// `<id> <type> <state>: <content state> (token …, channel …)`.
+    static func line(_ activity: LiveActivity) -> String {
+        var extras: [String] = []
+        if let token = activity.pushToken { extras.append("token \(token)") }
+        if let channel = activity.channelID { extras.append("channel \(channel)") }
+        if let stale = activity.content.staleDate { extras.append("stale at \(AppLinkDates.format(stale))") }
+        let state = String(decoding: activity.content.state.jsonData(), as: UTF8.self)
+        return "\(activity.id) \(activity.attributesType) \(activity.state.rawValue): \(state)"
+            + (extras.isEmpty ? "" : " (\(extras.joined(separator: ", ")))")
     }
 }

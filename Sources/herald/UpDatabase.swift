@@ -13,10 +13,10 @@ struct UpDatabase: Sendable {
     var shown: String
 }
 
-extension UpCommand {
+extension UpDatabase {
     /// The gateways' database: `--database` as given; with `--nodes` above 1 and none given, a private
     /// server (created on the first start, reused later, stopped with the rest); else none (SQLite).
-    func startDatabase(root: URL, children: Children) async throws -> UpDatabase? {
+    static func start(database: String?, nodes: Int, root: URL, children: Children) async throws -> UpDatabase? {
         if let database {
             return UpDatabase(url: database, shown: PostgresURL.redacted(database))
         }

@@ -21,7 +21,7 @@ import Testing
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService(
             directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
-            logger: Logger(label: "test"), log: ListenerLog(logger: Logger(label: "test")), clock: SystemClock())
+            logger: Logger.silent, log: ListenerLog(logger: Logger.silent), clock: SystemClock())
         let channel = EmbeddedChannel()
         let handler = DeviceLinkHandler(service: service)
         try channel.pipeline.syncOperations.addHandler(handler)
@@ -51,7 +51,7 @@ import Testing
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService(
             directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
-            logger: Logger(label: "test"), log: ListenerLog(logger: Logger(label: "test")), clock: SystemClock())
+            logger: Logger.silent, log: ListenerLog(logger: Logger.silent), clock: SystemClock())
         let channel = EmbeddedChannel()
         let handler = DeviceLinkHandler(service: service)
         try channel.pipeline.syncOperations.addHandler(handler)

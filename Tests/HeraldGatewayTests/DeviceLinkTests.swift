@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import HeraldTesting
 import Logging
 import NIOCore
@@ -80,7 +81,7 @@ struct LinkHarness {
             host: "127.0.0.1", port: 0, tls: nil, directory: f.directory, links: router.links,
             offline: router.offline,
             configuration: configuration, group: MultiThreadedEventLoopGroup.singleton,
-            logger: Logger(label: "test"))
+            logger: Logger.silent)
     }
 
     /// Sends a push through the provider API's logic and the router; returns the answer.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import HeraldTesting
 import Logging
 import NIOCore
@@ -44,7 +45,7 @@ struct LegacyHarness {
         try await LegacyServer.start(
             service, host: "127.0.0.1", port: 0, tls: tls, ca: ca, api: link.f.api, router: link.router,
             directory: link.f.directory, environment: environment, group: MultiThreadedEventLoopGroup.singleton,
-            logger: Logger(label: "test"))
+            logger: Logger.silent)
     }
 
     /// Another listener of the same gateway, serving `environment`.

@@ -1,12 +1,25 @@
 import Foundation
 import Testing
 
-/// The gateway's files depend on each other one way (docs/architecture.md): no file names a type of
-/// another file that, directly or round a loop, names one of its own. Read from the sources.
+/// Every module's files depend on each other one way (docs/architecture.md): no file names a type of
+/// another file of its module that, directly or round a loop, names one of its own. Read from the
+/// sources. (Modules themselves cannot loop: the package manager refuses a cycle of targets.)
 @Suite struct ArchitectureTests {
-    static let gatewaySources = URL(fileURLWithPath: #filePath)
+    static let sourcesRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Sources/HeraldGateway")
+        .appendingPathComponent("Sources")
+
+    /// Every module: the folders under Sources/.
+    static func modules() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: sourcesRoot.path)
+            .filter { name in
+                var isDirectory: ObjCBool = false
+                return FileManager.default.fileExists(
+                    atPath: sourcesRoot.appendingPathComponent(name).path, isDirectory: &isDirectory)
+                    && isDirectory.boolValue
+            }
+            .sorted()
+    }
 
     /// The Swift files below `root`, as path → text without comments and string literals.
     static func sources(_ root: URL) throws -> [String: String] {
@@ -16,13 +29,7 @@ import Testing
             guard url.pathExtension == "swift" else { continue }
             let text = try String(contentsOf: url, encoding: .utf8)
             let path = String(url.path.dropFirst(root.path.count + 1))
-            files[path] = text.split(separator: "\n", omittingEmptySubsequences: false)
-                .map { line in
-                    var line = String(line)
-                    if let comment = line.range(of: "//") { line = String(line[..<comment.lowerBound]) }
-                    return line.replacingOccurrences(of: #""[^"]*""#, with: "\"\"", options: .regularExpression)
-                }
-                .joined(separator: "\n")
+            files[path] = SwiftCode.code(text)
         }
         return files
     }
@@ -78,10 +85,9 @@ import Testing
         return found
     }
 
-    @Test func noTwoGatewayFilesDependOnEachOtherRoundALoop() throws {
-        let files = try Self.sources(Self.gatewaySources)
-        #expect(files.count > 40, "the gateway's sources were not found at \(Self.gatewaySources.path)")
-        let declared = try Self.declarations(files)
+    /// Which files of a module name a type another file of the module declares.
+    static func uses(_ files: [String: String]) throws -> [String: Set<String>] {
+        let declared = try declarations(files)
         let identifier = try Regex(#"\b[A-Z]\w*"#)
         var uses: [String: Set<String>] = [:]
         for (path, text) in files {
@@ -91,7 +97,27 @@ import Testing
             }
             uses[path] = used
         }
-        #expect(Self.loops(uses) == [])
+        return uses
+    }
+
+    @Test func everyModuleIsFound() throws {
+        let modules = try Self.modules()
+        #expect(
+            Set([
+                "HeraldCore", "HeraldRuntime", "HeraldDevice", "HeraldGateway", "HeraldKit", "HeraldProvider",
+                "HeraldTesting", "herald",
+            ]).isSubset(of: Set(modules)),
+            "the modules were not found at \(Self.sourcesRoot.path): \(modules)")
+        let gateway = try Self.sources(Self.sourcesRoot.appendingPathComponent("HeraldGateway"))
+        #expect(gateway.count > 40, "the gateway's sources were not found")
+    }
+
+    @Test(arguments: try modules())
+    func noTwoFilesOfAModuleDependOnEachOtherRoundALoop(module: String) throws {
+        let files = try Self.sources(Self.sourcesRoot.appendingPathComponent(module))
+        #expect(!files.isEmpty, "no Swift files in Sources/\(module)")
+        let loops = Self.loops(try Self.uses(files))
+        #expect(loops.isEmpty, "files of \(module) that depend on each other round a loop: \(loops)")
     }
 
     @Test func theLoopFinderFindsALoop() {
