@@ -188,6 +188,27 @@ struct AppCommand: AsyncParsableCommand {
 
     func perform(_ center: UserNotificationCenter, printer: EventPrinter) async throws {
         switch action {
+        case .authorize, .settings, .categories, .badge, .focusStatus, .register: try await performSettings(center)
+        case .add, .pending, .delivered, .removePending, .removeDelivered, .scheduleLegacy, .cancelLegacy:
+            try await performRequests(center)
+        case .activityStart, .activityUpdate, .activityEnd, .activities, .pushToStartToken:
+            try await performActivities(center)
+        case .listen:
+            if center.launchOptions == nil && !json {
+                print("listening as \(bundleID) (\(center.state.rawValue)); Ctrl-C to stop")
+            }
+            fflush(nil)
+            Task {
+                for await token in center.tokenChanges { print("token \(token)") }
+                printer.finish()  // the link closed
+            }
+            await printer.waitUntilDone(center)
+        }
+    }
+
+    /// The user's answers and the app's settings: authorization, settings, categories, badge, Focus status, the push token.
+    func performSettings(_ center: UserNotificationCenter) async throws {
+        switch action {
         case .authorize:
             var requested: AuthorizationOptions = []
             for name in options.split(separator: ",") {
@@ -214,6 +235,37 @@ struct AppCommand: AsyncParsableCommand {
             for c in categories {
                 print("\(c.identifier): " + c.actions.map(\.identifier).joined(separator: ", "))
             }
+        case .badge:
+            if let value = values.first.flatMap({ Int($0) }) {
+                try await center.setBadgeCount(value)
+                print("badge \(value)")
+            } else {
+                let badge = try await center.badgeCount()
+                if json { return try printJSON(["badge": badge]) }
+                print("badge \(badge)")
+            }
+        case .focusStatus:
+            let shared = try await center.requestFocusStatusAuthorization()
+            let status = try await center.focusStatus()
+            struct Shown: Encodable {
+                var authorized: Bool
+                var isFocused: Bool?
+            }
+            if json { return try printJSON(Shown(authorized: shared, isFocused: status.isFocused)) }
+            print(status.isFocused.map { $0 ? "focused" : "not focused" } ?? "not shared (the user said no)")
+        case .register:
+            let token = try await center.registerForRemoteNotifications()
+            if json { return try printJSON(["token": token]) }
+            print(token)
+        case .add, .pending, .delivered, .removePending, .removeDelivered, .scheduleLegacy, .cancelLegacy,
+            .activityStart, .activityUpdate, .activityEnd, .activities, .pushToStartToken, .listen:
+            return
+        }
+    }
+
+    /// Notification requests, new and legacy, pending and delivered.
+    func performRequests(_ center: UserNotificationCenter) async throws {
+        switch action {
         case .add:
             let request = NotificationRequest(
                 identifier: id ?? UUID().uuidString, content: content(), trigger: try trigger())
@@ -251,15 +303,6 @@ struct AppCommand: AsyncParsableCommand {
                 try await center.removeDeliveredNotifications(withIdentifiers: values)
             }
             print("removed")
-        case .badge:
-            if let value = values.first.flatMap({ Int($0) }) {
-                try await center.setBadgeCount(value)
-                print("badge \(value)")
-            } else {
-                let badge = try await center.badgeCount()
-                if json { return try printJSON(["badge": badge]) }
-                print("badge \(badge)")
-            }
         case .scheduleLegacy:
             let notification = try legacy()
             try await center.scheduleLocalNotification(notification)
@@ -272,19 +315,15 @@ struct AppCommand: AsyncParsableCommand {
                 for id in values { try await center.cancelLocalNotification(identifier: id) }
             }
             print("cancelled")
-        case .focusStatus:
-            let shared = try await center.requestFocusStatusAuthorization()
-            let status = try await center.focusStatus()
-            struct Shown: Encodable {
-                var authorized: Bool
-                var isFocused: Bool?
-            }
-            if json { return try printJSON(Shown(authorized: shared, isFocused: status.isFocused)) }
-            print(status.isFocused.map { $0 ? "focused" : "not focused" } ?? "not shared (the user said no)")
-        case .register:
-            let token = try await center.registerForRemoteNotifications()
-            if json { return try printJSON(["token": token]) }
-            print(token)
+        case .authorize, .settings, .categories, .badge, .focusStatus, .register, .activityStart, .activityUpdate,
+            .activityEnd, .activities, .pushToStartToken, .listen:
+            return
+        }
+    }
+
+    /// Live Activities.
+    func performActivities(_ center: UserNotificationCenter) async throws {
+        switch action {
         case .activityStart:
             let pushType: ActivityPushType? =
                 switch self.pushType {
@@ -324,16 +363,9 @@ struct AppCommand: AsyncParsableCommand {
             let token = try await center.pushToStartToken(attributesType: attributesType)
             if json { return try printJSON(["token": token, "attributesType": attributesType]) }
             print(token)
-        case .listen:
-            if center.launchOptions == nil && !json {
-                print("listening as \(bundleID) (\(center.state.rawValue)); Ctrl-C to stop")
-            }
-            fflush(nil)
-            Task {
-                for await token in center.tokenChanges { print("token \(token)") }
-                printer.finish()  // the link closed
-            }
-            await printer.waitUntilDone(center)
+        case .authorize, .settings, .categories, .add, .pending, .delivered, .removePending, .removeDelivered, .badge,
+            .scheduleLegacy, .cancelLegacy, .focusStatus, .register, .listen:
+            return
         }
     }
 

@@ -101,20 +101,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
             idleDevices, url: url, caCertificatePEM: pem, reconnect: reconnect, subscription: subscription,
             fanout: json ? FanoutReport(devices: idleDevices, emit: emit) : nil)
         defer { idle.cancel() }
-        if json {
-            emit([
-                "event": .string("ready"), "device": .string(client.deviceID),
-                "generation": .int(Int64(client.generation)),
-                "tokens": .object(Dictionary(tokens, uniquingKeysWith: { $1 }).mapValues(JSONValue.string)),
-                "idleDevices": .int(Int64(idleDevices)), "channels": .strings(channel),
-            ])
-        } else {
-            var text = "herald test-device ready\n  device: \(client.deviceID)\n"
-            for (t, hex) in tokens { text += "  token \(t) (\(environment.rawValue)): \(hex)\n" }
-            if !channel.isEmpty { text += "  subscribed \(topic[0]) to: \(channel.joined(separator: ", "))\n" }
-            if idleDevices > 0 { text += "  idle devices connected: \(idleDevices)\n" }
-            write(text)
-        }
+        announce(device: client, tokens: tokens)
         var received = 0
         var duplicates = 0
         var closedReason: String?
@@ -155,29 +142,63 @@ struct TestDeviceCommand: AsyncParsableCommand {
             // and goes on.
             await client.close()
             if json { emit(["event": .string("disconnected"), "reason": .string(closedReason ?? "closed")]) }
-            while true {
-                // The next address first: the node this one was on may be gone.
-                (client, linked) = try await Self.connect(
-                    urls: urls, from: linked + 1, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
-                do {
-                    for t in topic { _ = try await client.register(topic: t, environment: environment) }
-                    if let subscription { try await subscription.apply(to: client) }
-                    break
-                } catch {
-                    // The link dropped again while registering (the gateway went down once more).
-                    await client.close()
-                }
-            }
+            (client, linked) = try await relink(
+                urls: urls, after: linked, identity: me, pem: pem, subscription: subscription)
             closedReason = nil
             if json { emit(["event": .string("reconnected"), "device": .string(client.deviceID)]) }
         }
+        finished(received: received, duplicates: duplicates)
+        await client.close()
+        if let closedReason, !reconnect { throw ValidationError("the gateway closed the link: \(closedReason)") }
+    }
+
+    /// Says how many notifications arrived (and, with --json, how many were dropped as duplicates).
+    func finished(received: Int, duplicates: Int) {
         if json {
             emit(["event": .string("done"), "received": .int(Int64(received)), "duplicates": .int(Int64(duplicates))])
         } else {
             write("received \(received)\n")
         }
-        await client.close()
-        if let closedReason, !reconnect { throw ValidationError("the gateway closed the link: \(closedReason)") }
+    }
+
+    /// Says the device is ready: its id and tokens, what it subscribed to, its idle devices.
+    func announce(device client: GatewayLinkClient, tokens: [(String, String)]) {
+        if json {
+            emit([
+                "event": .string("ready"), "device": .string(client.deviceID),
+                "generation": .int(Int64(client.generation)),
+                "tokens": .object(Dictionary(tokens, uniquingKeysWith: { $1 }).mapValues(JSONValue.string)),
+                "idleDevices": .int(Int64(idleDevices)), "channels": .strings(channel),
+            ])
+        } else {
+            var text = "herald test-device ready\n  device: \(client.deviceID)\n"
+            for (t, hex) in tokens { text += "  token \(t) (\(environment.rawValue)): \(hex)\n" }
+            if !channel.isEmpty { text += "  subscribed \(topic[0]) to: \(channel.joined(separator: ", "))\n" }
+            if idleDevices > 0 { text += "  idle devices connected: \(idleDevices)\n" }
+            write(text)
+        }
+    }
+
+    /// After the link dropped: the same device connects again, registers again (the same tokens) and
+    /// subscribes again; returns the link and the index of the address it reached.
+    func relink(
+        urls: [String], after linked: Int, identity me: DeviceIdentity, pem: String?, subscription: Subscription?
+    ) async throws -> (GatewayLinkClient, Int) {
+        var linked = linked
+        while true {
+            // The next address first: the node this one was on may be gone.
+            let client: GatewayLinkClient
+            (client, linked) = try await Self.connect(
+                urls: urls, from: linked + 1, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
+            do {
+                for t in topic { _ = try await client.register(topic: t, environment: environment) }
+                if let subscription { try await subscription.apply(to: client) }
+                return (client, linked)
+            } catch {
+                // The link dropped again while registering (the gateway went down once more).
+                await client.close()
+            }
+        }
     }
 
     /// Connects to `urls[from]`; with `retry`, tries again with the device daemon's backoff until it

@@ -26,16 +26,6 @@ protocol GatewaySessionHost: Actor {
     func pushToStartTokenIssued(app: String, attributesType: String, token: String) async
 }
 
-/// The state of the link to the push service.
-public enum GatewayLinkState: String, Sendable, Codable {
-    /// No push service configured.
-    case none
-    /// Connecting, or waiting to reconnect.
-    case disconnected
-    /// Connected and authenticated.
-    case connected
-}
-
 /// The device's side of the push service: keeps the device link up (reconnecting with backoff and
 /// jitter), the apps' tokens and the topics waiting to be unregistered (`link.json`), and the one set
 /// of `apns-id`s already taken, so that a push sent again is acknowledged and dropped. (Within one
