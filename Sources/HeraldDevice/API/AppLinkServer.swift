@@ -75,18 +75,7 @@ public final class AppLinkServer: Sendable {
                 try await withThrowingTaskGroup(of: Void.self) { tasks in
                     tasks.addTask {
                         for await frame in outbox {
-                            let line: Data
-                            do {
-                                line = try frame.encodedLine()
-                            } catch {
-                                // A value JSON cannot hold (such as NaN): the call still gets an answer.
-                                guard case .result(let id, _) = frame,
-                                    let failure = try? AppLinkFrame.failure(
-                                        id: id, failure: .protocolError("the answer cannot be encoded: \(error)")
-                                    ).encodedLine()
-                                else { continue }
-                                line = failure
-                            }
+                            guard let line = Self.encodedLine(frame) else { continue }
                             try await outbound.write(ByteBuffer(bytes: line))
                         }
                         // Nothing more to say (the app left, or it is suspended): what was written is
@@ -140,6 +129,20 @@ public final class AppLinkServer: Sendable {
         if let app {
             logger.info("app disconnected", metadata: ["app": "\(app)"])
             await service.disconnect(app, session: session)
+        }
+    }
+
+    /// The line that sends `frame`. A result holding a value JSON cannot hold (such as NaN) is sent
+    /// as a failure, so that the call still gets an answer; any other frame that cannot be encoded
+    /// is dropped.
+    static func encodedLine(_ frame: AppLinkFrame) -> Data? {
+        do {
+            return try frame.encodedLine()
+        } catch {
+            guard case .result(let id, _) = frame else { return nil }
+            return try? AppLinkFrame.failure(
+                id: id, failure: .protocolError("the answer cannot be encoded: \(error)")
+            ).encodedLine()
         }
     }
 

@@ -79,21 +79,7 @@ public final class GatewayLinkClient: Sendable {
                                         events: continuation))
                             }
                         })
-                    var headers = HTTPHeaders()
-                    headers.add(name: "host", value: "\(host):\(port)")
-                    headers.add(name: "content-length", value: "0")
-                    let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
-                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(
-                        upgradeConfiguration: .init(
-                            upgradeRequestHead: head, upgraders: [upgrader],
-                            notUpgradingCompletionHandler: { channel in
-                                channel.eventLoop.makeFailedFuture(
-                                    Failure(
-                                        code: .notUpgraded,
-                                        message: "the server did not accept the WebSocket upgrade"))
-                            }))
-                    // The gateway's challenge may arrive in the same read as the 101: keep those bytes.
-                    pipeline.leftOverBytesStrategy = .forwardBytes
+                    let pipeline = Self.upgradePipeline(host: host, port: port, path: path, upgrader: upgrader)
                     let upgraded = try sync.configureUpgradableHTTPClientPipeline(configuration: pipeline)
                     upgraded.whenFailure { welcome.fail($0) }
                 }
@@ -122,6 +108,27 @@ public final class GatewayLinkClient: Sendable {
         return GatewayLinkClient(
             deviceID: greeting.device, generation: greeting.generation, registrations: greeting.registrations,
             events: events, channel: channel, handler: handler)
+    }
+
+    /// The HTTP/1.1 pipeline that asks `host:port` to upgrade `path` to a WebSocket with `upgrader`;
+    /// a server that answers without upgrading fails the connection with `notUpgraded`.
+    static func upgradePipeline(
+        host: String, port: Int, path: String, upgrader: NIOTypedWebSocketClientUpgrader<Void>
+    ) -> NIOUpgradableHTTPClientPipelineConfiguration<Void> {
+        var headers = HTTPHeaders()
+        headers.add(name: "host", value: "\(host):\(port)")
+        headers.add(name: "content-length", value: "0")
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
+        var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(
+            upgradeConfiguration: .init(
+                upgradeRequestHead: head, upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeFailedFuture(
+                        Failure(code: .notUpgraded, message: "the server did not accept the WebSocket upgrade"))
+                }))
+        // The gateway's challenge may arrive in the same read as the 101: keep those bytes.
+        pipeline.leftOverBytesStrategy = .forwardBytes
+        return pipeline
     }
 
     static func tlsContext(trusting caCertificatePEM: String?) throws -> NIOSSLContext {

@@ -133,23 +133,9 @@ extension DeviceEngine {
             options.contains(.banner) && s.alertSetting == .enabled && !provisional ? s.alertStyle : .none
         var inList = options.contains(.list) && s.notificationCenterSetting == .enabled
         var lockScreen = options.contains(.list) && s.lockScreenSetting == .enabled && !provisional
-        var sound: PresentedSound?
-        if options.contains(.sound), let requested = content.sound {
-            if level == .critical {
-                // Critical: heard even with sounds off or a Focus on, at the volume it names.
-                switch requested {
-                case .critical(let name, let volume): sound = .critical(name: name, volume: volume)
-                case .named(let name): sound = .critical(name: name, volume: 1)
-                case .default: sound = .critical(name: nil, volume: 1)
-                }
-            } else if s.soundSetting == .enabled, !provisional {
-                switch requested {
-                case .default: sound = .default
-                case .named(let name): sound = .named(name)
-                case .critical(let name, _): sound = name.map { .named($0) } ?? .default
-                }
-            }
-        }
+        var sound =
+            options.contains(.sound)
+            ? content.sound.flatMap { Self.presentedSound($0, level: level, s, provisional: provisional) } : nil
         var badge: Int?
         if options.contains(.badge), s.badgeSetting == .enabled, !provisional, let requested = content.badge {
             badge = requested
@@ -168,28 +154,17 @@ extension DeviceEngine {
         if held || silencedBy != nil {
             lockScreen = false  // Notification Center only (a held one, at its summary)
         }
-        if let badge, apps[app]?.badge != badge {
-            apps[app]?.badge = badge
-            changedApps.insert(app)
-        }
+        if let badge { updateBadge(app, badge) }
         var placed = notification
         placed.placement = NotificationPlacement(
             lockScreen: lockScreen, silencedBy: silencedBy, quiet: provisional,
             timeSensitive: level == .timeSensitive, critical: level == .critical)
-        let identifier = notification.identifier
-        var actions: [DeviceAction] = []
-        if held {
-            placed.placement?.lockScreen = true
-            if hold(app, placed) { actions.append(.removeFromScreen(app: app, identifiers: [identifier])) }
-            actions.append(.held(app: app, notification: placed, until: summaryWake))
-            if let badge { actions.append(.setBadge(app: app, badge: badge)) }
-            return actions
-        }
+        if held { return holdForSummary(app, placed, badge: badge) }
         if hasText && (inList || lockScreen) {
             insertDelivered(app, placed, placement: placed.placement!)
             placed.placement = apps[app]?.delivered.first?.placement
         } else if foreground {
-            removeDelivered(app, [identifier])  // the foreground app asked for no list
+            removeDelivered(app, [notification.identifier])  // the foreground app asked for no list
         }
         var shown = placed
         shown.request.content = text
@@ -197,6 +172,7 @@ extension DeviceEngine {
         // entry left to light it.
         let wakes = level != .passive && (hasText && (alertStyle != .none || lockScreen) || sound != nil)
         let category = record.categories[content.categoryIdentifier]
+        var actions: [DeviceAction] = []
         let presentation = Presentation(
             app: app, notification: shown, alertStyle: alertStyle, inList: inList && hasText,
             onLockScreen: lockScreen && hasText, level: level, silencedBy: hasText ? silencedBy : nil,
@@ -209,6 +185,47 @@ extension DeviceEngine {
             // (A foreground app that answered with nothing has chosen silence: nothing to say.)
             actions.append(.nothingToShow(app: app, notification: shown))
         }
+        if let badge { actions.append(.setBadge(app: app, badge: badge)) }
+        return actions
+    }
+
+    /// The sound `requested` is heard with at `level`: a critical one even with sounds off or a Focus
+    /// on, at the volume it names; any other only with the app's sounds on and not provisional.
+    static func presentedSound(
+        _ requested: NotificationSound, level: InterruptionLevel, _ s: NotificationSettings, provisional: Bool
+    ) -> PresentedSound? {
+        if level == .critical {
+            switch requested {
+            case .critical(let name, let volume): return .critical(name: name, volume: volume)
+            case .named(let name): return .critical(name: name, volume: 1)
+            case .default: return .critical(name: nil, volume: 1)
+            }
+        }
+        guard s.soundSetting == .enabled, !provisional else { return nil }
+        switch requested {
+        case .default: return .default
+        case .named(let name): return .named(name)
+        case .critical(let name, _): return name.map { .named($0) } ?? .default
+        }
+    }
+
+    /// Records the app's new badge (when it changed), to be saved.
+    mutating func updateBadge(_ app: String, _ badge: Int) {
+        guard apps[app]?.badge != badge else { return }
+        apps[app]?.badge = badge
+        changedApps.insert(app)
+    }
+
+    /// Holds a placed notification for the next Scheduled Summary: kept for Notification Center
+    /// and the lock screen at the summary, taken off the screen if it replaced one shown there.
+    mutating func holdForSummary(_ app: String, _ placed: DeliveredNotification, badge: Int?) -> [DeviceAction] {
+        var placed = placed
+        placed.placement?.lockScreen = true
+        var actions: [DeviceAction] = []
+        if hold(app, placed) {
+            actions.append(.removeFromScreen(app: app, identifiers: [placed.identifier]))
+        }
+        actions.append(.held(app: app, notification: placed, until: summaryWake))
         if let badge { actions.append(.setBadge(app: app, badge: badge)) }
         return actions
     }

@@ -42,6 +42,15 @@ struct ConsoleSender: Sendable {
         var milliseconds: Double
         /// Which listener it went to (`https://…` or `http://…`).
         var url: String
+
+        /// Takes the reason and the timestamp from an error answer's JSON body.
+        mutating func read(body: ByteBuffer) {
+            guard body.readableBytes > 0,
+                case .object(let object)? = try? JSONValue.parse(Data(body.readableBytesView))
+            else { return }
+            reason = object["reason"]?.stringValue
+            if case .int(let t)? = object["timestamp"] { timestamp = t }
+        }
     }
 
     let targets: Targets
@@ -53,20 +62,7 @@ struct ConsoleSender: Sendable {
         path: String, headers: [(String, String)], body: Data, environment: APNsEnvironment,
         authentication: Authentication
     ) async throws -> Answer {
-        var tls: NIOSSLContext?
-        var port = targets.tlsPort
-        var head = headers
-        switch authentication {
-        case .token(let jwt):
-            head.append(("authorization", "bearer \(jwt)"))
-            if let development = targets.developmentPort {
-                port = development
-            } else {
-                tls = try context(certificate: nil)
-            }
-        case .certificate(let chain, let key):
-            tls = try context(certificate: (chain, key))
-        }
+        let (tls, port, head) = try route(authentication, headers: headers)
         let scheme = tls == nil ? "http" : "https"
         let authority = environment == .production ? "api.push.apple.com" : "api.sandbox.push.apple.com"
         let host = targets.host
@@ -126,13 +122,23 @@ struct ConsoleSender: Sendable {
             }
         }
         answer.milliseconds = Double((clock.now - start) / .microseconds(1)) / 1000
-        if responseBody.readableBytes > 0,
-            case .object(let object)? = try? JSONValue.parse(Data(responseBody.readableBytesView))
-        {
-            answer.reason = object["reason"]?.stringValue
-            if case .int(let t)? = object["timestamp"] { answer.timestamp = t }
-        }
+        answer.read(body: responseBody)
         return answer
+    }
+
+    /// Where and how a push with `authentication` goes: a token over the development listener when
+    /// it is on (else TLS), with its `authorization` header; a certificate over TLS, presenting it.
+    func route(_ authentication: Authentication, headers: [(String, String)]) throws -> (
+        tls: NIOSSLContext?, port: Int, headers: [(String, String)]
+    ) {
+        switch authentication {
+        case .token(let jwt):
+            let head = headers + [("authorization", "bearer \(jwt)")]
+            if let development = targets.developmentPort { return (nil, development, head) }
+            return (try context(certificate: nil), targets.tlsPort, head)
+        case .certificate(let chain, let key):
+            return (try context(certificate: (chain, key)), targets.tlsPort, headers)
+        }
     }
 
     /// A TLS client context trusting the gateway's CA (the connection is to this very gateway, so the

@@ -120,25 +120,34 @@ public struct ChannelAPI: Sendable {
         default:
             guard let id = request.channelID else { return fail(.missingChannelId) }
             guard BroadcastChannel.isWellFormed(id) else { return fail(.badChannelId) }
-            let deleting = request.method == "DELETE"
-            return .perform {
-                do {
-                    if deleting {
-                        guard try await store.deleteChannel(bundleID: bundleID, environment: environment, id: id) else {
-                            return .requestError(.channelNotRegistered, requestID: requestID)
-                        }
-                        return .request(204, requestID: requestID)
+            return existingChannel(
+                id, deleting: request.method == "DELETE", bundleID: bundleID, environment: environment,
+                requestID: requestID)
+        }
+    }
+
+    /// Reads (GET) or deletes (DELETE) the app's channel `id` on the store.
+    func existingChannel(
+        _ id: String, deleting: Bool, bundleID: String, environment: APNsEnvironment, requestID: String
+    ) -> Answer {
+        let store = self.store
+        return .perform {
+            do {
+                if deleting {
+                    guard try await store.deleteChannel(bundleID: bundleID, environment: environment, id: id) else {
+                        return .requestError(.channelNotRegistered, requestID: requestID)
                     }
-                    guard let channel = try await store.channel(bundleID: bundleID, environment: environment, id: id)
-                    else { return .requestError(.channelNotRegistered, requestID: requestID) }
-                    return .request(
-                        200, requestID: requestID,
-                        json:
-                            #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"\#(BroadcastChannel.pushType)"}"#
-                    )
-                } catch {
-                    return Self.unavailable(requestID, error)
+                    return .request(204, requestID: requestID)
                 }
+                guard let channel = try await store.channel(bundleID: bundleID, environment: environment, id: id)
+                else { return .requestError(.channelNotRegistered, requestID: requestID) }
+                return .request(
+                    200, requestID: requestID,
+                    json:
+                        #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"\#(BroadcastChannel.pushType)"}"#
+                )
+            } catch {
+                return Self.unavailable(requestID, error)
             }
         }
     }

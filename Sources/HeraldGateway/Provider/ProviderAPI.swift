@@ -100,19 +100,7 @@ public struct ProviderAPI: Sendable {
 
     /// Decides a request.
     public func handle(_ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date) -> Decision {
-        let other: ChannelAPI.Answer?
-        if let channels {
-            other = channels.handle(request, connection: &connection, now: now)
-        } else if let broadcasts, BroadcastAPI.claims(request.path) {
-            other = broadcasts.handle(request, connection: &connection, now: now)
-        } else {
-            other = nil
-        }
-        switch other {
-        case .respond(let response): return .respond(response, delay: nil)
-        case .perform(let work): return .perform(work)
-        case nil: break
-        }
+        if let decision = handleOtherAPIs(request, connection: &connection, now: now) { return decision }
         // apns-id: echoed, or generated.
         let apnsID: String
         if let given = request.apnsID {
@@ -182,6 +170,27 @@ public struct ProviderAPI: Sendable {
             apnsID: apnsID, token: token, tokenText: tokenText, topic: topic, environment: environment,
             priority: priority, pushType: pushType, expiration: expiration, collapseID: request.collapseID,
             body: request.body, authorization: request.authorization, connection: &connection, now: now)
+    }
+
+    /// The channel management API's decision (on its listeners) or the broadcast API's (for its
+    /// paths); `nil` for a push to a device. Inlined: it runs first for every push.
+    @inline(__always)
+    private func handleOtherAPIs(
+        _ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date
+    ) -> Decision? {
+        let other: ChannelAPI.Answer?
+        if let channels {
+            other = channels.handle(request, connection: &connection, now: now)
+        } else if let broadcasts, BroadcastAPI.claims(request.path) {
+            other = broadcasts.handle(request, connection: &connection, now: now)
+        } else {
+            return nil
+        }
+        switch other {
+        case .respond(let response): return .respond(response, delay: nil)
+        case .perform(let work): return .perform(work)
+        case nil: return nil
+        }
     }
 
     /// Decides a notification from the legacy binary interface (docs/binary-provider.md). Its topic is the

@@ -162,7 +162,7 @@ struct ProviderConnectionStateMachine {
     ) -> Action {
         // Streams are taken out of the table while they are worked on (and put back unless
         // complete): a copy would retain and release every field of the request.
-        if var stream = streams.removeValue(forKey: id) {
+        if let stream = streams.removeValue(forKey: id) {
             if endStream { return Self.complete(stream, on: id) }
             streams[id] = stream
             return .none

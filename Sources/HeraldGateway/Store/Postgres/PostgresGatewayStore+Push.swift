@@ -14,7 +14,6 @@ extension PostgresGatewayStore: PushStore {
         let removals = batch.removals
         // The queues this batch stores into, locked in one order by every node (no deadlock).
         let queueLocks = Array(Set(survivors.map { Self.queueLock(device: $0.deviceID, topic: $0.topic) })).sorted()
-        let logger = logger
         return try await transaction { connection in
             if !durable {
                 // Log only: committed without waiting for the WAL flush (atomic; survives a killed
@@ -27,32 +26,7 @@ extension PostgresGatewayStore: PushStore {
             }
             var replaced = replacedInBatch
             for (p, meta) in pushes {
-                if let collapse = p.collapseID {
-                    for try await id in try await connection.query(
-                        """
-                        DELETE FROM stored WHERE device_id = \(p.deviceID) AND topic = \(p.topic)
-                        AND collapse_id = \(collapse) RETURNING apns_id
-                        """, logger: logger
-                    ).decode(String.self) {
-                        replaced.append(OfflinePolicy.Replacement(apnsID: id, by: p))
-                    }
-                }
-                try await self.drain(
-                    """
-                    INSERT INTO stored (apns_id, device_id, topic, collapse_id, expires_at, record, payload)
-                    VALUES (\(p.apnsID), \(p.deviceID), \(p.topic), \(p.collapseID),
-                            \(p.expiresAt.timeIntervalSince1970), \(meta), \(p.payload))
-                    """, on: connection)
-                for try await id in try await connection.query(
-                    """
-                    DELETE FROM stored WHERE seq IN (
-                        SELECT seq FROM stored WHERE device_id = \(p.deviceID) AND topic = \(p.topic)
-                        ORDER BY seq DESC OFFSET \(policy.depth))
-                    RETURNING apns_id
-                    """, logger: logger
-                ).decode(String.self) {
-                    replaced.append(OfflinePolicy.Replacement(apnsID: id, by: p))
-                }
+                replaced += try await self.enqueue(p, metadata: meta, policy: policy, on: connection)
             }
             if !pushes.isEmpty {
                 // Heard when this commits by whichever node holds the device (``StoredChange``).
@@ -70,32 +44,70 @@ extension PostgresGatewayStore: PushStore {
             }
             // What the policy pushed out is logged in this same transaction.
             let all = replaced.isEmpty ? logRows : logRows + LogRow.rows(of: replaced)
-            if !all.isEmpty {
-                var apnsIDs: [String] = []
-                var uniqueIDs: [String] = []
-                var logRecords: [ByteBuffer] = []
-                apnsIDs.reserveCapacity(all.count)
-                uniqueIDs.reserveCapacity(all.count)
-                logRecords.reserveCapacity(all.count)
-                var writer = JSONWriter(capacity: 320)
-                for row in all {
-                    apnsIDs.append(row.apnsID)
-                    // No array of optionals: an empty unique id stands for none (a real one never is).
-                    uniqueIDs.append(row.uniqueID ?? "")
-                    writer.clear()
-                    row.writeRecord(to: &writer)
-                    logRecords.append(ByteBuffer(bytes: writer.bytes))
-                }
-                // Rows come out of unnest in order, so `seq` follows the batch.
-                try await self.drain(
-                    """
-                    INSERT INTO event (apns_id, unique_id, record)
-                    SELECT a, NULLIF(u, ''), r FROM unnest(\(apnsIDs)::text[], \(uniqueIDs)::text[], \(logRecords)::bytea[])
-                    AS t(a, u, r)
-                    """, on: connection)
-            }
+            if !all.isEmpty { try await self.appendLog(all, on: connection) }
             return replaced.map(\.apnsID)
         }
+    }
+
+    /// Stores one push in its (device, topic) queue, inside the batch's transaction: the stored push
+    /// with its collapse id and those beyond the policy's depth leave the queue, replaced by it.
+    func enqueue(
+        _ p: StoredPush, metadata meta: Data, policy: OfflinePolicy, on connection: PostgresConnection
+    ) async throws -> [OfflinePolicy.Replacement] {
+        var replaced: [OfflinePolicy.Replacement] = []
+        if let collapse = p.collapseID {
+            for try await id in try await connection.query(
+                """
+                DELETE FROM stored WHERE device_id = \(p.deviceID) AND topic = \(p.topic)
+                AND collapse_id = \(collapse) RETURNING apns_id
+                """, logger: logger
+            ).decode(String.self) {
+                replaced.append(OfflinePolicy.Replacement(apnsID: id, by: p))
+            }
+        }
+        try await drain(
+            """
+            INSERT INTO stored (apns_id, device_id, topic, collapse_id, expires_at, record, payload)
+            VALUES (\(p.apnsID), \(p.deviceID), \(p.topic), \(p.collapseID),
+                    \(p.expiresAt.timeIntervalSince1970), \(meta), \(p.payload))
+            """, on: connection)
+        for try await id in try await connection.query(
+            """
+            DELETE FROM stored WHERE seq IN (
+                SELECT seq FROM stored WHERE device_id = \(p.deviceID) AND topic = \(p.topic)
+                ORDER BY seq DESC OFFSET \(policy.depth))
+            RETURNING apns_id
+            """, logger: logger
+        ).decode(String.self) {
+            replaced.append(OfflinePolicy.Replacement(apnsID: id, by: p))
+        }
+        return replaced
+    }
+
+    /// Appends delivery-log rows in one statement, inside the batch's transaction. Rows come out of
+    /// unnest in order, so `seq` follows the batch.
+    func appendLog(_ all: [LogRow], on connection: PostgresConnection) async throws {
+        var apnsIDs: [String] = []
+        var uniqueIDs: [String] = []
+        var logRecords: [ByteBuffer] = []
+        apnsIDs.reserveCapacity(all.count)
+        uniqueIDs.reserveCapacity(all.count)
+        logRecords.reserveCapacity(all.count)
+        var writer = JSONWriter(capacity: 320)
+        for row in all {
+            apnsIDs.append(row.apnsID)
+            // No array of optionals: an empty unique id stands for none (a real one never is).
+            uniqueIDs.append(row.uniqueID ?? "")
+            writer.clear()
+            row.writeRecord(to: &writer)
+            logRecords.append(ByteBuffer(bytes: writer.bytes))
+        }
+        try await drain(
+            """
+            INSERT INTO event (apns_id, unique_id, record)
+            SELECT a, NULLIF(u, ''), r FROM unnest(\(apnsIDs)::text[], \(uniqueIDs)::text[], \(logRecords)::bytea[])
+            AS t(a, u, r)
+            """, on: connection)
     }
 
     /// A (device, topic) queue's advisory-lock key: 64 bits of FNV-1a.
