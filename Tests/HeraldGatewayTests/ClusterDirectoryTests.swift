@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import HeraldTesting
 import ServiceLifecycle
 import Testing
@@ -25,7 +26,7 @@ import Testing
         return Node(
             directory: directory, store: store,
             follower: DirectoryFollower(
-                registry: directory.registry, store: store, logger: .init(label: "test"), retry: .milliseconds(200)))
+                registry: directory.registry, store: store, logger: .silent, retry: .milliseconds(200)))
     }
 
     /// Runs `body` while `nodes`' followers run (each has started listening first).

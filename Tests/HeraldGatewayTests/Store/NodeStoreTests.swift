@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRuntime
 import Synchronization
 import HeraldCore
 import HeraldTesting
@@ -119,7 +120,7 @@ import Testing
         let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
         defer { store.close() }
         let heard = Mutex<[ClaimChange]>([])
-        let follower = ClusterFollower<ClaimChange>(store: store, logger: .init(label: "test")) { changes in
+        let follower = ClusterFollower<ClaimChange>(store: store, logger: .silent) { changes in
             heard.withLock { $0 += changes }
         }
         func hear(_ change: ClaimChange) async throws {
