@@ -50,13 +50,13 @@ public final class Gateway: Sendable {
         /// Every listener's first-bytes deadline (docs/listeners.md): from accepting a connection
         /// until its first complete request. The device link has its own
         /// (``DeviceLinkServer/Configuration/firstBytesTimeout``).
-        public var firstBytesTimeout: TimeAmount = .seconds(10)
+        public var firstBytesTimeout: Duration = .seconds(10)
         /// The admin API's idle deadline between requests.
-        public var adminIdleTimeout: TimeAmount? = .seconds(60)
+        public var adminIdleTimeout: Duration? = .seconds(60)
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()
         /// How long the delivery log keeps a push's steps (30 days); the hourly purge deletes older ones.
-        public var logRetention: TimeInterval = 30 * 86400
+        public var logRetention: Duration = .seconds(30 * 86400)
         /// SQLite durability (the embedded store only).
         public var durability: SQLiteGatewayStore.Durability = .full
         /// Where the shared state lives: `nil` for the embedded SQLite database in the state
@@ -188,7 +188,7 @@ public final class Gateway: Sendable {
             forwarder = ClusterForwarder(
                 holders: known, credential: credential, caPEM: try ca.certificatePEM,
                 // The holder answers once the device acknowledged or the push is stored.
-                timeout: configuration.link.acknowledgementTimeout + .seconds(5), logger: logger)
+                timeout: TimeAmount(configuration.link.acknowledgementTimeout + .seconds(5)), logger: logger)
         }
         let broadcasts = BroadcastHub(store: store, logger: logger)
         let api = ProviderAPI(
@@ -258,7 +258,7 @@ public final class Gateway: Sendable {
         let logger = self.logger
         let metrics = router.metrics
         let log = ListenerLog(logger: logger) { metrics.connectionRefused(listener: $0) }
-        let firstBytes = configuration.firstBytesTimeout
+        let firstBytes = TimeAmount(configuration.firstBytesTimeout)
         let clock = self.clock
         let provider = try await Self.listening("provider API", address, configuration.port) {
             try await ProviderServer.start(
@@ -311,7 +311,8 @@ public final class Gateway: Sendable {
                     try await LegacyServer.start(
                         service, host: address, port: port, tls: legacyTLS, ca: ca, api: api, router: router,
                         directory: directory, environment: configuration.environment, group: group, logger: logger,
-                        timeouts: ListenerTimeouts(firstBytes: firstBytes, idle: configuration.provider.idleTimeout),
+                        timeouts: ListenerTimeouts(
+                            firstBytes: configuration.firstBytesTimeout, idle: configuration.provider.idleTimeout),
                         log: log, clock: clock)
                 })
         }
@@ -326,7 +327,7 @@ public final class Gateway: Sendable {
                     developmentPort: development?.localAddress?.port),
                 ca: ca, group: group),
             directory: directory, router: router, clock: clock, secure: adminTLS != nil,
-            caCertificatePath: state.caCertificatePath, logRetention: configuration.logRetention)
+            caCertificatePath: state.caCertificatePath, logRetention: configuration.logRetention.timeInterval)
         let admin = AdminAPI(
             directory: directory, router: router, faults: faults, ca: ca, token: adminToken, clock: clock,
             console: console)
@@ -335,14 +336,15 @@ public final class Gateway: Sendable {
             router: admin.router(),
             server: .guardedHTTP1(
                 listener: "admin API",
-                timeouts: ListenerTimeouts(firstBytes: firstBytes, idle: configuration.adminIdleTimeout),
+                timeouts: ListenerTimeouts(
+                    firstBytes: configuration.firstBytesTimeout, idle: configuration.adminIdleTimeout),
                 tls: adminTLS, log: log),
             configuration: .init(address: .hostname(address, port: configuration.adminPort), serverName: "herald"),
             onServerRunning: { adminReady.listening(on: $0.localAddress?.port ?? 0) },
             eventLoopGroupProvider: .shared(group), logger: logger)
 
         let offline = router.offline
-        let retention = configuration.logRetention
+        let retention = configuration.logRetention.timeInterval
         // Stopped in reverse order on SIGINT/SIGTERM: the admin API, then GOAWAY to providers and
         // the streams in flight finished, the legacy listeners, the device links; then what is still
         // lingering in the delivery log goes to disk.

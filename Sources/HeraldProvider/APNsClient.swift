@@ -27,13 +27,13 @@ public final class APNsClient: Sendable {
         /// When to retry.
         public var retry: APNsRetryPolicy
         /// When a provider token is renewed (see ``APNsTokenCache``).
-        public var tokenRefreshAge: TimeInterval
+        public var tokenRefreshAge: Duration
 
         /// A configuration.
         public init(
             server: APNsServer, authentication: APNsAuthentication, trustedCAPEM: String? = nil,
             timeout: Duration = .seconds(30), retry: APNsRetryPolicy = APNsRetryPolicy(),
-            tokenRefreshAge: TimeInterval = 50 * 60
+            tokenRefreshAge: Duration = .seconds(50 * 60)
         ) {
             self.server = server
             self.authentication = authentication
@@ -66,7 +66,7 @@ public final class APNsClient: Sendable {
             }
             switch configuration.authentication {
             case .token(let key):
-                tokens = APNsTokenCache(key: key, refreshAge: configuration.tokenRefreshAge, now: now)
+                tokens = APNsTokenCache(key: key, refreshAge: configuration.tokenRefreshAge.timeInterval, now: now)
             case .certificate(let chain, let key):
                 tls.certificateChain = try NIOSSLCertificate.fromPEMBytes(Array(chain.utf8)).map { .certificate($0) }
                 tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(key.utf8), format: .pem))
@@ -169,12 +169,5 @@ public final class APNsClient: Sendable {
     /// Closes the connections. Call it before the client goes away.
     public func shutdown() async throws {
         try await http.shutdown()
-    }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -15,7 +15,8 @@ public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel 
 
     let base: Base
     let listener: String
-    let timeouts: ListenerTimeouts
+    /// ``ListenerTimeouts/firstBytes`` on the event loop's clock, converted once.
+    let firstBytes: TimeAmount
     let tls: NIOSSLContext?
     let log: ListenerLog
 
@@ -23,7 +24,7 @@ public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel 
     public init(_ base: Base, listener: String, timeouts: ListenerTimeouts, tls: NIOSSLContext?, log: ListenerLog) {
         self.base = base
         self.listener = listener
-        self.timeouts = timeouts
+        self.firstBytes = TimeAmount(timeouts.firstBytes)
         self.tls = tls
         self.log = log
     }
@@ -31,7 +32,7 @@ public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let sync = channel.pipeline.syncOperations
-            try sync.addHandler(FirstBytesDeadline(listener: listener, deadline: timeouts.firstBytes, log: log))
+            try sync.addHandler(FirstBytesDeadline(listener: listener, deadline: firstBytes, log: log))
             if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
             try sync.addHandler(ProtocolSniffer(listener: listener, log: log, http1: { _ in }, http2: nil))
         }.flatMap {
@@ -54,7 +55,8 @@ extension HTTPServerBuilder {
                 HTTP1Channel(
                     responder: responder,
                     configuration: .init(
-                        additionalChannelHandlers: [FirstRequestSignal()], idleTimeout: timeouts.idle)),
+                        additionalChannelHandlers: [FirstRequestSignal()],
+                        idleTimeout: timeouts.idle.map { TimeAmount($0) })),
                 listener: listener, timeouts: timeouts, tls: tls, log: log)
         }
     }

@@ -7,13 +7,13 @@ public struct ListenerTimeouts: Sendable, Equatable {
     /// protocol, and the first request's head (HTTP/1.1), the client's SETTINGS after the preface
     /// (HTTP/2), or the signed `hello` (device link). Also the time a started HTTP/1.1 request
     /// has to arrive whole. Ten seconds by default: real clients need milliseconds.
-    public var firstBytes: TimeAmount
+    public var firstBytes: Duration
     /// How long a connection may stay quiet (nothing from the peer, nothing in flight) before it is
     /// closed; `nil` never closes it.
-    public var idle: TimeAmount?
+    public var idle: Duration?
 
     /// Deadlines with the given idle time (`nil`: never) and a first-bytes deadline of 10 s.
-    public init(firstBytes: TimeAmount = .seconds(10), idle: TimeAmount?) {
+    public init(firstBytes: Duration = .seconds(10), idle: Duration?) {
         self.firstBytes = firstBytes
         self.idle = idle
     }

@@ -59,7 +59,7 @@ public final class TestDevice: Sendable {
         configuration.stateDirectory = directory.path
         configuration.gatewayURL = gatewayURL
         configuration.otherGatewayURLs = otherGatewayURLs
-        configuration.reconnectBase = 0.05
+        configuration.reconnectBase = .milliseconds(50)
         configuration.userAllows = userAllows
         var logger = Logger(label: "herald.testing.\(name)")
         logger.logLevel = logLevel

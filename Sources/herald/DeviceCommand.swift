@@ -131,9 +131,9 @@ struct DeviceRun: AsyncParsableCommand {
         configuration.asksUser = permission == .interactive
         configuration.engine.timeZone = timeZone.flatMap(TimeZone.init(identifier:)) ?? .current
         if !language.isEmpty { configuration.engine.preferredLanguages = language }
-        configuration.engine.backgroundBudget = backgroundBudget
+        configuration.engine.backgroundBudget = .seconds(backgroundBudget)
         configuration.passcode = passcode
-        configuration.registrationWait = registrationWait
+        configuration.registrationWait = .seconds(registrationWait)
         let clock: any WallClock =
             manualClock
             ? ManualClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())

@@ -164,7 +164,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.durability = durability
         configuration.database = try databaseURL()
         configuration.clusterAddress = clusterAddress
-        configuration.logRetention = logRetentionDays * 86400
+        configuration.logRetention = .seconds(logRetentionDays * 86400)
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads
         configuration.linkPort = ports.linkPort
@@ -173,7 +173,8 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.channelsPort = noChannels ? nil : ports.channelsPort
         configuration.channelsDevelopmentPort = noChannels ? nil : ports.channelsDevPort
         configuration.link.acknowledgementTimeout = .nanoseconds(Int64(ackTimeout * 1e9))
-        configuration.link.qos = LinkQoS.Configuration(batchWindow: batchWindow, backgroundBudget: backgroundBudget)
+        configuration.link.qos = LinkQoS.Configuration(
+            batchWindow: .nanoseconds(Int64((batchWindow * 1e9).rounded())), backgroundBudget: backgroundBudget)
         let gateway = try await Gateway.open(configuration, logger: logger)
         try await gateway.run { info in
             var text = "herald gateway ready\n"
@@ -190,8 +191,8 @@ struct GatewayCommand: AsyncParsableCommand {
 }
 
 extension GatewayCommand {
-    /// Seconds from the command line as a time amount; 0 is `nil` (never).
-    static func seconds(_ value: Double) -> TimeAmount? {
+    /// Seconds from the command line as a duration; 0 is `nil` (never).
+    static func seconds(_ value: Double) -> Duration? {
         value > 0 ? .nanoseconds(Int64(value * 1e9)) : nil
     }
 }

@@ -18,7 +18,7 @@ import Testing
         configuration.stateDirectory = directory.path
         // Nothing listens on port 9 of loopback: every connection attempt is refused at once.
         configuration.gatewayURL = "ws://127.0.0.1:9/device/v1"
-        configuration.registrationWait = 300
+        configuration.registrationWait = .seconds(300)
         let network = ManualClock(now: Date(timeIntervalSince1970: 1_795_000_000))
         let service = try await DeviceService(
             configuration: configuration, clock: ManualClock(now: network.now()), networkClock: network)

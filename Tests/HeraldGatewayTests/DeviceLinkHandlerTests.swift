@@ -17,7 +17,7 @@ import Testing
     @Test func theLivenessTimerRunsOnTheLoopAndItsPingAndCloseAreWritten() async throws {
         let f = try await Fixture(now: Date())
         var configuration = DeviceLinkServer.Configuration()
-        configuration.idleTimeout = .minutes(10)
+        configuration.idleTimeout = .seconds(600)
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService(
             directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
@@ -46,7 +46,7 @@ import Testing
         let f = try await Fixture(now: Date())
         var configuration = DeviceLinkServer.Configuration()
         configuration.acknowledgementTimeout = .seconds(2)
-        configuration.qos = .init(batchWindow: 1)
+        configuration.qos = .init(batchWindow: .seconds(1))
         configuration.idleTimeout = nil
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService(

@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func aHelloIsCheckedOffTheLoopAndTheDeviceIsWelcomedAttachedAndGivenItsBacklog() {
-        var link = Link(idleTimeout: .minutes(10))
+        var link = Link(idleTimeout: .seconds(600))
         _ = link.take()
         link.receive(.hello(device: "phone", publicKey: nil, signature: Data([9])))
         #expect(
@@ -132,7 +132,7 @@ import Testing
 
     /// The link's side of `DeviceLinkTests.priorityOneWaitsForOtherTrafficAndGoesWithIt`.
     @Test func priorityOneAndFiveAreHeldAndGoWithPriorityTen() {
-        var link = Link.online(qos: .init(batchWindow: 60))
+        var link = Link.online(qos: .init(batchWindow: .seconds(60)))
         link.offer(Link.push("low", priority: .low))
         link.offer(Link.push("normal", priority: .normal))
         // Held: the router stores them and answers; nothing is written.
@@ -151,7 +151,7 @@ import Testing
     }
 
     @Test func aPriorityFiveBatchGoesWhenItsWindowCloses() {
-        var link = Link.online(qos: .init(batchWindow: 1))
+        var link = Link.online(qos: .init(batchWindow: .seconds(1)))
         link.offer(Link.push("a", priority: .normal))
         link.advance(by: .milliseconds(500))
         link.offer(Link.push("b", priority: .normal))

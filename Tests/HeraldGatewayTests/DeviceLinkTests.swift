@@ -67,7 +67,7 @@ struct LinkHarness {
     var url: String { "ws://127.0.0.1:\(server.localAddress?.port ?? 0)/device/v1" }
 
     init(
-        acknowledgementTimeout: TimeAmount = .seconds(10), qos: LinkQoS.Configuration = .init(batchWindow: 60),
+        acknowledgementTimeout: Duration = .seconds(10), qos: LinkQoS.Configuration = .init(batchWindow: .seconds(60)),
         offline: OfflinePolicy = OfflinePolicy(), store: ((any GatewayStore) -> any GatewayStore)? = nil,
         logBatch: Int = 0
     ) async throws {
@@ -250,7 +250,7 @@ struct LinkHarness {
     }
 
     @Test func priorityOneWaitsForOtherTrafficAndGoesWithIt() async throws {
-        let h = try await LinkHarness(qos: .init(batchWindow: 60))
+        let h = try await LinkHarness(qos: .init(batchWindow: .seconds(60)))
         let client = try await GatewayLinkClient.connect(url: h.url, identity: DeviceIdentity(deviceID: "phone-7"))
         defer { Task { await client.close() } }
         let inbox = Inbox(client)

@@ -24,7 +24,7 @@ struct LegacyHarness {
 
     init() async throws {
         // Priority 5 goes at once here: a test sends several and waits for all of them.
-        link = try await LinkHarness(qos: .init(batchWindow: 0))
+        link = try await LinkHarness(qos: .init(batchWindow: .seconds(0)))
         ca = try GatewayCA.generate()
         let identity = try GatewayStateDirectory(
             path: FileManager.default.temporaryDirectory.appendingPathComponent("herald-legacy-\(UUID())").path

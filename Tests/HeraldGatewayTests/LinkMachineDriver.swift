@@ -32,8 +32,8 @@ struct LinkMachineDriver {
 
     /// A link that has greeted the device (the challenge taken).
     init(
-        acknowledgementTimeout: TimeAmount = .seconds(2), qos: LinkQoS.Configuration = .init(batchWindow: 60),
-        idleTimeout: TimeAmount? = nil, broadcasts: Bool = false
+        acknowledgementTimeout: Duration = .seconds(2), qos: LinkQoS.Configuration = .init(batchWindow: .seconds(60)),
+        idleTimeout: Duration? = nil, broadcasts: Bool = false
     ) {
         var configuration = DeviceLinkConfiguration()
         configuration.acknowledgementTimeout = acknowledgementTimeout
@@ -46,8 +46,8 @@ struct LinkMachineDriver {
     /// A link whose device has said hello, been authenticated, and had its backlog read (empty
     /// unless `backlog` is given); the actions up to here are taken.
     static func online(
-        acknowledgementTimeout: TimeAmount = .seconds(2), qos: LinkQoS.Configuration = .init(batchWindow: 60),
-        idleTimeout: TimeAmount? = nil, broadcasts: Bool = false
+        acknowledgementTimeout: Duration = .seconds(2), qos: LinkQoS.Configuration = .init(batchWindow: .seconds(60)),
+        idleTimeout: Duration? = nil, broadcasts: Bool = false
     ) -> LinkMachineDriver {
         var link = LinkMachineDriver(
             acknowledgementTimeout: acknowledgementTimeout, qos: qos, idleTimeout: idleTimeout, broadcasts: broadcasts)

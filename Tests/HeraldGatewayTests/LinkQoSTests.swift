@@ -22,7 +22,7 @@ extension NIODeadline {
     }
 
     @Test func priorityTenGoesAtOnceAndTakesTheWaitingWithIt() {
-        var qos = LinkQoS(configuration: .init(batchWindow: 5))
+        var qos = LinkQoS(configuration: .init(batchWindow: .seconds(5)))
         #expect(qos.submit(ticket(1, .low), now: t0).send == [])
         let batch = qos.submit(ticket(2, .normal), now: t0)
         #expect(batch.send == [])
@@ -34,7 +34,7 @@ extension NIODeadline {
     }
 
     @Test func priorityFiveWaitsForTheWindowAndPriorityOneRidesAlong() {
-        var qos = LinkQoS(configuration: .init(batchWindow: 2))
+        var qos = LinkQoS(configuration: .init(batchWindow: .seconds(2)))
         _ = qos.submit(ticket(1, .normal), now: t0)
         _ = qos.submit(ticket(2, .low), now: t0.addingTimeInterval(0.5))
         // A second priority-5 push joins the open window; it does not extend it.
@@ -46,13 +46,13 @@ extension NIODeadline {
     }
 
     @Test func aZeroWindowSendsPriorityFiveAtOnce() {
-        var qos = LinkQoS(configuration: .init(batchWindow: 0))
+        var qos = LinkQoS(configuration: .init(batchWindow: .seconds(0)))
         _ = qos.submit(ticket(1, .low), now: t0)
         #expect(qos.submit(ticket(2, .normal), now: t0).send == [2, 1])
     }
 
     @Test func priorityOneAloneNeverGoes() {
-        var qos = LinkQoS(configuration: .init(batchWindow: 1))
+        var qos = LinkQoS(configuration: .init(batchWindow: .seconds(1)))
         let out = qos.submit(ticket(1, .low), now: t0)
         #expect(out.send == [])
         #expect(out.wakeAt == nil)
@@ -61,7 +61,8 @@ extension NIODeadline {
     }
 
     @Test func backgroundPushesBeyondTheBudgetAreHeldUntilASlotFrees() {
-        var qos = LinkQoS(configuration: .init(batchWindow: 0, backgroundBudget: 3, backgroundPeriod: 3600))
+        var qos = LinkQoS(
+            configuration: .init(batchWindow: .seconds(0), backgroundBudget: 3, backgroundPeriod: .seconds(3600)))
         for i in 0..<3 {
             #expect(
                 qos.submit(ticket(i, .normal, background: true), now: t0.addingTimeInterval(Double(i) * 60)).send
@@ -84,7 +85,7 @@ extension NIODeadline {
     }
 
     @Test func theBacklogGoesAsOneBatchExceptBackgroundOverBudget() {
-        var qos = LinkQoS(configuration: .init(batchWindow: 10, backgroundBudget: 1))
+        var qos = LinkQoS(configuration: .init(batchWindow: .seconds(10), backgroundBudget: 1))
         _ = qos.submit(ticket(1, .low), now: t0)
         let out = qos.submitBacklog(
             [
@@ -97,7 +98,7 @@ extension NIODeadline {
     }
 
     @Test func removeAndDrain() {
-        var qos = LinkQoS(configuration: .init(batchWindow: 10))
+        var qos = LinkQoS(configuration: .init(batchWindow: .seconds(10)))
         _ = qos.submit(ticket(1, .normal), now: t0)
         _ = qos.submit(ticket(2, .low), now: t0)
         qos.remove(1)

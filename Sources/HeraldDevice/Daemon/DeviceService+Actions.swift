@@ -53,7 +53,7 @@ extension DeviceService {
                     "response \(Self.actionName(response.actionIdentifier))"
                         + (response.userText.map { " with text \"\($0)\"" } ?? ""))
                 if deliverEvent(app, .didReceive(response: response)) {
-                    track(app, id, kind: "response", budget: configuration.engine.backgroundBudget)
+                    track(app, id, kind: "response", budget: configuration.engine.backgroundBudget.timeInterval)
                 }
             case .setBadge(let app, let badge):
                 note(.badge, app: app, "badge \(badge)")
@@ -68,7 +68,7 @@ extension DeviceService {
                 if deliverEvent(app, .locationPush(notification: notification)) {
                     track(
                         app, notification.identifier, kind: "location query",
-                        budget: configuration.engine.backgroundBudget)
+                        budget: configuration.engine.backgroundBudget.timeInterval)
                 }
             case .activityChanged(let activity):
                 note(.activity, app: activity.app, activity.id, Self.line(activity), activity: activity)

@@ -181,7 +181,8 @@ extension DeviceService {
         }
         do {
             let token = try await gateway.pushToStartToken(
-                app, environment: environment, attributesType: attributesType, wait: configuration.registrationWait)
+                app, environment: environment, attributesType: attributesType,
+                wait: configuration.registrationWait.timeInterval)
             try await applyActivity(.pushToStartTokenIssued(app: app, attributesType: attributesType, token: token))
             return token
         } catch GatewaySession.RegistrationError.noPushService {
@@ -206,7 +207,8 @@ extension DeviceService {
                 .noAPSEnvironment, "no valid \"aps-environment\" entitlement string found for application \(app)")
         }
         do {
-            return try await gateway.register(app, environment: environment, wait: configuration.registrationWait)
+            return try await gateway.register(
+                app, environment: environment, wait: configuration.registrationWait.timeInterval)
         } catch GatewaySession.RegistrationError.noPushService {
             throw AppLinkFailure(
                 .remoteNotificationsNotSupported,
@@ -215,7 +217,8 @@ extension DeviceService {
             throw AppLinkFailure(
                 .remoteNotificationsNotSupported,
                 "remote notifications are not available: the push service could not be reached within "
-                    + "\(Int(configuration.registrationWait)) s; registering again once connected gives the token")
+                    + "\(Int(configuration.registrationWait.timeInterval)) s; registering again once "
+                    + "connected gives the token")
         } catch GatewaySession.RegistrationError.linkClosed {
             throw AppLinkFailure.protocolError("the push service link closed")
         }

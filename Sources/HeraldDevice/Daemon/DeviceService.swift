@@ -23,14 +23,14 @@ public actor DeviceService {
         public var otherGatewayURLs: [String] = []
         /// The CA to trust for a `wss://` gateway (PEM file); `nil`: the system's roots.
         public var gatewayCAPath: String?
-        /// First reconnect delay, in seconds; it doubles up to ``reconnectMaximum``, with jitter.
-        public var reconnectBase: TimeInterval = 0.5
-        /// The longest reconnect delay, in seconds.
-        public var reconnectMaximum: TimeInterval = 30
-        /// How long `registerForRemoteNotifications` waits for the push service, in seconds, before
+        /// First reconnect delay; it doubles up to ``reconnectMaximum``, with jitter.
+        public var reconnectBase: Duration = .milliseconds(500)
+        /// The longest reconnect delay.
+        public var reconnectMaximum: Duration = .seconds(30)
+        /// How long `registerForRemoteNotifications` waits for the push service before
         /// it fails with Cocoa's 3010 (Apple calls neither callback until the device is connected;
         /// Herald states a bound).
-        public var registrationWait: TimeInterval = 300
+        public var registrationWait: Duration = .seconds(300)
         /// The user's answer to first authorization requests.
         public var userAllows = true
         /// The user answers an app's first authorization request in the system's dialog on the web
@@ -129,7 +129,8 @@ public actor DeviceService {
             configuration: .init(
                 urls: configuration.gatewayURL.map { [$0] + configuration.otherGatewayURLs } ?? [],
                 caPath: configuration.gatewayCAPath,
-                reconnectBase: configuration.reconnectBase, reconnectMaximum: configuration.reconnectMaximum,
+                reconnectBase: configuration.reconnectBase.timeInterval,
+                reconnectMaximum: configuration.reconnectMaximum.timeInterval,
                 stateDirectory: directory),
             identity: identity, clock: networkClock, logger: logger,
             taken: snapshot.taken)

@@ -45,7 +45,8 @@ extension DeviceEngine {
                 actions.append(.launchApp(app: app, mode: .background, launchOptions: notification))
             }
             actions.append(
-                .backgroundWake(app: app, notification: notification, budget: configuration.backgroundBudget))
+                .backgroundWake(
+                    app: app, notification: notification, budget: configuration.backgroundBudget.timeInterval))
             if !visible { return actions }
         }
         let settings = record.settings
@@ -60,7 +61,7 @@ extension DeviceEngine {
             return actions + [.deliverSilently(app: app, notification: notification)]
         }
         if payload.aps.mutableContent && payload.aps.alert != nil {
-            let deadline = now.addingTimeInterval(configuration.serviceExtensionBudget)
+            let deadline = now.addingTimeInterval(configuration.serviceExtensionBudget.timeInterval)
             apps[app]?.awaitingExtension[request.identifier] = AwaitingExtension(
                 notification: notification, deadline: deadline)
             changedApps.insert(app)

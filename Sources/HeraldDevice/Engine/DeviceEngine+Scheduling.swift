@@ -105,7 +105,7 @@ extension DeviceEngine {
         var actions: [DeviceAction] = []
         for (key, date) in scheduler.takeDue(now: now) {
             guard var record = apps[key.app], var pending = record.pending[key.id] else { continue }
-            let late = starting ? date < now : now.timeIntervalSince(date) > configuration.lateTolerance
+            let late = starting ? date < now : now.timeIntervalSince(date) > configuration.lateTolerance.timeInterval
             let request = pending.request
             if request.trigger?.repeats == true {
                 // Missed repetitions fire once: the next date is after now, not after the missed one.

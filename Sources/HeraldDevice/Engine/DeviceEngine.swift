@@ -83,15 +83,15 @@ public struct DeviceEngine: Sendable {
         /// Pending local notifications kept per app (the seeds' 64).
         public var pendingLimit: Int = 64
         /// A notification processed this long after its fire date is marked late.
-        public var lateTolerance: TimeInterval = 5
+        public var lateTolerance: Duration = .seconds(5)
         /// The user's languages, for `loc-key`s.
         public var preferredLanguages: [String] = ["en"]
         /// The device's zone, for floating triggers.
         public var timeZone: TimeZone = TimeZone(identifier: "UTC")!
         /// Background time for `content-available` wakes and background actions.
-        public var backgroundBudget: TimeInterval = 30
+        public var backgroundBudget: Duration = .seconds(30)
         /// Time a service extension gets for `mutable-content`.
-        public var serviceExtensionBudget: TimeInterval = 30
+        public var serviceExtensionBudget: Duration = .seconds(30)
         /// Live Activities an app may have active at once (Apple publishes no number; Herald's
         /// choice, docs/live-activities.md).
         public var activityLimit = 5

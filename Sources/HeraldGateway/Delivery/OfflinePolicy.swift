@@ -6,9 +6,9 @@ public struct OfflinePolicy: Sendable, Equatable {
     /// APNs keeps one (the newest). More is a Herald extension.
     public var depth: Int = 1
     /// The longest anything is kept, whatever `apns-expiration` says (30 days).
-    public var maximumAge: TimeInterval = 30 * 24 * 3600
+    public var maximumAge: Duration = .seconds(30 * 24 * 3600)
     /// How long a push without `apns-expiration` is kept.
-    public var defaultAge: TimeInterval = 30 * 24 * 3600
+    public var defaultAge: Duration = .seconds(30 * 24 * 3600)
 
     /// APNs's policy.
     public init(depth: Int = 1) { self.depth = max(1, depth) }

@@ -16,19 +16,25 @@ public final class OfflineStore: Sendable {
     public var policy: OfflinePolicy { committer.policy }
     let metrics: GatewayMetrics
     let logger: Logger
+    /// The policy's ``OfflinePolicy/maximumAge`` and ``OfflinePolicy/defaultAge`` in seconds,
+    /// converted once.
+    private let maximumAge: TimeInterval
+    private let defaultAge: TimeInterval
 
     /// Creates the offline store over a committer.
     public init(committer: GroupCommitter, metrics: GatewayMetrics, logger: Logger = .silent) {
         self.committer = committer
         self.metrics = metrics
         self.logger = logger
+        self.maximumAge = committer.policy.maximumAge.timeInterval
+        self.defaultAge = committer.policy.defaultAge.timeInterval
     }
 
     /// When a push stored now stops being kept; `nil` = not stored at all.
     public func expiry(of push: AcceptedPush) -> Date? {
         let now = push.receivedAt
-        let latest = now.addingTimeInterval(policy.maximumAge)
-        guard let expiration = push.expiration else { return now.addingTimeInterval(policy.defaultAge) }
+        let latest = now.addingTimeInterval(maximumAge)
+        guard let expiration = push.expiration else { return now.addingTimeInterval(defaultAge) }
         if expiration == 0 { return nil }
         let date = Date(timeIntervalSince1970: TimeInterval(expiration))
         if date <= now { return nil }

@@ -1,18 +1,16 @@
-import NIOCore
-
 /// How the device link listener runs: acknowledgement timeout, QoS, and its deadlines.
 public struct DeviceLinkConfiguration: Sendable {
     /// How long the provider waits for a device's acknowledgement before the push is stored.
-    public var acknowledgementTimeout: TimeAmount = .seconds(2)
+    public var acknowledgementTimeout: Duration = .seconds(2)
     /// Batching and background budget.
     public var qos = LinkQoS.Configuration()
     /// Liveness of an authenticated link: after half of this with nothing from the device the
     /// gateway sends a WebSocket ping; after all of it the link is closed (a device that is gone
     /// without a word, a half-open connection). `nil`: never. Ten minutes by default.
-    public var idleTimeout: TimeAmount? = .minutes(10)
+    public var idleTimeout: Duration? = .seconds(600)
     /// From accepting a connection until the device's signed `hello` has arrived (TLS, the
     /// WebSocket upgrade, the hello). Ten seconds by default.
-    public var firstBytesTimeout: TimeAmount = .seconds(10)
+    public var firstBytesTimeout: Duration = .seconds(10)
 
     /// The defaults.
     public init() {}

@@ -46,7 +46,8 @@ struct DeviceLinkStateMachine {
         var environment: APNsEnvironment
     }
 
-    let configuration: DeviceLinkConfiguration
+    /// ``DeviceLinkConfiguration/idleTimeout`` on the event loop's clock, converted once.
+    let idleTimeout: TimeAmount?
     /// Whether the gateway has broadcast channels (without, subscriptions are refused).
     let broadcasts: Bool
     var phase: Phase
@@ -88,11 +89,11 @@ struct DeviceLinkStateMachine {
 
     /// A link that will greet the device with `nonce`.
     init(configuration: DeviceLinkConfiguration, broadcasts: Bool, nonce: Data) {
-        self.configuration = configuration
+        self.idleTimeout = configuration.idleTimeout.map { TimeAmount($0) }
         self.broadcasts = broadcasts
         self.phase = .greeting(nonce: nonce)
         self.qos = LinkQoS(configuration: configuration.qos)
-        self.deadlines = AcknowledgementDeadlines(timeout: configuration.acknowledgementTimeout)
+        self.deadlines = AcknowledgementDeadlines(timeout: TimeAmount(configuration.acknowledgementTimeout))
     }
 
     /// 32 random bytes in four draws: each draw is a system call (getrandom), and a reconnect storm
@@ -265,7 +266,7 @@ struct DeviceLinkStateMachine {
 
     /// Starts watching an authenticated link for silence.
     mutating func startLiveness(now: NIODeadline) -> [Action] {
-        guard let idle = configuration.idleTimeout, !livenessScheduled else { return [] }
+        guard let idle = idleTimeout, !livenessScheduled else { return [] }
         lastHeard = now
         livenessScheduled = true
         return [.scheduleLiveness(in: .nanoseconds(idle.nanoseconds / 2))]
@@ -273,7 +274,7 @@ struct DeviceLinkStateMachine {
 
     /// Half the idle time quiet: ping the device. All of it: the device is gone; close.
     mutating func livenessFired(now: NIODeadline, at: Date) -> [Action] {
-        guard let idle = configuration.idleTimeout, let device = deviceID else { return [] }
+        guard let idle = idleTimeout, let device = deviceID else { return [] }
         let quiet = now - lastHeard
         if quiet >= idle {
             livenessScheduled = false

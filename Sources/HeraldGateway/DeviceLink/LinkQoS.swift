@@ -16,14 +16,16 @@ public struct LinkQoS: Sendable {
     /// The knobs.
     public struct Configuration: Sendable, Equatable {
         /// How long a priority-5 push may wait for company (0 = send at once).
-        public var batchWindow: TimeInterval = 1
+        public var batchWindow: Duration = .seconds(1)
         /// Background pushes per app per period (Apple: 2–3 per hour).
         public var backgroundBudget: Int = 3
         /// The period of the background budget.
-        public var backgroundPeriod: TimeInterval = 3600
+        public var backgroundPeriod: Duration = .seconds(3600)
 
         /// The defaults.
-        public init(batchWindow: TimeInterval = 1, backgroundBudget: Int = 3, backgroundPeriod: TimeInterval = 3600) {
+        public init(
+            batchWindow: Duration = .seconds(1), backgroundBudget: Int = 3, backgroundPeriod: Duration = .seconds(3600)
+        ) {
             self.batchWindow = batchWindow
             self.backgroundBudget = backgroundBudget
             self.backgroundPeriod = backgroundPeriod
@@ -60,6 +62,10 @@ public struct LinkQoS: Sendable {
 
     /// The configuration.
     public let configuration: Configuration
+    /// ``Configuration/batchWindow`` and ``Configuration/backgroundPeriod`` on the event loop's
+    /// clock, converted once.
+    private let batchWindow: TimeAmount
+    private let backgroundPeriod: TimeAmount
     var batch: [Ticket] = []
     var batchDeadline: NIODeadline?
     var riders: [Ticket] = []
@@ -67,7 +73,11 @@ public struct LinkQoS: Sendable {
     var backgroundSent: [String: [NIODeadline]] = [:]
 
     /// A QoS with nothing waiting.
-    public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.batchWindow = TimeAmount(configuration.batchWindow)
+        self.backgroundPeriod = TimeAmount(configuration.backgroundPeriod)
+    }
 
     /// How many notifications are waiting.
     public var waiting: Int { batch.count + riders.count + held.count }
@@ -85,11 +95,11 @@ public struct LinkQoS: Sendable {
         switch ticket.priority {
         case .immediate:
             out.send = sendingNow(ticket.id)
-        case .normal where configuration.batchWindow <= 0:
+        case .normal where batchWindow <= .zero:
             out.send = sendingNow(ticket.id)
         case .normal:
             batch.append(ticket)
-            if batchDeadline == nil { batchDeadline = now + Self.amount(configuration.batchWindow) }
+            if batchDeadline == nil { batchDeadline = now + batchWindow }
         case .low:
             riders.append(ticket)
         }
@@ -166,7 +176,7 @@ public struct LinkQoS: Sendable {
     }
 
     private mutating func takeBackgroundSlot(_ topic: String, now: NIODeadline) -> Bool {
-        let since = now - Self.amount(configuration.backgroundPeriod)
+        let since = now - backgroundPeriod
         var sent = backgroundSent[topic, default: []].filter { $0 > since }
         defer { backgroundSent[topic] = sent.isEmpty ? nil : sent }
         guard sent.count < configuration.backgroundBudget else { return false }
@@ -182,12 +192,9 @@ public struct LinkQoS: Sendable {
         if let batchDeadline { candidates.append(batchDeadline) }
         for topic in Set(held.map(\.topic)) {
             if let oldest = backgroundSent[topic]?.min() {
-                candidates.append(oldest + Self.amount(configuration.backgroundPeriod))
+                candidates.append(oldest + backgroundPeriod)
             }
         }
         return candidates.min()
     }
-
-    /// Seconds as a `TimeAmount`.
-    static func amount(_ seconds: TimeInterval) -> TimeAmount { .nanoseconds(Int64((seconds * 1e9).rounded())) }
 }

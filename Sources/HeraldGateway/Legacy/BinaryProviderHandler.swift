@@ -55,8 +55,8 @@ final class BinaryProviderHandler: ChannelDuplexHandler, IdleWatching {
         self.logger = logger
         self.clock = clock
         self.connection = ProviderConnectionState(defaultEnvironment: environment)
-        self.idle = IdleWatch(timeout: timeouts.idle)
-        self.frameDeadline = timeouts.firstBytes
+        self.idle = IdleWatch(timeout: timeouts.idle.map { TimeAmount($0) })
+        self.frameDeadline = TimeAmount(timeouts.firstBytes)
         self.log = log ?? ListenerLog(logger: logger)
     }
 

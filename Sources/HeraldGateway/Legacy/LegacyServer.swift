@@ -34,11 +34,13 @@ public final class LegacyServer: Sendable {
     public static func start(
         _ service: Service, host: String, port: Int, tls: NIOSSLContext, ca: GatewayCA, api: ProviderAPI,
         router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment, group: any EventLoopGroup,
-        logger: Logger = .silent, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .hours(1)), log: ListenerLog? = nil,
+        logger: Logger = .silent, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .seconds(3600)),
+        log: ListenerLog? = nil,
         clock: any WallClock = SystemClock()
     ) async throws -> LegacyServer {
         let registry = ChannelRegistry()
         let log = log ?? ListenerLog(logger: logger)
+        let firstBytes = TimeAmount(timeouts.firstBytes)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -52,7 +54,7 @@ public final class LegacyServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(
-                        FirstBytesDeadline(listener: service.rawValue, deadline: timeouts.firstBytes, log: log))
+                        FirstBytesDeadline(listener: service.rawValue, deadline: firstBytes, log: log))
                     try sync.addHandler(
                         NIOSSLServerHandler(context: tls) { certificates, promise in
                             promise.succeed(

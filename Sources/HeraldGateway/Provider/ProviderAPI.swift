@@ -25,7 +25,7 @@ public struct ProviderAPI: Sendable {
         /// One hour by default: clients keep connections for hours but send PINGs when idle, and a
         /// PING counts as activity; one that goes quiet longer reconnects on its next push. `nil` =
         /// never.
-        public var idleTimeout: TimeAmount? = .hours(1)
+        public var idleTimeout: Duration? = .seconds(3600)
 
         /// The defaults.
         public init() {}
@@ -48,7 +48,8 @@ public struct ProviderAPI: Sendable {
     /// The per-token rate limit.
     public let limiter: TokenRateLimiter
     private let shuttingDown: ShutdownFlag
-    /// How long a connection may stay idle before it is closed (`nil` = never).
+    /// How long a connection may stay idle before it is closed (`nil` = never), on the event
+    /// loop's clock (``Configuration/idleTimeout``, converted once).
     public let idleTimeout: TimeAmount?
     /// With a cluster: the credential a push forwarded by another node carries
     /// (``ClusterForwarding``); without, such a request is answered 404 `BadPath` like any
@@ -70,7 +71,7 @@ public struct ProviderAPI: Sendable {
         self.faults = faults
         self.limiter = TokenRateLimiter(ratePerSecond: configuration.tokenRate, burst: configuration.tokenBurst)
         self.shuttingDown = ShutdownFlag()
-        self.idleTimeout = configuration.idleTimeout
+        self.idleTimeout = configuration.idleTimeout.map { TimeAmount($0) }
     }
 
     /// From now on every request answers 503 `Shutdown` (graceful stop).
