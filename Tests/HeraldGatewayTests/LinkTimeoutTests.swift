@@ -48,7 +48,7 @@ import Testing
 /// The link's acknowledgement timeouts: value tests of its state machine, in time the test moves.
 /// A push not acknowledged in time is answered `notAcknowledged` (the router then stores it, or
 /// discards an expiration-0 one, and answers 200); a late acknowledgement of it is recorded (it
-/// leaves the store). The store's side of both runs end to end in `DeviceLinkTests`.
+/// leaves the store). The store's side of both runs end to end in `LinkTimeoutEndToEndTests`.
 @Suite struct LinkTimeoutTests {
     typealias Link = LinkMachineDriver
 
