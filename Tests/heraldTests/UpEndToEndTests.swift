@@ -26,7 +26,10 @@ import Testing
                     "Europe/Paris",
                 ] + extra
             process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+            // Kept in a temporary file, and shown if `up` ends before it is ready.
+            let errors = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID()).err")
+            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: errors)
             reader = LineReader(output.fileHandleForReading)
             try process.run()
             // A safety net, not a wait: if a test hangs reading the terminal, `up` stops everything
@@ -39,8 +42,16 @@ import Testing
                 banner.append(line)
                 if line.contains("Ctrl-C stops everything") { break }
             }
-            info = try UpInfo.read(directory: state)
+            do {
+                info = try UpInfo.read(directory: state)
+            } catch {
+                let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+                throw UpFailed(description: "\(error); herald up printed:\n\(banner.joined(separator: "\n"))\n\(said)")
+            }
+            try? FileManager.default.removeItem(at: errors)
         }
+
+        struct UpFailed: Error, CustomStringConvertible { var description: String }
 
         /// Reads the terminal until a line contains `text`; returns the lines read.
         func waitForLine(containing text: String) -> [String] { reader.lines(through: text) }
