@@ -19,9 +19,7 @@ import Testing
         var configuration = DeviceLinkServer.Configuration()
         configuration.idleTimeout = .seconds(600)
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
-        let service = DeviceLinkService(
-            directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
-            logger: Logger.silent, log: ListenerLog(logger: Logger.silent), clock: SystemClock())
+        let service = DeviceLinkService.quiet(f, router: router, configuration: configuration)
         let channel = EmbeddedChannel()
         let handler = DeviceLinkHandler(service: service)
         try channel.pipeline.syncOperations.addHandler(handler)
@@ -49,9 +47,7 @@ import Testing
         configuration.qos = .init(batchWindow: .seconds(1))
         configuration.idleTimeout = nil
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
-        let service = DeviceLinkService(
-            directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
-            logger: Logger.silent, log: ListenerLog(logger: Logger.silent), clock: SystemClock())
+        let service = DeviceLinkService.quiet(f, router: router, configuration: configuration)
         let channel = EmbeddedChannel()
         let handler = DeviceLinkHandler(service: service)
         try channel.pipeline.syncOperations.addHandler(handler)

@@ -28,9 +28,7 @@ struct VirtualLink {
         var configuration = DeviceLinkServer.Configuration()
         configuration.acknowledgementTimeout = .seconds(2)
         configuration.idleTimeout = nil
-        let service = DeviceLinkService(
-            directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
-            logger: Logger.silent, log: ListenerLog(logger: Logger.silent), clock: SystemClock())
+        let service = DeviceLinkService.quiet(f, router: router, configuration: configuration)
         channel = NIOAsyncTestingChannel()
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1))
         let channel = self.channel

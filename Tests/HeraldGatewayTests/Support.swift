@@ -123,3 +123,15 @@ func carryBytes(between client: EmbeddedChannel, and server: EmbeddedChannel, ru
         }
     }
 }
+
+extension DeviceLinkService {
+    /// The link service of `f`'s directory and `router`, with silent logs and the system clock, for
+    /// a test that runs a link handler on a test channel.
+    static func quiet(
+        _ f: Fixture, router: PushRouter, configuration: DeviceLinkServer.Configuration
+    ) -> DeviceLinkService {
+        DeviceLinkService(
+            directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
+            logger: .silent, log: ListenerLog(logger: .silent), clock: SystemClock())
+    }
+}
