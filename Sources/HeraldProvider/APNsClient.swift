@@ -52,7 +52,7 @@ public final class APNsClient: Sendable {
     let logger: Logger
 
     /// A client. `now` and `sleep` are the clock and the wait between attempts (tests inject
-    /// both).
+    /// both); `logger` prints nothing unless given (the client logs its retries at debug level).
     public init(
         configuration: Configuration, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
         logger: Logger = Logger(label: "herald.provider", factory: { _ in SwiftLogNoOpLogHandler() }),
