@@ -52,10 +52,11 @@ public final class APNsClient: Sendable {
     let logger: Logger
 
     /// A client. `now` and `sleep` are the clock and the wait between attempts (tests inject
-    /// both); `logger` prints nothing unless given (the client logs its retries at debug level).
+    /// both). Without a `logger` the client logs nothing, as AsyncHTTPClient's own
+    /// `backgroundActivityLogger`; with one, it logs its retries at debug level.
     public init(
         configuration: Configuration, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
-        logger: Logger = Logger(label: "herald.provider", factory: { _ in SwiftLogNoOpLogHandler() }),
+        logger: Logger? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) throws {
@@ -78,6 +79,7 @@ public final class APNsClient: Sendable {
         var http = HTTPClient.Configuration(tlsConfiguration: tls)
         http.httpVersion = .automatic  // h2 through ALPN over TLS; HTTP/1.1 to a cleartext development listener
         http.connectionPool = .init(idleTimeout: .minutes(10))
+        let logger = logger ?? Logger(label: "herald.provider", factory: { _ in SwiftLogNoOpLogHandler() })
         self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http, backgroundActivityLogger: logger)
         self.configuration = configuration
         self.sleep = sleep

@@ -89,18 +89,7 @@ struct LinkHarness {
         to token: DeviceToken, topic: String = Fixture.bundle, body: String = #"{"aps":{"alert":"hi"}}"#,
         headers: [(String, String)] = []
     ) async throws -> ProviderResponse {
-        var connection = ProviderConnectionState(defaultEnvironment: .development)
-        let request = f.request(token: token.hex, topic: topic, body: body, headers: headers)
-        switch f.api.handle(request, connection: &connection, now: Date()) {
-        case .respond(let response, _):
-            return response
-        case .accept(let push, _):
-            return await withCheckedContinuation { continuation in
-                router.route(push) { continuation.resume(returning: $0) }
-            }
-        case .perform(let work):
-            return await work()
-        }
+        await f.push(through: router, token: token, topic: topic, body: body, headers: headers)
     }
 
     func reason(of token: DeviceToken) -> APNsReason? {

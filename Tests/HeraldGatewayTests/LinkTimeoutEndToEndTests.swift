@@ -50,20 +50,7 @@ struct VirtualLink {
     > {
         let f = self.f
         let router = self.router
-        return Task {
-            var connection = ProviderConnectionState(defaultEnvironment: .development)
-            let request = f.request(token: f.token.hex, body: body, headers: headers)
-            switch f.api.handle(request, connection: &connection, now: Date()) {
-            case .respond(let response, _):
-                return response
-            case .accept(let push, _):
-                return await withCheckedContinuation { continuation in
-                    router.route(push) { continuation.resume(returning: $0) }
-                }
-            case .perform(let work):
-                return await work()
-            }
-        }
+        return Task { await f.push(through: router, token: f.token, body: body, headers: headers) }
     }
 
     /// The next `count` pushes written to the device.

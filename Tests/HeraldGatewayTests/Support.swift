@@ -135,3 +135,25 @@ extension DeviceLinkService {
             logger: .silent, log: ListenerLog(logger: .silent), clock: SystemClock())
     }
 }
+
+extension Fixture {
+    /// A provider's push through the provider API's logic and `router`, as the transport would
+    /// carry it out; returns the answer once the router gives it.
+    func push(
+        through router: PushRouter, token: DeviceToken, topic: String = Fixture.bundle,
+        body: String = #"{"aps":{"alert":"hi"}}"#, headers: [(String, String)] = []
+    ) async -> ProviderResponse {
+        var connection = ProviderConnectionState(defaultEnvironment: .development)
+        let request = self.request(token: token.hex, topic: topic, body: body, headers: headers)
+        switch api.handle(request, connection: &connection, now: Date()) {
+        case .respond(let response, _):
+            return response
+        case .accept(let push, _):
+            return await withCheckedContinuation { continuation in
+                router.route(push) { continuation.resume(returning: $0) }
+            }
+        case .perform(let work):
+            return await work()
+        }
+    }
+}
