@@ -121,10 +121,9 @@ final class DeviceLinkService: Sendable {
             let kept = try await broadcasts.subscribe(
                 subscriber, id: id, bundleID: topic, environment: environment, channels: channels, now: now)
             return .success(kept.map(\.linkBroadcast))
-        } catch let refusal as BroadcastHub.Refusal {
-            return .failure(Refusal(code: refusal.code, message: refusal.message))
         } catch {
-            return .failure(Refusal(code: .`internal`, message: "\(error)"))
+            // The hub throws only its `Refusal`.
+            return .failure(Refusal(code: error.code, message: error.message))
         }
     }
 
