@@ -34,6 +34,8 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for node in nodes { group.addTask { try await node.follower.run() } }
             for node in nodes {
+                // Each change reaches the other node through the PostgreSQL server (another process): its
+                // NOTIFY, then the follower's read. There is nothing in this process to await but the result.
                 try await waitUntil("the follower listens", within: .seconds(60)) {
                     node.follower.progress.applied >= 1
                 }
@@ -62,6 +64,7 @@ import Testing
             let registration = try await a.directory.registerApp(
                 device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
             let registry = b.directory.registry
+            // Through the PostgreSQL server, as above.
             try await waitUntil("B has A's registration", within: .seconds(60)) {
                 registry.registration(registration.token, in: .development)?.invalidatedAt == nil
                     && registry.currentToken(device: "d1", bundleID: "com.example.demo", environment: .development)
@@ -73,6 +76,7 @@ import Testing
 
             // A key revoked on B: A's provider API refuses its tokens.
             try await b.directory.revokeKey("KEY1234567")
+            // Through the PostgreSQL server, as above.
             try await waitUntil("A sees the key revoked", within: .seconds(60)) {
                 a.directory.registry.key("KEY1234567")?.revoked == true
             }
@@ -80,6 +84,7 @@ import Testing
             // The app removed from the device on A: its token is unregistered on B too (410).
             try await a.directory.unregisterApp(
                 device: "d1", bundleID: "com.example.demo", environment: .development, now: now)
+            // Through the PostgreSQL server, as above.
             try await waitUntil("B sees the app removed", within: .seconds(60)) {
                 registry.registration(registration.token, in: .development)?.invalidation == .appRemoved
             }
@@ -88,6 +93,7 @@ import Testing
             // Deleted records leave the other registry.
             try await a.directory.removeKey("KEY1234567")
             try await a.directory.removeApp("com.example.demo")
+            // Through the PostgreSQL server, as above.
             try await waitUntil("B drops the key and the app", within: .seconds(60)) {
                 registry.key("KEY1234567") == nil && registry.app("com.example.demo") == nil
             }
@@ -99,6 +105,7 @@ import Testing
             let tokens = try await a.directory.registerDevices(
                 ids, app: "com.example.bulk", environment: .production, now: now
             ).map(\.token)
+            // Through the PostgreSQL server, as above.
             try await waitUntil("B has the 500 devices", within: .seconds(60)) {
                 tokens.allSatisfy { registry.registration($0, in: .production) != nil }
                     && ids.allSatisfy { registry.device($0) != nil }
@@ -124,6 +131,7 @@ import Testing
                 """, database: database)
             #expect(terminated.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
             try await a.directory.putTeam(id: "TEAMMISSED")
+            // Through the PostgreSQL server, as above.
             try await waitUntil("B listens again and reads everything", within: .seconds(60)) {
                 b.follower.progress.listens >= 2 && b.directory.registry.team("TEAMMISSED") != nil
             }

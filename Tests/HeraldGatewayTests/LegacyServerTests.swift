@@ -14,9 +14,9 @@ import X509
 @testable import HeraldProvider
 
 /// The binary gateway and the feedback service over real TLS sockets, with HeraldProvider's
-/// client and a connected test device.
+/// client, and a device on a testing channel (``VirtualDevice``) that receives what they accept.
 struct LegacyHarness {
-    let link: LinkHarness
+    let link: LinkBench
     let ca: GatewayCA
     let binary: LegacyServer
     let feedback: LegacyServer
@@ -24,7 +24,7 @@ struct LegacyHarness {
 
     init() async throws {
         // Priority 5 goes at once here: a test sends several and waits for all of them.
-        link = try await LinkHarness(qos: .init(batchWindow: .seconds(0)))
+        link = try await LinkBench(qos: .init(batchWindow: .seconds(0)))
         ca = try GatewayCA.generate()
         let identity = try GatewayStateDirectory(
             path: FileManager.default.temporaryDirectory.appendingPathComponent("herald-legacy-\(UUID())").path
@@ -39,7 +39,7 @@ struct LegacyHarness {
     let tls: NIOSSLContext
 
     static func start(
-        _ service: LegacyServer.Service, _ link: LinkHarness, _ tls: NIOSSLContext, _ ca: GatewayCA,
+        _ service: LegacyServer.Service, _ link: LinkBench, _ tls: NIOSSLContext, _ ca: GatewayCA,
         _ environment: APNsEnvironment
     ) async throws -> LegacyServer {
         try await LegacyServer.start(
@@ -66,38 +66,53 @@ struct LegacyHarness {
             caPEM: try ca.certificatePEM, serverName: serverName)
     }
 
-    func connectDevice(_ id: String) async throws -> (GatewayLinkClient, Inbox, DeviceToken) {
-        let client = try await GatewayLinkClient.connect(url: link.url, identity: DeviceIdentity(deviceID: id))
-        let inbox = Inbox(client)
-        let token = try await client.register(topic: Fixture.bundle)
-        return (client, inbox, token)
+    func connectDevice(_ id: String) async throws -> (VirtualDevice, DeviceToken) {
+        let device = try await link.connect(DeviceIdentity(deviceID: id))
+        let token = try await device.register(topic: Fixture.bundle)
+        return (device, token)
     }
 }
 
-/// A raw TLS connection: writes bytes and returns everything the service sent until it closed.
+/// Sends `batches` with `client` (one write each), then closes it; returns what the close reports.
+/// The binary interface ends a connection only once its pushes are answered, and a push to a
+/// connected device is answered when the device acknowledges it: a test runs this beside the
+/// device's `pushes(_:)` (`async let`).
+func sendAndClose(_ client: APNsBinaryClient, _ batches: [[LegacyBinary.Notification]]) async throws
+    -> (ids: [UInt32], failures: [APNsBinaryClient.Failure])
+{
+    var ids: [UInt32] = []
+    for batch in batches { ids += try await client.send(batch) }
+    return (ids, try await client.close())
+}
+
+/// A raw TLS connection: writes bytes and returns everything the service sent until it closed
+/// (which, as for ``sendAndClose(_:_:)``, waits for the device's acknowledgements).
 func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws -> [UInt8] {
     let connection = try await LegacyConnection.open(endpoint, group: MultiThreadedEventLoopGroup.singleton)
     try? await connection.write(bytes)
     return try await connection.finish().get()
 }
 
-@Suite struct LegacyServerTests {
+@Suite(.timeLimit(.minutes(1))) struct LegacyServerTests {
     func alert(_ text: String) -> [UInt8] { Array(#"{"aps":{"alert":"\#(text)"}}"#.utf8) }
 
     @Test func eachCommandIsDeliveredWithItsPriorityAndExpirationAndLoggedWithItsIdentifier() async throws {
         let h = try await LegacyHarness()
-        let (device, inbox, token) = try await h.connectDevice("binary-1")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-1")
         let client = APNsBinaryClient(endpoint: try h.endpoint(h.binary))
         let expiration = UInt32(Date().timeIntervalSince1970) + 3600
-        let ids = try await client.send([
-            .init(command: 0, token: token.bytes, payload: alert("simple")),
-            .init(command: 1, expiration: expiration, token: token.bytes, payload: alert("enhanced")),
-            .init(command: 2, expiration: expiration, token: token.bytes, payload: alert("frame"), priority: 5),
-        ])
-        #expect(ids == [0, 1, 2])
-        #expect(try await client.close().isEmpty)
-        let pushes = try await inbox.waitForPushes(3)
+        async let sent = sendAndClose(
+            client,
+            [
+                [
+                    .init(command: 0, token: token.bytes, payload: alert("simple")),
+                    .init(command: 1, expiration: expiration, token: token.bytes, payload: alert("enhanced")),
+                    .init(command: 2, expiration: expiration, token: token.bytes, payload: alert("frame"), priority: 5),
+                ]
+            ])
+        let pushes = try await device.pushes(3)
+        #expect(try await sent.ids == [0, 1, 2])
+        #expect(try await sent.failures.isEmpty)
         #expect(
             Set(pushes.map { String(decoding: $0.payload, as: UTF8.self) })
                 == Set(["simple", "enhanced", "frame"].map { String(decoding: alert($0), as: UTF8.self) }))
@@ -108,7 +123,7 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
         let simple = try #require(pushes.first { $0.payload == Data(alert("simple")) })
         #expect(simple.priority == .immediate && simple.expiration == nil)
         // The delivery log keeps the provider's identifier.
-        try await h.link.waitForLog(frame.apnsID, [.accepted, .delivered, .acknowledged])
+        #expect(try await h.link.log(frame.apnsID) == [.accepted, .delivered, .acknowledged])
         let accepted = try await h.f.store.deliveryLog(id: frame.apnsID).first
         #expect(accepted?.detail?.contains("binary interface identifier 2") == true)
         #expect(await client.connectionsOpened == 1)
@@ -124,19 +139,17 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
 
     @Test func aBurstOfTenThousandOnOneConnectionIsAllDelivered() async throws {
         let h = try await LegacyHarness()
-        let (device, inbox, token) = try await h.connectDevice("binary-burst")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-burst")
         let client = APNsBinaryClient(endpoint: try h.endpoint(h.binary))
         let notifications = (0..<10_000).map {
             LegacyBinary.Notification(command: 2, token: token.bytes, payload: alert("n\($0)"))
         }
         // Several writes, so that notifications straddle TLS records and reads.
-        for chunk in stride(from: 0, to: notifications.count, by: 1000) {
-            try await client.send(Array(notifications[chunk..<chunk + 1000]))
-        }
-        #expect(try await client.close().isEmpty)
+        let batches = stride(from: 0, to: notifications.count, by: 1000).map { Array(notifications[$0..<$0 + 1000]) }
+        async let sent = sendAndClose(client, batches)
+        let pushes = try await device.pushes(10_000)
+        #expect(try await sent.failures.isEmpty)
         #expect(await client.connectionsOpened == 1)
-        let pushes = try await inbox.waitForPushes(10_000)
         #expect(Set(pushes.map(\.payload)).count == 10_000)
         #expect(try await h.link.storedCount() == 0)
     }
@@ -145,8 +158,7 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
     /// HeraldProvider's client sends what followed again on a new connection.
     @Test func anErrorPacketClosesTheConnectionAndTheClientSendsTheRestAgain() async throws {
         let h = try await LegacyHarness()
-        let (device, inbox, token) = try await h.connectDevice("binary-2")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-2")
 
         // Raw: three frames, the second with an unknown token; the third is never processed.
         let unknown = [UInt8](repeating: 0xAB, count: 32)
@@ -155,24 +167,29 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
             LegacyBinary.Notification(identifier: 2, token: unknown, payload: alert("two")),
             LegacyBinary.Notification(identifier: 3, token: token.bytes, payload: alert("three")),
         ].flatMap { $0.encoded() }
-        let answer = try await rawExchange(try h.endpoint(h.binary), raw)
-        #expect(answer == LegacyBinary.errorPacket(.invalidToken, identifier: 2))
-        let first = try await inbox.waitForPushes(1)
+        async let answer = rawExchange(try h.endpoint(h.binary), raw)
+        let first = try await device.pushes(1)
+        #expect(try await answer == LegacyBinary.errorPacket(.invalidToken, identifier: 2))
         #expect(first.map(\.payload) == [Data(alert("one"))])
 
         // The client: the refused one is reported, the ones after it go again and arrive.
         let client = APNsBinaryClient(endpoint: try h.endpoint(h.binary))
-        let ids = try await client.send([
-            .init(token: token.bytes, payload: alert("a")), .init(token: unknown, payload: alert("b")),
-            .init(token: token.bytes, payload: alert("c")), .init(token: token.bytes, payload: alert("d")),
-        ])
-        let failures = try await client.close()
+        async let sent = sendAndClose(
+            client,
+            [
+                [
+                    .init(token: token.bytes, payload: alert("a")), .init(token: unknown, payload: alert("b")),
+                    .init(token: token.bytes, payload: alert("c")), .init(token: token.bytes, payload: alert("d")),
+                ]
+            ])
+        let all = try await device.pushes(3)
+        let (ids, failures) = try await sent
         #expect(failures.map(\.status) == [.invalidToken])
         #expect(failures.first?.identifier == ids[1])
         #expect(failures.first?.notification?.payload == alert("b"))
         #expect(await client.connectionsOpened == 2)
-        let all = try await inbox.waitForPushes(4)
-        #expect(all.map(\.payload).suffix(3) == [Data(alert("a")), Data(alert("c")), Data(alert("d"))])
+        #expect(all.map(\.payload) == [Data(alert("a")), Data(alert("c")), Data(alert("d"))])
+        #expect(try await device.written().isEmpty)
     }
 
     /// The statuses an honest request can produce over the binary interface, each from real bytes
@@ -180,8 +197,7 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
     /// and the ones only a fault rule reaches.
     @Test func statusesOverTheWire() async throws {
         let h = try await LegacyHarness()
-        let (device, _, token) = try await h.connectDevice("binary-3")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-3")
         let endpoint = try h.endpoint(h.binary)
         func answer(_ n: LegacyBinary.Notification) async throws -> [UInt8] {
             try await rawExchange(endpoint, n.encoded())
@@ -215,21 +231,22 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
             _ = h.f.faults.add(FaultRule(tokenPrefix: String(token.hex.prefix(8)), reason: reason, remaining: 1))
             #expect(try await answer(n) == LegacyBinary.errorPacket(status, identifier: 11), "\(reason)")
         }
-        // A clean close with nothing wrong: no packet at all.
-        #expect(try await answer(n) == [])
+        // A clean close with nothing wrong: no packet at all (once the device has acknowledged).
+        async let clean = answer(n)
+        #expect(try await device.pushes(1).count == 1)
+        #expect(try await clean == [])
     }
 
     @Test func shutdownSendsStatusTenWithTheLastProcessedIdentifier() async throws {
         let h = try await LegacyHarness()
-        let (device, inbox, token) = try await h.connectDevice("binary-4")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-4")
         let connection = try await LegacyConnection.open(
             try h.endpoint(h.binary), group: MultiThreadedEventLoopGroup.singleton)
         try await connection.write(
             [5, 6].flatMap {
                 LegacyBinary.Notification(identifier: $0, token: token.bytes, payload: alert("s\($0)")).encoded()
             })
-        _ = try await inbox.waitForPushes(2)
+        _ = try await device.pushes(2)
         await h.binary.shutdown()
         #expect(try await connection.received.get() == LegacyBinary.errorPacket(.shutdown, identifier: 6))
     }
@@ -238,23 +255,23 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
     /// notification processed (none here), so the client sends them all again elsewhere.
     @Test func aStoppingGatewayNamesTheLastNotificationItProcessed() async throws {
         let h = try await LegacyHarness()
-        let (device, inbox, token) = try await h.connectDevice("binary-7")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-7")
         let endpoint = try h.endpoint(h.binary)
         let first = LegacyBinary.Notification(identifier: 3, token: token.bytes, payload: alert("before"))
-        #expect(try await rawExchange(endpoint, first.encoded()) == [])
+        async let before = rawExchange(endpoint, first.encoded())
+        #expect(try await device.pushes(1).map(\.payload) == [Data(alert("before"))])
+        #expect(try await before == [])
         h.f.api.beginShutdown()
         let bytes = [5, 6].flatMap {
             LegacyBinary.Notification(identifier: $0, token: token.bytes, payload: alert("late")).encoded()
         }
         #expect(try await rawExchange(endpoint, bytes) == LegacyBinary.errorPacket(.shutdown, identifier: 0))
-        #expect(try await inbox.waitForPushes(1).map(\.payload) == [Data(alert("before"))])
+        #expect(try await device.written().isEmpty)
     }
 
     @Test func certificatesAreCheckedAtTheHandshake() async throws {
         let h = try await LegacyHarness()
-        let (device, inbox, token) = try await h.connectDevice("binary-5")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-5")
         let n = LegacyBinary.Notification(identifier: 1, token: token.bytes, payload: alert("nope"))
         // A production-only certificate on a development connection: the handshake fails.
         await #expect(throws: (any Error).self) {
@@ -282,7 +299,7 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
         let wrongSpace = try h.endpoint(productionBinary, environments: [.production])
         #expect(
             try await rawExchange(wrongSpace, n.encoded()) == LegacyBinary.errorPacket(.invalidToken, identifier: 1))
-        #expect(inbox.pushes.isEmpty)
+        #expect(try await device.written().isEmpty)
     }
 
     /// Feedback: a removed app's token is listed with its removal time, the list empties once
@@ -290,8 +307,7 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
     /// token registered again after its removal is left out.
     @Test func feedbackAfterAppRemovalAndItsClearing() async throws {
         let h = try await LegacyHarness()
-        let (device, inbox, token) = try await h.connectDevice("binary-6")
-        defer { Task { await device.close() } }
+        let (device, token) = try await h.connectDevice("binary-6")
         let feedback = try h.endpoint(h.feedback)
         #expect(try await APNsFeedbackReader.read(feedback) == [])
 
@@ -307,6 +323,8 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
         let client = APNsBinaryClient(endpoint: try h.endpoint(h.binary))
         try await client.send(.init(token: token.bytes, payload: alert("gone")))
         #expect(try await client.close().isEmpty)
+        // The binary interface answers nothing to a push it drops, and the client's close does not
+        // wait for the gateway's commit: across the real socket, the store is all there is to watch.
         try await waitUntil("the token back on the feedback list") {
             try await h.f.store.feedbackCount(bundleID: Fixture.bundle, environment: .development) == 1
         }
@@ -314,11 +332,12 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
         try await client.send(.init(token: token.bytes, payload: alert("gone again")))
         #expect(try await client.close().isEmpty)
         // Registered again before the list is read: left out.
+        // Nothing to await here either (see above).
         try await waitUntil("listed again") {
             try await h.f.store.feedbackCount(bundleID: Fixture.bundle, environment: .development) == 1
         }
         #expect(try await device.register(topic: Fixture.bundle) == token)
         #expect(try await APNsFeedbackReader.read(feedback) == [])
-        #expect(inbox.pushes.isEmpty)
+        #expect(try await device.written().isEmpty)
     }
 }

@@ -10,10 +10,11 @@ import Testing
 final class Gate: Sendable {
     private struct State {
         var closed = false
-        var arrived = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
+    /// The calls that have arrived (waiting or not); a test can wait for a number of them.
+    let arrivals = Tally()
 
     /// From now on calls wait.
     func close() { state.withLock { $0.closed = true } }
@@ -28,16 +29,13 @@ final class Gate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// How many calls have arrived (waiting or not).
-    var arrived: Int { state.withLock { $0.arrived } }
-
     func pass() async {
         await withCheckedContinuation { continuation in
             let wait = state.withLock { s in
-                s.arrived += 1
                 if s.closed { s.waiters.append(continuation) }
                 return s.closed
             }
+            arrivals.increment()
             if !wait { continuation.resume() }
         }
     }
@@ -50,7 +48,7 @@ final class GatedStore: GatewayStore {
     let commits = Gate()
     let reads = Gate()
     /// Backlog reads that have returned.
-    let readsDone = Mutex(0)
+    let readsDone = Tally()
 
     init(_ inner: any GatewayStore) { self.inner = inner }
 
@@ -77,7 +75,7 @@ final class GatedStore: GatewayStore {
     }
     func pending(device: String, now: Date) async throws -> [StoredPush] {
         await reads.pass()
-        defer { readsDone.withLock { $0 += 1 } }
+        defer { readsDone.increment() }
         return try await inner.pending(device: device, now: now)
     }
     func purgeExpired(now: Date) async throws -> [StoredPush] { try await inner.purgeExpired(now: now) }
@@ -113,27 +111,26 @@ final class GatedStore: GatewayStore {
 
 /// A push that found no link just before its device connected is stored; its commit may land
 /// after the new link read the store. It must still reach the device at once, and stored pushes
-/// arrive in the order they were accepted.
-@Suite struct LinkBacklogRaceTests {
-    /// A harness whose router writes through a gated store, and a device registered and offline.
-    func offlineDevice(_ id: String) async throws -> (LinkHarness, GatedStore, DeviceIdentity, DeviceToken) {
+/// arrive in the order they were accepted. The device is a ``VirtualDevice`` and the gates count
+/// the store calls that reach them, so each step awaits the one before it.
+@Suite(.timeLimit(.minutes(1))) struct LinkBacklogRaceTests {
+    /// A bench whose router writes through a gated store, and a device registered and offline.
+    func offlineDevice(_ id: String) async throws -> (LinkBench, GatedStore, DeviceIdentity, DeviceToken) {
         var gated: GatedStore?
-        let h = try await LinkHarness(
+        let h = try await LinkBench(
             store: { inner in
                 let store = GatedStore(inner)
                 gated = store
                 return store
             })
         let identity = DeviceIdentity(deviceID: id)
-        let first = try await GatewayLinkClient.connect(url: h.url, identity: identity)
+        let first = try await h.connect(identity)
         let token = try await first.register(topic: Fixture.bundle)
-        await first.close()
-        // The client closed its socket; the gateway learns it when the channel goes inactive.
-        try await waitUntil("\(id) offline") { !h.router.links.isOnline(id) }
+        try await first.close()
+        #expect(!h.router.links.isOnline(id))
         let store = try #require(gated)
         // The first link's own backlog read has returned, so the counts below are the next link's.
-        // The first link read its backlog in a task of its own that the test cannot await.
-        try await waitUntil("the first link's backlog read") { store.readsDone.withLock { $0 } == 1 }
+        await store.readsDone.reached(1)
         return (h, store, identity, token)
     }
 
@@ -144,24 +141,20 @@ final class GatedStore: GatewayStore {
         defer { store.commits.open() }
         store.commits.close()
         let id = "33333333-3333-3333-3333-333333333333"
-        let answer = Task { try await h.push(to: token, headers: [("apns-id", id)]) }
-        // The router's commit runs in the committer's background task; the gate counts its arrival.
-        try await waitUntil("the commit at the gate") { store.commits.arrived == 1 }
+        let answer = Task { await h.push(to: token, headers: [("apns-id", id)]) }
+        await store.commits.arrivals.reached(1)
         // The device connects and its link reads the store, which does not have the push yet.
-        let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
-        defer { Task { await client.close() } }
-        let inbox = Inbox(client)
-        // The new link reads the store in a task of its own, started by the real client's hello.
-        try await waitUntil("the backlog read") { store.readsDone.withLock { $0 } == 2 }
-        #expect(inbox.pushes.isEmpty)
+        let device = try await h.connect(identity)
+        await store.readsDone.reached(2)
+        #expect(try await device.written().isEmpty)
         // Now the commit lands: the 200 goes out, and the link sends the push.
         store.commits.open()
-        #expect(try await answer.value.status == 200)
-        #expect(try await inbox.waitForPushes(1).map(\.apnsID) == [id])
+        #expect(await answer.value.status == 200)
+        #expect(try await device.pushes(1).map(\.apnsID) == [id])
         // Acknowledged, it leaves the store; it is sent once.
-        try await h.waitForStored(0)
-        try await h.waitForLog(id, [.accepted, .stored, .delivered, .acknowledged])
-        #expect(inbox.pushes.count == 1)
+        #expect(try await h.storedCount() == 0)
+        #expect(try await h.log(id) == [.accepted, .stored, .delivered, .acknowledged])
+        #expect(try await device.written().isEmpty)
     }
 
     @Test func storedPushesArriveInTheOrderTheyWereAcceptedAndOnce() async throws {
@@ -171,9 +164,9 @@ final class GatedStore: GatewayStore {
         let a = "aaaaaaaa-0000-0000-0000-000000000001"
         let b = "aaaaaaaa-0000-0000-0000-000000000002"
         let c = "aaaaaaaa-0000-0000-0000-000000000003"
-        #expect(try await h.push(to: token, headers: [("apns-id", a), ("apns-collapse-id", "a")]).status == 200)
+        #expect(await h.push(to: token, headers: [("apns-id", a), ("apns-collapse-id", "a")]).status == 200)
         #expect(
-            try await h.push(
+            await h.push(
                 to: token, topic: Fixture.bundle + ".voip", body: #"{"aps":{}}"#,
                 headers: [("apns-id", b), ("apns-push-type", "voip")]
             ).status == 200)
@@ -184,26 +177,22 @@ final class GatedStore: GatewayStore {
         }
         store.commits.close()
         store.reads.close()
-        let commitsBefore = store.commits.arrived
+        let commitsBefore = store.commits.arrivals.count
         let answer = Task {
-            try await h.push(
+            await h.push(
                 to: token, topic: Fixture.bundle + ".complication", body: #"{"aps":{}}"#,
                 headers: [("apns-id", c), ("apns-push-type", "complication")])
         }
-        // The router's commit runs in the committer's background task; the gate counts its arrival.
-        try await waitUntil("the commit at the gate") { store.commits.arrived == commitsBefore + 1 }
-        let client = try await GatewayLinkClient.connect(url: h.url, identity: identity)
-        defer { Task { await client.close() } }
-        let inbox = Inbox(client)
-        // The new link reads the store in a task of its own, started by the real client's hello.
-        try await waitUntil("the backlog read at the gate") { store.reads.arrived == 2 }
+        await store.commits.arrivals.reached(commitsBefore + 1)
+        let device = try await h.connect(identity)
+        await store.reads.arrivals.reached(2)
         // The commit lands first (the link holds the push back: its backlog is not read yet), then
         // the read, which now finds all three.
         store.commits.open()
-        #expect(try await answer.value.status == 200)
+        #expect(await answer.value.status == 200)
         store.reads.open()
-        #expect(try await inbox.waitForPushes(3).map(\.apnsID) == [a, b, c])
-        try await h.waitForStored(0)
-        #expect(inbox.pushes.count == 3)
+        #expect(try await device.pushes(3).map(\.apnsID) == [a, b, c])
+        #expect(try await h.storedCount() == 0)
+        #expect(try await device.written().isEmpty)
     }
 }

@@ -157,3 +157,23 @@ extension Fixture {
         }
     }
 }
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Waits for something that happens where the test has nothing to await: in another process (the
+/// PostgreSQL server's notifications reaching a follower) or behind a real socket whose far side
+/// the test does not drive. Polls every few milliseconds and fails after a generous deadline; each
+/// caller says why it polls. No test uses it to let time pass: timing is tested in virtual time.
+func waitUntil(
+    _ what: String, within limit: Duration = .seconds(10), _ condition: () async throws -> Bool
+) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + limit
+    while try await !condition() {
+        guard clock.now < deadline else { throw TestFailure("timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(5))  // polls another process or socket, within the deadline
+    }
+}

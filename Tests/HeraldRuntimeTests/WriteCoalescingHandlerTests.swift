@@ -1,7 +1,7 @@
 import HeraldRuntime
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
+import Synchronization
 import Testing
 
 /// Records the writes and closes that reach it.
@@ -35,18 +35,18 @@ final class OutboundRecorder: ChannelOutboundHandler {
     @Test func writesBetweenFlushesLeaveAsOneBufferAndTheirPromisesComplete() throws {
         let channel = try channel()
         let promises = (0..<3).map { _ in channel.eventLoop.makePromise(of: Void.self) }
-        let done = NIOLockedValueBox([Bool](repeating: false, count: 3))
-        for (i, p) in promises.enumerated() { p.futureResult.whenSuccess { done.withLockedValue { $0[i] = true } } }
+        let done = Mutex([Bool](repeating: false, count: 3))
+        for (i, p) in promises.enumerated() { p.futureResult.whenSuccess { done.withLock { $0[i] = true } } }
         channel.write(ByteBuffer(string: "a"), promise: promises[0])
         channel.write(ByteBuffer(string: "bc"), promise: nil)
         channel.write(ByteBuffer(string: "def"), promise: promises[1])
         channel.write(ByteBuffer(), promise: promises[2])
         // Nothing leaves before the flush.
         #expect(try outbound(channel) == [])
-        #expect(done.withLockedValue { $0 } == [false, false, false])
+        #expect(done.withLock { $0 } == [false, false, false])
         channel.flush()
         #expect(try outbound(channel) == ["abcdef"])
-        #expect(done.withLockedValue { $0 } == [true, true, true])
+        #expect(done.withLock { $0 } == [true, true, true])
     }
 
     @Test func eachFlushLeavesItsOwnBuffer() throws {

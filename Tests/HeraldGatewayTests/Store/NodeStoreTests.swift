@@ -124,6 +124,7 @@ import Testing
             heard.withLock { $0 += changes }
         }
         func hear(_ change: ClaimChange) async throws {
+            // The change comes back through the PostgreSQL server (another process) as a notification.
             try await waitUntil("\(change) to be heard", within: .seconds(10)) {
                 heard.withLock { $0.contains(change) }
             }
@@ -131,6 +132,7 @@ import Testing
         let t0 = Date(timeIntervalSince1970: 1_800_000_000)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await follower.run() }
+            // The follower's LISTEN is answered by the PostgreSQL server, another process.
             try await waitUntil("the follower listens", within: .seconds(60)) { follower.progress.applied >= 1 }
             try await store.registerNode(id: "node-b", address: "", now: t0)
             try await hear(.nodes)

@@ -290,12 +290,15 @@ import Testing
         // Three of four: nothing was started, so nothing can have been written.
         #expect(try await !logged("a"))
         committer.submitLog([line("d")])
+        // The committer writes lines nobody waits for in a task of its own and offers nothing to
+        // await (an empty commit would flush them, hiding what is tested): the store is watched.
         try await waitUntil("the full group of four is written") { try await logged("d") }
         #expect(try await logged("a"))
 
         committer.submitLog([line("e")])
         #expect(try await !logged("e"))
         committer.flushLog()
+        // As above: no answer to await for a flushed line.
         try await waitUntil("the flushed line is written") { try await logged("e") }
 
         committer.submitLog([line("f")])
