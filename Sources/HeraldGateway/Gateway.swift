@@ -276,7 +276,7 @@ public final class Gateway: Sendable {
             }
         }
         // The channel management API: the provider API's transports, its own listeners.
-        let channelsAPI = api.managingChannels(store: directory.store)
+        let channelsAPI = api.managingChannels(store: broadcasts.store)
         var channels: [ProviderServer] = []
         for (port, secure) in [(configuration.channelsPort, true), (configuration.channelsDevelopmentPort, false)] {
             guard let port else { continue }

@@ -69,7 +69,7 @@ import Testing
                 APNsNotification(payload: payload, topic: Fixture.bundle, pushType: .alert), to: token.hex)
             #expect(delivery.attempts == 1)
             // A 200 for a connected device comes after its acknowledgement: nothing was stored.
-            #expect(try await gateway.directory.store.pending(device: "tablet", now: Date()).isEmpty)
+            #expect(try await gateway.router.offline.store.pending(device: "tablet", now: Date()).isEmpty)
             // The client read the push before it acknowledged it: its event is already in the stream.
             guard case .pushes(let pushes) = await events.next() else { throw TestFailure("no push event") }
             #expect(pushes.map(\.apnsID) == [delivery.apnsID])

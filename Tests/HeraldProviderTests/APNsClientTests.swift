@@ -83,7 +83,7 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
             #expect(delivery.uniqueID != nil)  // development environment
             #expect(delivery.attempts == 1)
             // The device is offline: the 200 means the push is in the store, bytes unchanged.
-            let pending = try await g.gateway.directory.store.pending(device: "phone", now: Date())
+            let pending = try await g.gateway.router.offline.store.pending(device: "phone", now: Date())
             #expect(pending.map(\.apnsID) == [id])
             #expect(pending.first?.payload == alert("stored").payload)
         }

@@ -80,7 +80,7 @@ import Testing
         // --json keeps standard error free of progress.
         #expect(!run.stderr.contains("sent "), "\(run.stderr)")
         // Every 200 is a push the gateway keeps for its offline device.
-        #expect(try await f.gateway.gateway.directory.store.storedCount() == 9_900)
+        #expect(try await f.gateway.gateway.router.offline.store.storedCount() == 9_900)
         await f.stop()
     }
 
@@ -157,7 +157,7 @@ import Testing
         let none = try await push("bulk-0")
         #expect(none.status != 0 && none.stderr.contains("device bulk-0 does not have \(Self.app)"), "\(none)")
         // Each of the four offline devices keeps its newest push (APNs keeps one per app).
-        #expect(try await gateway.gateway.directory.store.storedCount() == 4)
+        #expect(try await gateway.gateway.router.offline.store.storedCount() == 4)
         #expect(tokens.count == 5)
         await gateway.stop()
     }

@@ -10,7 +10,7 @@ extension AdminAPI {
     /// `/deliveries`: recent pushes, and one push's steps.
     func deliveryRoutes() -> RouteCollection<BasicRequestContext> {
         let routes = RouteCollection(context: BasicRequestContext.self)
-        let directory = self.directory
+        let pushes = self.pushRouter.offline.store
         routes.get("/deliveries") { request, _ -> Response in
             let query = request.uri.queryParameters
             func text(_ name: String) -> String? { query.get(name).flatMap { $0.isEmpty ? nil : $0 } }
@@ -26,12 +26,12 @@ extension AdminAPI {
             }
             let limit = text("limit").map { Int($0) ?? -1 } ?? 100
             guard (1...1000).contains(limit) else { throw HTTPError(.badRequest, message: "limit: 1 to 1000") }
-            let events = try await directory.store.recentDeliveryEvents(rows: DeliveryHistory.rowsRead)
+            let events = try await pushes.recentDeliveryEvents(rows: DeliveryHistory.rowsRead)
             return try PreciseJSON.response(DeliveryHistory.entries(events, filter: filter, limit: limit))
         }
         routes.get("/deliveries/{id}") { _, context -> Response in
             let id = try context.parameters.require("id")
-            let events = try await directory.store.deliveryLog(id: id)
+            let events = try await pushes.deliveryLog(id: id)
             guard !events.isEmpty else {
                 throw HTTPError(.notFound, message: "no push with apns-id or apns-unique-id \(id)")
             }
@@ -43,18 +43,18 @@ extension AdminAPI {
     /// `/feedback/{bundleID}`: read, or read and emptied (like the legacy feedback service).
     func feedbackRoutes() -> RouteCollection<BasicRequestContext> {
         let routes = RouteCollection(context: BasicRequestContext.self)
-        let directory = self.directory
+        let pushes = self.pushRouter.offline.store
         routes.get("/feedback/{bundleID}") { request, context -> [FeedbackView] in
             let id = try context.parameters.require("bundleID")
             let env =
                 request.uri.queryParameters.get("environment").flatMap(APNsEnvironment.init(rawValue:)) ?? .development
-            return try await directory.store.feedback(bundleID: id, environment: env).map(FeedbackView.init)
+            return try await pushes.feedback(bundleID: id, environment: env).map(FeedbackView.init)
         }
         routes.post("/feedback/{bundleID}/take") { request, context -> [FeedbackView] in
             let id = try context.parameters.require("bundleID")
             let env =
                 request.uri.queryParameters.get("environment").flatMap(APNsEnvironment.init(rawValue:)) ?? .development
-            return try await directory.store.takeFeedback(bundleID: id, environment: env).map(FeedbackView.init)
+            return try await pushes.takeFeedback(bundleID: id, environment: env).map(FeedbackView.init)
         }
         return routes
     }

@@ -14,7 +14,7 @@ extension AdminAPI {
         let push = self.pushRouter
         let clock = self.clock
         routes.get("/devices") { _, _ -> [DeviceView] in
-            let stored = try await directory.store.storedCountsByDevice()
+            let stored = try await push.offline.store.storedCountsByDevice()
             var views: [DeviceView] = []
             let holders = try await self.holders()
             for device in directory.registry.devices {
@@ -75,7 +75,7 @@ extension AdminAPI {
         }
         routes.get("/devices/{id}/stored") { _, context -> [StoredView] in
             let id = try context.parameters.require("id")
-            return try await directory.store.pending(device: id, now: clock.now()).map {
+            return try await push.offline.store.pending(device: id, now: clock.now()).map {
                 StoredView(
                     apnsID: $0.apnsID, topic: $0.topic, pushType: $0.pushType, priority: $0.priority.rawValue,
                     collapseID: $0.collapseID, expiresAt: $0.expiresAt, receivedAt: $0.receivedAt,
@@ -96,7 +96,7 @@ extension AdminAPI {
             counts = stored
         } else {
             // One device: its own count, not every device's.
-            counts = [id: try await directory.store.storedCount(device: id)]
+            counts = [id: try await pushRouter.offline.store.storedCount(device: id)]
         }
         let holding: [String: String]
         if let holders {

@@ -12,6 +12,8 @@ import Logging
 public final class OfflineStore: Sendable {
     /// The store writer.
     public let committer: GroupCommitter
+    /// The store the committer writes to, for reading (what is stored, the delivery log, feedback).
+    public var store: any PushStore { committer.store }
     /// The offline policy.
     public var policy: OfflinePolicy { committer.policy }
     let metrics: GatewayMetrics

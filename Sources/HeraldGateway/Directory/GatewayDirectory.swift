@@ -2,13 +2,13 @@ import Crypto
 import Foundation
 import HeraldCore
 
-/// Changes to the gateway's directory: each goes to the ``GatewayStore`` first and then into the
+/// Changes to the gateway's directory: each goes to the ``DirectoryStore`` first and then into the
 /// in-memory ``Registry``, so what the provider API sees is always what is durable.
 public struct GatewayDirectory: Sendable {
     /// The in-memory registry the provider API reads.
     public let registry: Registry
-    /// The store.
-    public let store: any GatewayStore
+    /// Where the directory is kept.
+    public let store: any DirectoryStore
     /// The token issuer.
     public let issuer: TokenIssuer
 
@@ -24,7 +24,7 @@ public struct GatewayDirectory: Sendable {
     }
 
     /// Creates a directory and loads the registry from the store.
-    public static func open(store: any GatewayStore, issuer: TokenIssuer) async throws -> GatewayDirectory {
+    public static func open(store: any DirectoryStore, issuer: TokenIssuer) async throws -> GatewayDirectory {
         let registry = Registry()
         let snapshot = try await store.loadDirectory()
         for t in snapshot.teams { registry.put(t) }

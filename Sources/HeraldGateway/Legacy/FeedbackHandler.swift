@@ -15,17 +15,17 @@ final class FeedbackHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    let directory: GatewayDirectory
+    let feedback: any PushStore
     let ca: GatewayCA
     let environment: APNsEnvironment
     let logger: Logger
     let clock: any WallClock
 
     init(
-        directory: GatewayDirectory, ca: GatewayCA, environment: APNsEnvironment, logger: Logger,
+        feedback: any PushStore, ca: GatewayCA, environment: APNsEnvironment, logger: Logger,
         clock: any WallClock
     ) {
-        self.directory = directory
+        self.feedback = feedback
         self.ca = ca
         self.environment = environment
         self.logger = logger
@@ -45,7 +45,7 @@ final class FeedbackHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        let directory = self.directory
+        let feedback = self.feedback
         let environment = self.environment
         let logger = self.logger
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
@@ -53,7 +53,7 @@ final class FeedbackHandler: ChannelInboundHandler {
         Task {
             var bytes: [UInt8] = []
             do {
-                let entries = try await directory.store.takeFeedback(bundleID: grant.bundleID, environment: environment)
+                let entries = try await feedback.takeFeedback(bundleID: grant.bundleID, environment: environment)
                 for entry in entries {
                     let seconds = UInt32(clamping: Int64(entry.removedAt.timeIntervalSince1970.rounded(.down)))
                     bytes += LegacyBinary.FeedbackTuple(time: seconds, token: entry.token.bytes).encoded()

@@ -69,7 +69,7 @@ public final class LegacyServer: Sendable {
                     case .feedback:
                         try sync.addHandler(
                             FeedbackHandler(
-                                directory: directory, ca: ca, environment: environment, logger: logger, clock: clock))
+                                feedback: router.offline.store, ca: ca, environment: environment, logger: logger, clock: clock))
                     }
                 }
             }

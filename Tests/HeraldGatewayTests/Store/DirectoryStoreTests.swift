@@ -28,7 +28,8 @@ import Testing
                 device: "d2", bundleID: "com.example.demo", environment: .development, now: now)
             try await directory.resetDevice("d2", now: now)
         }
-        let directory = try await GatewayDirectory.open(store: try await location.open(), issuer: issuer)
+        let store = try await location.open()
+        let directory = try await GatewayDirectory.open(store: store, issuer: issuer)
         #expect(directory.registry.team("TEAM123456") != nil)
         #expect(directory.registry.verifier("KEY1234567")?.1.rawRepresentation == key.publicKey.rawRepresentation)
         let token = issuer.token(device: "d1", bundleID: "com.example.demo", environment: .development, generation: 1)
@@ -38,9 +39,9 @@ import Testing
         let d2 = issuer.token(device: "d2", bundleID: "com.example.demo", environment: .development, generation: 1)
         #expect(directory.registry.registration(d2, in: .development)?.invalidation == .deviceReset)
         // Feedback: read once, then empty.
-        let feedback = try await directory.store.takeFeedback(bundleID: "com.example.demo", environment: .development)
+        let feedback = try await store.takeFeedback(bundleID: "com.example.demo", environment: .development)
         #expect(feedback.map(\.token) == [token])
-        #expect(try await directory.store.takeFeedback(bundleID: "com.example.demo", environment: .development).isEmpty)
+        #expect(try await store.takeFeedback(bundleID: "com.example.demo", environment: .development).isEmpty)
     }
 
     @Test func tokensAreStableUnforgeableAndPerEnvironment() {
