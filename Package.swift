@@ -174,7 +174,7 @@ let package = Package(
             path: "Examples/ParcelApp"),
         .executableTarget(
             name: "ParcelServer",
-            dependencies: ["HeraldProvider", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: ["HeraldProvider", "HeraldRuntime", .product(name: "Hummingbird", package: "hummingbird")],
             path: "Examples/ParcelServer"),
         // Test targets depend on the module they test and on HeraldTesting, which brings the other roles.
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTesting"]),

@@ -8,6 +8,7 @@
 //   curl -d '{"parcel":"A123"}' http://127.0.0.1:PORT/ship
 import Foundation
 import HeraldProvider
+import HeraldRuntime
 import Hummingbird
 
 @main struct ParcelServer {
@@ -26,6 +27,12 @@ import Hummingbird
     static func say(_ line: String) { FileHandle.standardOutput.write(Data("ParcelServer: \(line)\n".utf8)) }
 
     struct Registration: Codable { var token: String, languages: [String] }
+    /// The payload: an alert with a title and a body, and the default sound.
+    struct Payload: Encodable {
+        struct Alert: Encodable { var title: String, body: String }
+        struct APS: Encodable { var alert: Alert, sound = "default" }
+        var aps: APS
+    }
     struct Shipment: Codable { var parcel: String }
     actor Devices {
         var registered: [String: [String]] = [:]
@@ -34,14 +41,12 @@ import Hummingbird
 
     static func main() async throws {
         let path = CommandLine.arguments.dropFirst().first ?? ".herald/up.json"
-        let up = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
-        func field(_ name: String) -> String { up?[name] as? String ?? "" }
+        let up = try UpInfo.read(from: path)
         let apns = try APNsClient(
             configuration: .init(
-                server: APNsServer(url: field("providerURL")),
-                authentication: .token(
-                    try APNsSigningKey(p8File: field("p8"), keyID: field("keyID"), teamID: field("teamID"))),
-                trustedCAPEM: try String(contentsOfFile: field("caCertificate"), encoding: .utf8)))
+                server: APNsServer(url: up.providerURL),
+                authentication: .token(try APNsSigningKey(p8File: up.p8, keyID: up.keyID, teamID: up.teamID)),
+                trustedCAPEM: try String(contentsOfFile: up.caCertificate, encoding: .utf8)))
         let devices = Devices()
 
         let router = Router()
@@ -55,11 +60,8 @@ import Hummingbird
             let parcel = try await request.decode(as: Shipment.self, context: context).parcel
             var sent = 0
             for (token, languages) in await devices.registered {
-                let aps: [String: Any] = [
-                    "alert": ["title": "Parcel \(parcel)", "body": alert(parcel, languages: languages)],
-                    "sound": "default",
-                ]
-                let payload = try JSONSerialization.data(withJSONObject: ["aps": aps])
+                let message = Payload.Alert(title: "Parcel \(parcel)", body: alert(parcel, languages: languages))
+                let payload = try JSONEncoder().encode(Payload(aps: .init(alert: message)))
                 do {
                     let delivery = try await apns.send(APNsNotification(payload: payload, topic: topic), to: token)
                     say("sent \(delivery.apnsID) to \(token.prefix(8))…")
