@@ -69,7 +69,8 @@ public final class LegacyServer: Sendable {
                     case .feedback:
                         try sync.addHandler(
                             FeedbackHandler(
-                                feedback: router.offline.store, ca: ca, environment: environment, logger: logger, clock: clock))
+                                feedback: router.offline.store, ca: ca, environment: environment, logger: logger,
+                                clock: clock))
                     }
                 }
             }
