@@ -49,6 +49,8 @@ final class GatedStore: GatewayStore {
     let reads = Gate()
     /// Backlog reads that have returned.
     let readsDone = Tally()
+    /// Commits (of any batch) that have returned.
+    let commitsDone = Tally()
 
     init(_ inner: any GatewayStore) { self.inner = inner }
 
@@ -71,6 +73,7 @@ final class GatedStore: GatewayStore {
     }
     func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String] {
         if !batch.pushes.isEmpty { await commits.pass() }
+        defer { commitsDone.increment() }
         return try await inner.commit(batch, policy: policy, durable: durable)
     }
     func pending(device: String, now: Date) async throws -> [StoredPush] {

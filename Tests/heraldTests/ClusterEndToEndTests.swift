@@ -121,7 +121,12 @@ import Testing
         let log = try a.gateway.adminCall("GET", "/deliveries/\(first.headers["apns-id"] ?? "")")
         let kinds = ((try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? [])
             .compactMap { $0["kind"] as? String }
-        #expect(kinds.first == "accepted" && kinds.last == "acknowledged", "\(log.body)")
+        // The push was acknowledged on B. Its stored copy leaves the shared store in B's next
+        // commit, and A may store the second push first: that commit replaces the copy and logs
+        // `replaced` after `acknowledged` (seen once with the machine loaded; a known race between
+        // two nodes' transactions, left as it is).
+        #expect(kinds.first == "accepted" && kinds.contains("acknowledged"), "\(log.body)")
+        #expect(kinds.drop { $0 != "acknowledged" }.dropFirst().allSatisfy { $0 == "replaced" }, "\(log.body)")
         #expect(b.log.contains("device connected") && !a.gateway.log.contains("device connected"))
         // The device gone (it stopped after two), no node holds it.
         try eventually("the device's claim to be released") {
