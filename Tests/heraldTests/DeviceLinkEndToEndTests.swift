@@ -4,8 +4,10 @@ import HeraldTesting
 import Testing
 
 /// Waits (up to a safety deadline) until `condition` holds, checking every few milliseconds: for
-/// effects inside the gateway process (a device going offline, a log written behind an answer) that
-/// a test on the outside can only observe through the admin API.
+/// effects inside another process (a device going offline in the gateway, a log written behind an
+/// answer, a notification on the desktop's notification server, an app's state in the device
+/// daemon) that a test on the outside can only observe through that process's API or tool. Every
+/// caller in this target polls another process; in-process tests await instead.
 func eventually(_ what: String, _ condition: () throws -> Bool) throws {
     let deadline = Date().addingTimeInterval(10)
     while try !condition() {
