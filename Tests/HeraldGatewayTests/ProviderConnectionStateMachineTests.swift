@@ -110,7 +110,8 @@ enum Did: Equatable {
         #expect(Did(m.headersReceived(headers, endStream: false, on: 1, at: t0)) == .arm(.incomplete, in: .seconds(10)))
         let data = m.dataReceived(ByteBuffer(string: #"{"aps":{}}"#), endStream: true, on: 1)
         let request = try #require(Self.request(data))
-        guard case .carryOut(.respond(let response, let delay)) = m.decide(request, with: f.api, now: Self.date) else {
+        guard case .carryOut(.respond(let response, let delay)) = m.decide(request, on: 1, with: f.api, now: Self.date)
+        else {
             Issue.record("the fault rule answers after a delay")
             return
         }
@@ -122,7 +123,7 @@ enum Did: Equatable {
         // At 60 s the request is in flight: busy, look again in 60 s (no GOAWAY at 89 s).
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .arm(.idle, in: .seconds(60)))
         // The answer at 90 s; the connection then has 60 s more.
-        m.answerReady(at: t0 + .seconds(90))
+        m.answerReady(on: 1, at: t0 + .seconds(90))
         let statuses = [m.answerHeaders(for: response, body: response.body).first(name: ":status")]
         #expect(statuses == ["500"])
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(120))) == .arm(.idle, in: .seconds(30)))
@@ -170,7 +171,7 @@ enum Did: Equatable {
             let action = m.headersReceived(trailers, endStream: true, on: stream, at: Self.t0)
             #expect(Did(action) == .decide(stream, body: parts.joined()))
             let request = try #require(Self.request(action))
-            guard case .answer(let response) = m.decide(request, with: f.api, now: Self.date) else {
+            guard case .answer(let response) = m.decide(request, on: stream, with: f.api, now: Self.date) else {
                 Issue.record("answered at once")
                 continue
             }
@@ -220,7 +221,7 @@ enum Did: Equatable {
         // The timer is armed already.
         #expect(Did(m.headersReceived(headers, endStream: false, on: 3, at: t0 + .seconds(4))) == .nothing)
         #expect(Did(m.headersReceived(headers, endStream: false, on: 5, at: t0 + .seconds(5))) == .nothing)
-        m.streamReset(5)
+        #expect(Did(m.streamReset(5, at: t0 + .seconds(6))) == .nothing)
         #expect(Did(m.shutdownRequested()) == .drained(.shutdown, lastStreamID: 5, close: false))
         #expect(
             m.incompleteTimerFired(at: t0 + .seconds(10)) == .init(reset: [1], close: false, lookAgainIn: .seconds(4)))
@@ -298,14 +299,14 @@ enum Did: Equatable {
         _ = m.headersReceived(headers, endStream: false, on: 9, at: Self.t0)
         let action = m.dataReceived(ByteBuffer(string: #"{"aps":{}}"#), endStream: true, on: 9)
         let request = try #require(Self.request(action))
-        guard case .carryOut = m.decide(request, with: f.api, now: Self.date) else {
+        guard case .carryOut = m.decide(request, on: 9, with: f.api, now: Self.date) else {
             Issue.record("the fault rule answers after a delay")
             return
         }
         #expect(Did(m.shutdownRequested()) == .drained(.shutdown, lastStreamID: 9, close: false))
         #expect(!m.isDrained)
         #expect(Did(m.idleTimerFired(at: Self.t0 + .hours(2))) == .nothing)
-        m.answerReady(at: Self.t0 + .seconds(1))
+        m.answerReady(on: 9, at: Self.t0 + .seconds(1))
         #expect(m.isDrained)
         #expect(Did(m.shutdownRequested()) == .nothing)
     }

@@ -28,7 +28,7 @@ struct ProviderConnectionStateMachine {
         /// Answer now, within the read that completed the request (flushed with the rest of it).
         case answer(ProviderResponse)
         /// Carry the decision out (``PushRouter/carryOut(_:on:answer:)``); its answer comes back
-        /// through ``answerReady(at:)``. It counts as in flight until then.
+        /// through ``answerReady(on:at:)``. It counts as in flight until then.
         case carryOut(ProviderAPI.Decision)
     }
 
@@ -92,6 +92,10 @@ struct ProviderConnectionStateMachine {
     private(set) var streams: [HTTP2StreamID: Stream] = [:]
     /// Requests decided whose answer has not been written yet (waiting on the router or a delay).
     private(set) var inFlight = 0
+    /// The streams of those requests: a reset of one of them cut off work under way.
+    private var carriedOut: Set<HTTP2StreamID> = []
+    /// The client's resets of streams the gateway had not answered (the rapid-reset defence).
+    var unansweredResets = UnansweredResets()
     private(set) var highestStreamID = HTTP2StreamID(0)
     private var unacknowledgedBytes = 0
     /// Whether something was written since the last flush.
@@ -210,8 +214,21 @@ struct ProviderConnectionStateMachine {
         return action
     }
 
-    /// The client reset stream `id`.
-    mutating func streamReset(_ id: HTTP2StreamID) { streams[id] = nil }
+    /// The client reset stream `id` at `now`. Only a reset of a stream the gateway had not answered
+    /// (its request still arriving, or being carried out) counts against ``UnansweredResets``:
+    /// a reset after the answer costs nothing. Too many within the window, and the connection is
+    /// given up with ENHANCE_YOUR_CALM (docs/listeners.md, "HTTP/2 abuse").
+    mutating func streamReset(_ id: HTTP2StreamID, at now: NIODeadline) -> Action {
+        let arriving = streams.removeValue(forKey: id).map { !$0.answered } ?? false
+        guard arriving || carriedOut.contains(id), !closingAfterGoAway else { return .none }
+        guard unansweredResets.record(at: now) else { return .none }
+        let goAway = GoAway(
+            lastStreamID: highestStreamID, errorCode: .enhanceYourCalm,
+            debugData: "too many streams reset before their answers")
+        let reason =
+            "more than \(unansweredResets.limit) streams reset before their answers within \(unansweredResets.window.secondsText)"
+        return .giveUp(goAway, reason: reason, closeOutput: closeAfterGoAway())
+    }
 
     /// `length` flow-controlled bytes (a DATA frame's, padding included) arrived: the WINDOW_UPDATE
     /// increment to send for the connection once enough has come, else `nil`.
@@ -233,22 +250,28 @@ struct ProviderConnectionStateMachine {
     // MARK: Answers
 
     /// Decides a whole request with the provider API, on this connection's authentication.
-    mutating func decide(_ request: ProviderRequest, with api: ProviderAPI, now: Date) -> Decided {
+    mutating func decide(_ request: ProviderRequest, on id: HTTP2StreamID, with api: ProviderAPI, now: Date) -> Decided
+    {
         let decision = api.handle(request, connection: &connection, now: now)
         if case .respond(let response, nil) = decision { return .answer(response) }
         inFlight += 1
+        carriedOut.insert(id)
         return .carryOut(decision)
     }
 
     /// An answer carried out came back (the handler writes it next): activity for the idle
     /// deadline (`now` is read only while it watches). Then, if ``isDrained``, the connection closes.
-    mutating func answerReady(at now: @autoclosure () -> NIODeadline) {
+    mutating func answerReady(on id: HTTP2StreamID, at now: @autoclosure () -> NIODeadline) {
         inFlight -= 1
+        carriedOut.remove(id)
         if idle.isWatching { idle.touch(at: now()) }
     }
 
     /// An answer carried out came back after the handler left the pipeline: it is dropped.
-    mutating func answerDropped() { inFlight -= 1 }
+    mutating func answerDropped(on id: HTTP2StreamID) {
+        inFlight -= 1
+        carriedOut.remove(id)
+    }
 
     /// The loop-turn flush ran.
     mutating func flushed() { needsFlush = false }

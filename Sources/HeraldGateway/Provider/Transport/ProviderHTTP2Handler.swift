@@ -100,7 +100,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                 context.write(wrapOutboundOut(update), promise: nil)
             }
         case .rstStream:
-            machine.streamReset(frame.streamID)
+            run(machine.streamReset(frame.streamID, at: context.eventLoop.now), context)
         default:
             break
         }
@@ -128,7 +128,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         case .none:
             break
         case .decide(let request, let id):
-            switch machine.decide(request, with: api, now: clock.now()) {
+            switch machine.decide(request, on: id, with: api, now: clock.now()) {
             case .answer(let response):
                 router.answered(response, after: .zero)
                 write(response, on: id, context)
@@ -166,8 +166,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     /// An answer carried out comes back, on the loop.
     private func answerReady(_ response: ProviderResponse, on id: HTTP2StreamID) {
-        guard let context else { return machine.answerDropped() }
-        machine.answerReady(at: context.eventLoop.now)
+        guard let context else { return machine.answerDropped(on: id) }
+        machine.answerReady(on: id, at: context.eventLoop.now)
         write(response, on: id, context)
         // Answers that come back later (from the store or a device) arrive one by one as tasks on
         // the event loop: flush once after the tasks queued now have run, not once per answer.

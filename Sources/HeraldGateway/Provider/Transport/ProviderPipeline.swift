@@ -13,6 +13,17 @@ struct ProviderPipeline: Sendable {
         HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
     ]
 
+    /// swift-nio-http2 counts every RST_STREAM frame, 200 in 30 s by default, and closes the
+    /// connection past that: it would cut off a client that resets streams after their answers.
+    /// The gateway counts the resets that cost it work itself (``UnansweredResets``); the codec's
+    /// count stays as a backstop against a flood of frames, 200 within 10 ms (20,000 a second).
+    static let streamConfiguration: NIOHTTP2Handler.StreamConfiguration = {
+        var configuration = NIOHTTP2Handler.StreamConfiguration()
+        configuration.streamResetFrameRateLimit.maximumCount = 200
+        configuration.streamResetFrameRateLimit.windowLength = .milliseconds(10)
+        return configuration
+    }()
+
     let api: ProviderAPI
     let router: PushRouter
     let clock: any WallClock
@@ -27,7 +38,9 @@ struct ProviderPipeline: Sendable {
         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
         configuration.initialSettings = Self.settings
         try pipeline.addHandler(WriteCoalescingHandler())
-        try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
+        try pipeline.addHandler(
+            NIOHTTP2Handler(
+                mode: .server, connectionConfiguration: configuration, streamConfiguration: Self.streamConfiguration))
         let machine = ProviderConnectionStateMachine(
             connection: connection, idleTimeout: api.idleTimeout, stallDeadline: requestDeadline)
         try pipeline.addHandler(
