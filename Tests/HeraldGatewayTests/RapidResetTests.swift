@@ -24,6 +24,17 @@ import Testing
         return .giveUp(goAway, reason: reason, closeOutput: close)
     }
 
+    /// A whole request on `id` that a fault rule's delay keeps in flight: decided and carried out.
+    static func carryOut(
+        on id: HTTP2StreamID, _ m: inout Machine, _ f: Fixture, _ headers: HPACKHeaders, at: NIODeadline
+    ) throws {
+        _ = m.headersReceived(headers, endStream: false, on: id, at: at)
+        let request = try #require(T.request(m.dataReceived(ByteBuffer(string: "{}"), endStream: true, on: id)))
+        guard case .carryOut = m.decide(request, on: id, with: f.api, now: T.date) else {
+            throw TestFailure("the fault rule answers after a delay, so the request is carried out")
+        }
+    }
+
     @Test func theWindowCountsTheLastResetsOnly() {
         var window = UnansweredResets(limit: 3, window: .seconds(30))
         let t0 = T.t0
@@ -65,12 +76,7 @@ import Testing
         let headers = T.headers(path: "/3/device/\(f.token.hex)", jwt: f.jwt())
         var id = HTTP2StreamID(1)
         for i in 0...200 {
-            _ = m.headersReceived(headers, endStream: false, on: id, at: T.t0)
-            let request = try #require(T.request(m.dataReceived(ByteBuffer(string: "{}"), endStream: true, on: id)))
-            guard case .carryOut = m.decide(request, on: id, with: f.api, now: T.date) else {
-                Issue.record("the fault rule answers after a delay")
-                return
-            }
+            try Self.carryOut(on: id, &m, f, headers, at: T.t0)
             let action = Did(m.streamReset(id, at: T.t0 + .milliseconds(Int64(i))))
             #expect(action == (i < 200 ? .nothing : Self.giveUp(lastStreamID: id)), "reset \(i)")
             id = id.advanced(by: 2)
@@ -87,12 +93,7 @@ import Testing
         var id = HTTP2StreamID(1)
         for i in 0..<10_000 {
             let at = T.t0 + .microseconds(Int64(i * 100))
-            _ = m.headersReceived(headers, endStream: false, on: id, at: at)
-            let request = try #require(T.request(m.dataReceived(ByteBuffer(string: "{}"), endStream: true, on: id)))
-            guard case .carryOut = m.decide(request, on: id, with: f.api, now: T.date) else {
-                Issue.record("the fault rule answers after a delay")
-                return
-            }
+            try Self.carryOut(on: id, &m, f, headers, at: at)
             m.answerReady(on: id, at: at)
             #expect(Did(m.streamReset(id, at: at)) == .nothing, "reset \(i)")
             // And a reset of a stream that never existed, or of one long gone.
