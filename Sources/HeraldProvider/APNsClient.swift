@@ -49,7 +49,7 @@ public final class APNsClient: Sendable {
     let http: HTTPClient
     let tokens: APNsTokenCache?
     let sleep: @Sendable (Duration) async throws -> Void
-    let logger: Logger
+    let logger: Logger?
 
     /// A client. `now` and `sleep` are the clock and the wait between attempts (tests inject
     /// both). Without a `logger` the client logs nothing, as AsyncHTTPClient's own
@@ -79,8 +79,12 @@ public final class APNsClient: Sendable {
         var http = HTTPClient.Configuration(tlsConfiguration: tls)
         http.httpVersion = .automatic  // h2 through ALPN over TLS; HTTP/1.1 to a cleartext development listener
         http.connectionPool = .init(idleTimeout: .minutes(10))
-        let logger = logger ?? Logger(label: "herald.provider", factory: { _ in SwiftLogNoOpLogHandler() })
-        self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+        // Without a logger, AsyncHTTPClient logs nothing either (its own default).
+        if let logger {
+            self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+        } else {
+            self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http)
+        }
         self.configuration = configuration
         self.sleep = sleep
         self.logger = logger
@@ -148,7 +152,7 @@ public final class APNsClient: Sendable {
             let wait = configuration.retry.backoff(after: attempts)
             // No time left for another attempt: the last failure is the answer.
             guard NIODeadline.now() + TimeAmount(wait) < deadline else { throw failure }
-            logger.debug(
+            logger?.debug(
                 "retrying", metadata: ["apns-id": "\(apnsID)", "after": "\(failure)", "wait": "\(wait)"])
             try await sleep(wait)
         }
