@@ -77,6 +77,9 @@ public final class Gateway: Sendable {
         /// the other, and the link's smaller share (a frame out, an acknowledgement in) gets
         /// fewer threads.
         public var linkThreads: Int = max(1, System.coreCount / 2)
+        /// Where the provider API and development listener write their traffic after TLS as a
+        /// packet capture (``ProviderCapture``), for debugging a provider's client; `nil`: nowhere.
+        public var capturePath: String?
 
         /// The defaults.
         public init() {}
@@ -260,11 +263,13 @@ public final class Gateway: Sendable {
         let log = ListenerLog(logger: logger) { metrics.connectionRefused(listener: $0) }
         let firstBytes = TimeAmount(configuration.firstBytesTimeout)
         let clock = self.clock
+        let capture = try configuration.capturePath.map { try ProviderCapture(path: $0, logger: logger) }
+        defer { capture?.close() }
         let provider = try await Self.listening("provider API", address, configuration.port) {
             try await ProviderServer.start(
                 host: address, port: configuration.port, transport: .tls(tls, ca: ca), api: api,
                 router: router, environment: configuration.environment, group: group, logger: logger,
-                firstBytes: firstBytes, log: log, clock: clock)
+                firstBytes: firstBytes, log: log, clock: clock, capture: capture)
         }
         var development: ProviderServer?
         if let port = configuration.developmentPort {
@@ -272,7 +277,7 @@ public final class Gateway: Sendable {
                 try await ProviderServer.start(
                     host: "127.0.0.1", port: port, transport: .cleartext, api: api, router: router,
                     environment: configuration.environment, group: group, logger: logger, firstBytes: firstBytes,
-                    log: log, clock: clock)
+                    log: log, clock: clock, capture: capture)
             }
         }
         // The channel management API: the provider API's transports, its own listeners.

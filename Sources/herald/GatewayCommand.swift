@@ -108,6 +108,14 @@ struct GatewayCommand: AsyncParsableCommand {
         name: .long,
         help: "Days the delivery log keeps each push (the console's history); older ones are purged hourly.")
     var logRetentionDays: Double = 30
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Write the provider API's traffic, after TLS, to this file as a packet capture for tshark or Wireshark.",
+            discussion:
+                "For debugging a provider's client. The file holds tokens and payloads; it is readable by its owner only.",
+            valueName: "file"))
+    var capture: String?
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -127,6 +135,7 @@ struct GatewayCommand: AsyncParsableCommand {
             throw ValidationError(
                 "--cluster-address needs a host name or IP address, such as 10.0.0.7, not '\(clusterAddress)'")
         }
+        if let capture, capture.isEmpty { throw ValidationError("--capture needs a file path") }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard linkThreads >= 1 else { throw ValidationError("--link-threads must be at least 1") }
         try validateLogLevel(logLevel)
@@ -168,6 +177,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.providerThreads = threads
         configuration.linkThreads = linkThreads
         configuration.linkPort = ports.linkPort
+        configuration.capturePath = capture
         configuration.binaryPort = noLegacy ? nil : ports.binaryPort
         configuration.feedbackPort = noLegacy ? nil : ports.feedbackPort
         configuration.channelsPort = noChannels ? nil : ports.channelsPort

@@ -267,3 +267,47 @@ extension URL {
         #expect(p.gateway.stop() == 0)
     }
 }
+
+/// `herald gateway --capture FILE`: the provider API's traffic after TLS, as a pcap file.
+@Suite(.serialized, .ownThread) struct CaptureEndToEndTests {
+    @Test func theProviderAPIsTrafficAfterTLSIsCapturedForTshark() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-capture-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("provider.pcap").path
+        let p = try Provisioned(arguments: ["--capture", file])
+        let body = #"{"aps":{"alert":"captured after TLS"}}"#
+        let tls = try p.push(p.gateway.tls, body: body, http: "--http2", extra: ["--cacert", p.gateway.ca])
+        #expect(tls.status == 200)
+        let h1 = try p.push(body: #"{"aps":{"alert":"and in cleartext"}}"#, http: "--http1.1")
+        #expect(h1.status == 200)
+        // The file is written as the gateway goes; stopping it writes the rest and closes it.
+        #expect(p.gateway.stop() == 0)
+
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        // A pcap file (magic number, either byte order) …
+        #expect([Data([0xd4, 0xc3, 0xb2, 0xa1]), Data([0xa1, 0xb2, 0xc3, 0xd4])].contains(bytes.prefix(4)))
+        // … holding the HTTP/2 connection preface and the payload as the client sent them: plain, not TLS.
+        #expect(bytes.range(of: Data("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)) != nil)
+        #expect(bytes.range(of: Data(body.utf8)) != nil)
+        // The development listener's HTTP/1.1 request too, and the gateway's answer to it.
+        #expect(bytes.range(of: Data("and in cleartext".utf8)) != nil)
+        #expect(bytes.range(of: Data("HTTP/1.1 200 OK".utf8)) != nil)
+        // Readable by its owner only: it holds tokens.
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    @Test func aCaptureFileThatCannotBeCreatedIsAnError() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-capture-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let r = try run(
+            try heraldExecutable().path,
+            [
+                "gateway", "--state", state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
+                "--link-port", "0", "--no-legacy", "--no-channels", "--capture", "/nonexistent-directory/provider.pcap",
+            ])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("cannot create the packet capture file /nonexistent-directory/provider.pcap"))
+    }
+}

@@ -14,12 +14,15 @@ struct ProviderPipeline: Sendable {
     ]
 
     /// swift-nio-http2 counts every RST_STREAM frame, 200 in 30 s by default, and closes the
-    /// connection past that: it would cut off a client that resets streams after their answers.
-    /// The gateway counts the resets that cost it work itself (``UnansweredResets``); the codec's
-    /// count stays as a backstop against a flood of frames, 200 within 10 ms (20,000 a second).
+    /// connection past that: it would cut off a client that resets streams after their answers (curl
+    /// resets every one, APNSwift some; docs/listeners.md). The gateway counts the resets that cost it
+    /// work itself (``UnansweredResets``); the codec's count stays as a backstop against a flood of
+    /// frames, set where no well-behaved client can reach it: 5,000 within 10 ms. A client's resets of
+    /// answered streams cannot outnumber the answers, and a connection has at most 1,000 streams open
+    /// and gets at most some 100,000 answers a second (1,000 per 10 ms).
     static let streamConfiguration: NIOHTTP2Handler.StreamConfiguration = {
         var configuration = NIOHTTP2Handler.StreamConfiguration()
-        configuration.streamResetFrameRateLimit.maximumCount = 200
+        configuration.streamResetFrameRateLimit.maximumCount = 5_000
         configuration.streamResetFrameRateLimit.windowLength = .milliseconds(10)
         return configuration
     }()

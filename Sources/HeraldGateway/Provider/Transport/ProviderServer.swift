@@ -38,11 +38,12 @@ public final class ProviderServer: Sendable {
     /// accepting it until its first complete request); the idle deadline is the API's
     /// (``ProviderAPI/idleTimeout``). Without ALPN (cleartext, or a TLS client that offers none) the
     /// first bytes say whether it is HTTP/2 or HTTP/1.1; anything else is closed with a logged reason.
+    /// With a `capture`, every connection's traffic after TLS is written to it.
     public static func start(
         host: String, port: Int, transport: Transport, api: ProviderAPI, router: PushRouter,
         environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger = .silent,
         firstBytes: TimeAmount = .seconds(10), log: ListenerLog? = nil,
-        clock: any WallClock = SystemClock()
+        clock: any WallClock = SystemClock(), capture: ProviderCapture? = nil
     ) async throws -> ProviderServer {
         let holder = ChannelRegistry()
         let log = log ?? ListenerLog(logger: logger)
@@ -69,9 +70,11 @@ public final class ProviderServer: Sendable {
                     try sync.addHandler(FirstBytesDeadline(listener: name, deadline: firstBytes, log: log))
                     switch transport {
                     case .cleartext:
+                        if let capture { try sync.addHandler(capture.handler()) }
                         try sync.addHandler(setup.sniffer(listener: name, log: log, connection: connection))
                     case .tls(let context, let ca):
                         try sync.addHandler(NIOSSLServerHandler(context: context))
+                        if let capture { try sync.addHandler(capture.handler()) }
                         try sync.addHandler(
                             NIOTypedApplicationProtocolNegotiationHandler<Void> { result, channel in
                                 channel.eventLoop.makeCompletedFuture {
