@@ -16,6 +16,7 @@ enum Did: Equatable {
     case decide(HTTP2StreamID, body: String)
     case refuseTooLarge(HTTP2StreamID)
     case arm(Machine.Timer, in: TimeAmount)
+    case reset(HTTP2StreamID, HTTP2ErrorCode)
     case goAway(Machine.GoAway, close: Bool)
     case giveUp(Machine.GoAway, reason: String, closeOutput: Bool)
 
@@ -25,6 +26,7 @@ enum Did: Equatable {
         case .decide(let request, let id): self = .decide(id, body: String(buffer: request.body))
         case .refuseTooLarge(_, let id): self = .refuseTooLarge(id)
         case .arm(let timer, let delay): self = .arm(timer, in: delay)
+        case .reset(let id, let code): self = .reset(id, code)
         case .goAway(let goAway, let close): self = .goAway(goAway, close: close)
         case .giveUp(let goAway, let reason, let closeOutput):
             self = .giveUp(goAway, reason: reason, closeOutput: closeOutput)

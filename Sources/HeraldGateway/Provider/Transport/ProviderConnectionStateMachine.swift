@@ -60,6 +60,8 @@ struct ProviderConnectionStateMachine {
         case refuseTooLarge(ProviderRequest, on: HTTP2StreamID)
         /// Arm `timer` for this long.
         case arm(Timer, in: TimeAmount)
+        /// Reset the stream with this code (flushed with the rest of the read).
+        case reset(HTTP2StreamID, HTTP2ErrorCode)
         /// Stop the idle timer and write the GOAWAY; then, when `close`, flush and close (nothing is
         /// left in flight).
         case goAway(GoAway, close: Bool)
@@ -167,20 +169,27 @@ struct ProviderConnectionStateMachine {
         // Streams are taken out of the table while they are worked on (and put back unless
         // complete): a copy would retain and release every field of the request.
         if let stream = streams.removeValue(forKey: id) {
+            // Trailers: only their form matters.
+            var check = RequestHeaderCheck(trailers: true)
+            for (name, value, _) in headers where !check.accept(name: name, value: value) { return malformed(id) }
             if endStream { return Self.complete(stream, on: id) }
             streams[id] = stream
             return .none
         }
         if id > highestStreamID { highestStreamID = id }
         var request = ProviderRequest(method: "", path: "")
+        var check = RequestHeaderCheck()
         for (name, value, _) in headers {
+            guard check.accept(name: name, value: value) else { return malformed(id) }
             switch name {
             case ":method": request.method = value
             case ":path": request.path = value
             case ":authority": request.authority = value
+            case ":scheme": break
             default: request.addHeader(name: name, value: value)
             }
         }
+        guard check.isComplete else { return malformed(id) }
         var stream = Stream(request: request)
         if endStream { return Self.complete(stream, on: id) }
         stream.openedAt = now()
@@ -188,6 +197,13 @@ struct ProviderConnectionStateMachine {
         if incompleteTimerArmed { return .none }
         incompleteTimerArmed = true
         return .arm(.incomplete, in: stallDeadline)
+    }
+
+    /// A header block that is not a well-formed request (``RequestHeaderCheck``): the stream is
+    /// reset with PROTOCOL_ERROR (RFC 9113, section 8.1.1) and forgotten; the connection goes on.
+    private mutating func malformed(_ id: HTTP2StreamID) -> Action {
+        needsFlush = true
+        return .reset(id, .protocolError)
     }
 
     /// DATA bytes on `id` (the flow-controlled bytes are counted by ``bytesReceived(_:)``).

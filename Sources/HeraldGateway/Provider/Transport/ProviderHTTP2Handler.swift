@@ -148,6 +148,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             }
         case .arm(let timer, let delay):
             arm(timer, in: delay, context)
+        case .reset(let id, let code):
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(code))), promise: nil)
         case .goAway(let goAway, let close):
             timers[Machine.Timer.idle.rawValue]?.cancel()
             context.writeAndFlush(wrapOutboundOut(goAway.frame(context.channel.allocator)), promise: nil)

@@ -40,6 +40,9 @@ struct ProviderPipeline: Sendable {
     func http2(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
         configuration.initialSettings = Self.settings
+        // Requests' header blocks are checked in the pass that reads them (RequestHeaderCheck); the
+        // answers are the gateway's own. The codec's check would be a second pass over every field.
+        configuration.headerBlockValidation = .disabled
         try pipeline.addHandler(WriteCoalescingHandler())
         try pipeline.addHandler(
             NIOHTTP2Handler(
