@@ -7,6 +7,14 @@
 #
 #   scripts/bench-bulk-push.sh [pushes]      (default 20000)
 #
+# With APNSWIFT_BENCH naming a program, it is run third against the same gateway, as
+#   $APNSWIFT_BENCH HOST PORT P8 KEY-ID TEAM TOPIC TOKEN COUNT 100
+# and must print a line "apnswift: ... N pushes/s". Such a program is a few lines over APNSwift's
+# `APNSClient` (`sendAlertNotification` in a task group, 100 in flight), built beside the project;
+# neither it nor APNSwift is part of this repository (BENCHMARKS.md says how it was run). APNSwift
+# trusts only the system's CA bundle, so it runs in a private mount namespace (`unshare -m`, root)
+# that shows it the gateway's CA there.
+#
 # Needs h2load (Debian: nghttp2-client) and curl; installs them with apt-get if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +34,21 @@ BULK_RESULTS=$(json "$WORK/bulk.json" results)
 
 bench_h2load_one_connection "$COUNT"
 
+APNSWIFT_RATE=
+if [ -n "${APNSWIFT_BENCH:-}" ]; then
+    HOSTPORT=${PROVIDER#https://}
+    APNSWIFT_LINE=$(unshare -m bash -c "mount --bind '$WORK/gw/ca.pem' /etc/ssl/certs/ca-certificates.crt && \
+        '$APNSWIFT_BENCH' localhost ${HOSTPORT#*:} '$WORK/key.p8' BENCHKEY01 BENCH12345 com.example.bench '$TOKEN' $COUNT 100" \
+        | grep '^apnswift:')
+    APNSWIFT_RATE=$(echo "$APNSWIFT_LINE" | sed -n 's/.* \([0-9.]*\) pushes\/s.*/\1/p')
+fi
+
 echo "herald push --tokens-file: $BULK_RATE pushes/s ($COUNT, one connection, 100 streams; $BULK_RESULTS)"
 echo "h2load:                    $H2_RATE req/s (one connection, 100 streams; $H2_CODES)"
+[ -n "$APNSWIFT_RATE" ] && echo "APNSwift:                  $APNSWIFT_RATE pushes/s (${APNSWIFT_LINE#apnswift: })"
 python3 -c "import sys; b,h=float(sys.argv[1]),float(sys.argv[2]); print(f'ratio herald push/h2load: {b/h:.2f}')" \
     "$BULK_RATE" "$H2_RATE"
+if [ -n "$APNSWIFT_RATE" ]; then
+    python3 -c "import sys; b,a=float(sys.argv[1]),float(sys.argv[2]); print(f'ratio herald push/APNSwift: {b/a:.2f}')" \
+        "$BULK_RATE" "$APNSWIFT_RATE"
+fi
