@@ -33,6 +33,22 @@ extension NIODeadline {
         #expect(qos.waiting == 0)
     }
 
+    /// A push that goes at once and alone, the usual case, is told as `only` (no array is made for
+    /// it); with others waiting, they all go in `send`.
+    @Test func aPushThatGoesAloneIsHeldWithoutAnArray() {
+        var qos = LinkQoS(configuration: .init(batchWindow: .seconds(5)))
+        let alone = qos.submit(ticket(1, .immediate), now: t0)
+        #expect(alone.only == 1)
+        #expect(alone.send == [1])
+        _ = qos.submit(ticket(2, .low), now: t0)
+        let together = qos.submit(ticket(3, .immediate), now: t0)
+        #expect(together.only == nil)
+        #expect(together.send == [3, 2])
+        var changed = alone
+        changed.send.append(4)
+        #expect(changed.only == nil && changed.send == [1, 4])
+    }
+
     @Test func priorityFiveWaitsForTheWindowAndPriorityOneRidesAlong() {
         var qos = LinkQoS(configuration: .init(batchWindow: .seconds(2)))
         _ = qos.submit(ticket(1, .normal), now: t0)

@@ -17,7 +17,9 @@ extension DeviceLinkStateMachine {
         let entry = Entry(
             ticket: id, push: offer.push, expiresAt: offer.expiresAt,
             origin: .direct(Completion(ticket: id, call: completion)))
+        // Room for the usual write, flush and wake-up in one allocation.
         var actions: [Action] = []
+        actions.reserveCapacity(4)
         guard offer.expiresAt != nil else {
             // Expiration 0: one attempt, now, whatever the priority; it is never stored to wait.
             write(entry, now: now, at: at, into: &actions)
@@ -27,7 +29,7 @@ extension DeviceLinkStateMachine {
         let ticket = LinkQoS.Ticket(
             id: id, priority: offer.push.priority, topic: offer.push.topic, background: offer.background)
         let output = qos.submit(ticket, now: now)
-        if output.send.count == 1, output.send[0] == id {
+        if output.only == id {
             // The usual case, sent at once and alone: it need not pass through `queued`.
             write(entry, now: now, at: at, into: &actions)
             actions.append(.flush)

@@ -55,9 +55,21 @@ public struct LinkQoS: Sendable {
     /// What to do now.
     public struct Output: Sendable, Equatable {
         /// Tickets to send now, in order.
-        public var send: [Int] = []
+        public var send: [Int] {
+            get { only.map { [$0] } ?? many }
+            set {
+                only = nil
+                many = newValue
+            }
+        }
+        /// The usual case, held without an array: the ticket just submitted goes now, alone.
+        public internal(set) var only: Int?
+        private var many: [Int] = []
         /// When to call ``LinkQoS/wake(now:)`` next (`nil` = nothing is waiting on time).
         public var wakeAt: NIODeadline?
+
+        /// The same tickets to send, in the same order, and the same wake-up.
+        public static func == (a: Output, b: Output) -> Bool { a.send == b.send && a.wakeAt == b.wakeAt }
     }
 
     /// The configuration.
@@ -94,9 +106,9 @@ public struct LinkQoS: Sendable {
         }
         switch ticket.priority {
         case .immediate:
-            out.send = sendingNow(ticket.id)
+            sendNow(ticket.id, into: &out)
         case .normal where batchWindow <= .zero:
-            out.send = sendingNow(ticket.id)
+            sendNow(ticket.id, into: &out)
         case .normal:
             batch.append(ticket)
             if batchDeadline == nil { batchDeadline = now + batchWindow }
@@ -160,10 +172,13 @@ public struct LinkQoS: Sendable {
     }
 
     /// `id` and everything waiting to go with it.
-    private mutating func sendingNow(_ id: Int) -> [Int] {
-        // The common case, on every push: nothing waiting, and no arrays to join.
-        if batch.isEmpty && riders.isEmpty { return [id] }
-        return [id] + takeWaiting()
+    private mutating func sendNow(_ id: Int, into out: inout Output) {
+        // The common case, on every push: nothing waiting, and no array at all.
+        if batch.isEmpty && riders.isEmpty {
+            out.only = id
+        } else {
+            out.send = [id] + takeWaiting()
+        }
     }
 
     /// The batch and the riders (not held background pushes), which go now.
