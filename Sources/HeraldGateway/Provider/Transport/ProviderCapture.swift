@@ -42,6 +42,7 @@ public final class ProviderCapture: Sendable {
     public struct CaptureError: Error, CustomStringConvertible {
         /// The path given.
         public let path: String
+        /// What the gateway prints: the file it could not create.
         public var description: String { "cannot create the packet capture file \(path)" }
     }
 }
