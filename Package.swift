@@ -43,6 +43,19 @@ let package = Package(
         // What every Herald process that listens shares: the first-bytes and idle deadlines, protocol
         // detection, the guarded Hummingbird HTTP/1.1 server, the state-directory lock, the boot
         // sequence (one ServiceGroup).
+        // HTTP/2 client connections on swift-nio-http2's frames: the provider client's transport and a
+        // gateway's forwarding to other nodes.
+        .target(
+            name: "HeraldHTTP2Client",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ]
+        ),
         .target(
             name: "HeraldRuntime",
             dependencies: [
@@ -91,6 +104,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldRuntime",
+                "HeraldHTTP2Client",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -206,7 +220,7 @@ let package = Package(
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldGateway", "HeraldTesting",
+                "HeraldGateway", "HeraldTesting", "HeraldHTTP2Client",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

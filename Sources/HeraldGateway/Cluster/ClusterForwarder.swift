@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP2Client
 import HeraldRuntime
 import Logging
 import NIOCore
@@ -10,8 +11,9 @@ import Synchronization
 /// Sends a push accepted here for a device linked to another node of the cluster to that node
 /// (docs/cluster.md), over HTTP/2 with TLS to its provider API (``ClusterNode/address``) with the
 /// cluster's credential: the holder offers it to the device's link or stores it, and answers 200
-/// only then, which is the answer the provider gets from here. The connections are a
-/// ``ForwardingClient``'s: one per other node and event loop, kept open.
+/// only then, which is the answer the provider gets from here. The connections are an
+/// `HTTP2Client`'s (HeraldHTTP2Client, shared with the provider client): one per other node and
+/// event loop, kept open.
 ///
 /// The holder's certificate must be issued by the cluster's CA; its name is not checked, since a
 /// node's internal address may be any name or IP address (the CA is the cluster's own, and issues
@@ -23,7 +25,7 @@ public final class ClusterForwarder: PushForwarding {
     /// How long the holder may take to answer (its acknowledgement timeout and a store commit).
     let timeout: TimeAmount
     let logger: Logger
-    private let client = Mutex<ForwardingClient?>(nil)
+    private let client = Mutex<HTTP2Client?>(nil)
 
     /// A forwarder for node `holders.me`, trusting the cluster CA `caPEM`; `timeout` bounds each
     /// forwarded push.
@@ -45,14 +47,17 @@ public final class ClusterForwarder: PushForwarding {
         tls.certificateVerification = .noHostnameVerification
         tls.applicationProtocols = ["h2"]
         // A node that is gone should fail fast: the push is stored instead.
-        let forwarding = ForwardingClient(
-            tls: try NIOSSLContext(configuration: tls), group: group, connectTimeout: .seconds(2))
+        let forwarding = HTTP2Client(
+            configuration: .init(
+                tls: try NIOSSLContext(configuration: tls), connectTimeout: .seconds(2), spread: .perLoop,
+                serverNameIndication: false),
+            group: group)
         client.withLock { $0 = forwarding }
     }
 
     /// Closes the connections to the other nodes.
     public func shutdown() async {
-        if let forwarding = client.withLock({ current -> ForwardingClient? in
+        if let forwarding = client.withLock({ current -> HTTP2Client? in
             defer { current = nil }
             return current
         }) {
@@ -86,24 +91,26 @@ public final class ClusterForwarder: PushForwarding {
         guard let forwarding = client.withLock({ $0 }) else {
             return outcome(.failed(node: holder.node, reason: "stopped"))
         }
-        let request = ForwardingRequest(
+        guard let endpoint = HTTP2Endpoint(url: holder.address), endpoint.tls else {
+            return outcome(.failed(node: holder.node, reason: "not an https://host:port address: \(holder.address)"))
+        }
+        let request = HTTP2ClientRequest(
             path: ClusterForwarding.pathPrefix + push.registration.token.hex, headers: headers(push),
-            body: push.payload, timeout: timeout
-        ) { result in
+            body: push.payload, deadline: .now() + timeout, bodyLimit: 512)
+        // On the loop of the provider connection the push came from, when there is one (the client's
+        // `perLoop` spread): forwarded pushes then spread over the threads as the providers'
+        // connections do. Over a single connection they all queued on one thread, which ran at a full
+        // core while the other idled (BENCHMARKS.md, bench-cluster).
+        forwarding.send(request, to: endpoint) { result in
             switch result {
             case .success(let answer) where answer.status == 200:
                 outcome(.answered(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)))
             case .success(let answer):
-                outcome(.failed(node: holder.node, reason: "answered \(answer.status) \(answer.body)"))
+                outcome(.failed(node: holder.node, reason: "answered \(answer.status) \(String(buffer: answer.body))"))
             case .failure(let failure):
                 outcome(.failed(node: holder.node, reason: failure.description))
             }
         }
-        // On the loop of the provider connection the push came from, when there is one: forwarded
-        // pushes then spread over the threads as the providers' connections do. Over a single
-        // connection they all queued on one thread, which ran at a full core while the other
-        // idled (BENCHMARKS.md, bench-cluster).
-        forwarding.send(request, to: holder.address, on: MultiThreadedEventLoopGroup.currentEventLoop)
     }
 
     private func headers(_ push: AcceptedPush) -> [(String, String)] {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP2Client
 import HeraldRuntime
 import NIOCore
 import NIOWebSocket

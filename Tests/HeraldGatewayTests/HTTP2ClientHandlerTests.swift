@@ -5,25 +5,32 @@ import NIOHTTP2
 import Synchronization
 import Testing
 
-@testable import HeraldGateway
+@testable import HeraldHTTP2Client
 
-/// The client side of forwarding (``ForwardingHandler``) against a real swift-nio-http2 server
-/// handler, both on embedded channels whose bytes the test carries across: every request's
-/// completion is called once, with the answer or with why there is none.
-@Suite struct ForwardingHandlerTests {
+/// The shared HTTP/2 client's connection handler (HeraldHTTP2Client's ``HTTP2ClientHandler``, under
+/// the provider client and forwarding) against a real swift-nio-http2 server handler, both on embedded
+/// channels whose bytes the test carries across: every request's completion is called once, with the
+/// answer or with why there is none; what the server did not take is handed back, not failed.
+@Suite struct HTTP2ClientHandlerTests {
     /// A client and a server connection, and what the server's side has read.
     final class Pair {
         let client = EmbeddedChannel()
         let server = EmbeddedChannel()
-        let handler = ForwardingHandler(authority: "node-b:2197")
+        let handler: HTTP2ClientHandler
         let received = Received()
         let answers = Answers()
+        /// The paths of the requests the handler handed back unprocessed.
+        let refused = Refused()
 
         final class Answers: Sendable {
-            let value = Mutex<[Int: Result<ForwardingAnswer, ForwardingFailure>]>([:])
-            func withLock<T>(_ body: (inout [Int: Result<ForwardingAnswer, ForwardingFailure>]) -> T) -> T {
+            let value = Mutex<[Int: Result<HTTP2ClientResponse, HTTP2ClientFailure>]>([:])
+            func withLock<T>(_ body: (inout [Int: Result<HTTP2ClientResponse, HTTP2ClientFailure>]) -> T) -> T {
                 value.withLock { body(&$0) }
             }
+        }
+
+        final class Refused: @unchecked Sendable {
+            var paths: [String] = []
         }
 
         /// What the server read, by stream.
@@ -36,6 +43,10 @@ import Testing
         }
 
         init(active: Bool = true) throws {
+            let refused = self.refused
+            handler = HTTP2ClientHandler(endpoint: HTTP2Endpoint(tls: true, host: "node-b", port: 2197)) {
+                refused.paths.append($0.request.path)
+            }
             try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
             try client.pipeline.syncOperations.addHandler(handler)
             try server.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
@@ -55,13 +66,14 @@ import Testing
             try carryBytes(between: client, and: server, runningClientLoop: true)
         }
 
-        func send(_ n: Int, timeout: TimeAmount = .seconds(7)) {
+        func send(_ n: Int, timeout: TimeAmount = .seconds(7), method: String = "POST", bodyLimit: Int = 512) {
             let answers = self.answers
+            let request = HTTP2ClientRequest(
+                method: method, path: "/herald/forward/\(n)", headers: [("apns-id", "id-\(n)")],
+                body: method == "POST" ? ByteBuffer(string: #"{"n":\#(n)}"#) : nil,
+                deadline: client.embeddedEventLoop.now + timeout, bodyLimit: bodyLimit)
             handler.send(
-                ForwardingRequest(
-                    path: "/herald/forward/\(n)", headers: [("apns-id", "id-\(n)")],
-                    body: ByteBuffer(string: #"{"n":\#(n)}"#), timeout: timeout
-                ) { result in
+                PendingRequest(request: request) { result in
                     answers.withLock { answers in
                         #expect(answers[n] == nil, "request \(n) completed twice")
                         answers[n] = result
@@ -69,8 +81,10 @@ import Testing
                 })
         }
 
-        func answer(_ stream: HTTP2StreamID, status: String, body: String? = nil) throws {
-            let headers = HPACKHeaders([(":status", status)])
+        func answer(
+            _ stream: HTTP2StreamID, status: String, body: String? = nil, headers extra: [(String, String)] = []
+        ) throws {
+            let headers = HPACKHeaders([(":status", status)] + extra)
             try server.writeOutbound(
                 HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers, endStream: body == nil))))
             if let body {
@@ -82,7 +96,7 @@ import Testing
             try carry()
         }
 
-        func answer(_ n: Int) -> Result<ForwardingAnswer, ForwardingFailure>? { answers.withLock { $0[n] } }
+        func answer(_ n: Int) -> Result<HTTP2ClientResponse, HTTP2ClientFailure>? { answers.withLock { $0[n] } }
 
         /// The streams the server saw a request on, with its path.
         var requests: [HTTP2StreamID: String] {
@@ -115,8 +129,8 @@ import Testing
             Issue.record("not answered: \(String(describing: pair.answer(1))) \(String(describing: pair.answer(2)))")
             return
         }
-        #expect(first.status == 200 && first.body.isEmpty)
-        #expect(second.status == 503 && second.body == #"{"reason":"Shutdown"}"#)
+        #expect(first.status == 200 && first.body.readableBytes == 0)
+        #expect(second.status == 503 && String(buffer: second.body) == #"{"reason":"Shutdown"}"#)
     }
 
     @Test func requestsMadeBeforeTheConnectionIsUpWaitForIt() throws {
@@ -142,7 +156,8 @@ import Testing
             Issue.record("request 1 did not fail: \(String(describing: pair.answer(1)))")
             return
         }
-        #expect(failure.description == "no answer from the node in time")
+        #expect(failure.kind == .timedOut)
+        #expect(failure.description == "no answer from https://node-b:2197 in time")
         #expect(pair.received.frames.contains { $0.streamID == 1 && $0.payload.isCancel })
         #expect(pair.answer(2) == nil, "the other request still waits")
         // The server saw the reset (it can no longer answer stream 1); the other stream goes on.
@@ -151,7 +166,9 @@ import Testing
         #expect(pair.answers.withLock { $0.count } == 2)
     }
 
-    @Test func aGoAwayFailsTheStreamsItLeavesOutAndWhatComesNext() throws {
+    /// Streams a GOAWAY leaves out, and requests after it, were not processed: they are handed back
+    /// (to go to a new connection), not failed.
+    @Test func aGoAwayHandsBackTheStreamsItLeavesOutAndWhatComesNext() throws {
         let pair = try Pair()
         pair.send(1)
         pair.send(2)
@@ -159,13 +176,62 @@ import Testing
         try pair.server.writeOutbound(
             HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
         try pair.carry()
-        #expect(pair.answer(2).map { "\($0)" }?.contains("going away") == true)
+        #expect(pair.answer(2) == nil)
         #expect(pair.handler.isClosed)
         pair.send(3)
-        #expect(pair.answer(3).map { "\($0)" }?.contains("closed") == true)
+        #expect(pair.refused.paths == ["/herald/forward/2", "/herald/forward/3"])
         // The stream the server kept is still answered.
         try pair.answer(1, status: "200")
         #expect(try pair.answer(1)?.get().status == 200)
+        #expect(pair.answers.withLock { $0.count } == 1)
+    }
+
+    /// The answer's fields come back; its body is kept up to the request's limit; a request without a
+    /// body is one HEADERS frame that ends the stream.
+    @Test func answerFieldsAndABodyCutAtItsLimit() throws {
+        let pair = try Pair()
+        pair.send(1, method: "GET", bodyLimit: 4)
+        try pair.carry()
+        let ended = pair.received.frames.contains { frame in
+            if frame.streamID == 1, case .headers(let h) = frame.payload { return h.endStream }
+            return false
+        }
+        #expect(ended)
+        #expect(!pair.received.frames.contains { if case .data = $0.payload { true } else { false } })
+        try pair.answer(1, status: "200", body: "0123456789", headers: [("apns-unique-id", "u-1")])
+        let response = try #require(try pair.answer(1)?.get())
+        #expect(response.headers.first(name: "apns-unique-id") == "u-1")
+        #expect(String(buffer: response.body) == "0123")
+    }
+
+    /// A server that allows one stream at a time gets one request at a time; the next starts when
+    /// the first is answered.
+    @Test func theServersStreamLimitIsKept() throws {
+        let pair = try Pair()
+        try pair.server.writeOutbound(
+            HTTP2Frame(
+                streamID: .rootStream,
+                payload: .settings(.settings([.init(parameter: .maxConcurrentStreams, value: 1)]))))
+        try pair.carry()
+        #expect(pair.handler.streamLimit == 1)
+        pair.send(1)
+        pair.send(2)
+        try pair.carry()
+        #expect(pair.requests == [1: "/herald/forward/1"])
+        try pair.answer(1, status: "200")
+        try pair.carry()
+        #expect(pair.requests == [1: "/herald/forward/1", 3: "/herald/forward/2"])
+    }
+
+    /// REFUSED_STREAM: the server did not process it, so it is handed back.
+    @Test func aRefusedStreamIsHandedBack() throws {
+        let pair = try Pair()
+        pair.send(1)
+        try pair.carry()
+        try pair.server.writeOutbound(HTTP2Frame(streamID: 1, payload: .rstStream(.refusedStream)))
+        try pair.carry()
+        #expect(pair.refused.paths == ["/herald/forward/1"])
+        #expect(pair.answer(1) == nil)
     }
 
     @Test func aConnectionThatClosesFailsWhatIsInFlight() throws {
@@ -176,7 +242,11 @@ import Testing
         try pair.answer(1, status: "200")
         pair.client.pipeline.fireChannelInactive()
         #expect(try pair.answer(1)?.get().status == 200)
-        #expect(pair.answer(2).map { "\($0)" }?.contains("closed") == true)
+        guard case .failure(let failure) = pair.answer(2) else {
+            Issue.record("request 2 did not fail: \(String(describing: pair.answer(2)))")
+            return
+        }
+        #expect(failure.kind == .closed)
         #expect(pair.answers.withLock { $0.count } == 2)
     }
 }

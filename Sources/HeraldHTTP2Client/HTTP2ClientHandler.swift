@@ -1,0 +1,261 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOTLS
+
+/// A request with who waits for it, and how many connections it was offered to.
+struct PendingRequest {
+    var request: HTTP2ClientRequest
+    var completion: HTTP2ClientCompletion
+    /// Connections that refused it unprocessed (GOAWAY): it goes to a new one, up to a limit.
+    var offers = 1
+}
+
+/// The client side of one HTTP/2 connection, driven at the frame level like the gateway's provider
+/// API (`ProviderHTTP2Handler`): a request is a HEADERS frame (and a DATA frame) on a new stream, its
+/// answer the HEADERS and DATA that come back on it. No child channel and no task per stream.
+/// Everything runs on the connection's event loop.
+///
+/// Every request's completion is called once: with the answer, or with a failure when the
+/// connection closes, the stream is reset, or its deadline passes (checked every ``tick``; the stream
+/// is then reset). A request the server did not take (beyond a GOAWAY's last stream, or not started
+/// when the connection went away) is handed to ``refused`` instead, which may offer it to another
+/// connection: it was not processed.
+final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// Streams open at once at most, whatever the server allows: bounds what a connection holds.
+    static let maximumInFlight = 1000
+    /// How often deadlines are looked at.
+    static let tick = TimeAmount.milliseconds(100)
+
+    struct InFlight {
+        var pending: PendingRequest
+        var status: Int?
+        var headers = HPACKHeaders()
+        var body: ByteBuffer?
+    }
+
+    let endpoint: HTTP2Endpoint
+    /// Where requests the server did not take go (on this loop).
+    let refused: (PendingRequest) -> Void
+    private var context: ChannelHandlerContext?
+    private var nextStreamID = HTTP2StreamID(1)
+    private var inFlight: [HTTP2StreamID: InFlight] = [:]
+    private var waiting = CircularBuffer<PendingRequest>()
+    private let turnFlush = LoopTurnFlush()
+    /// Streams the server allows at once (its SETTINGS_MAX_CONCURRENT_STREAMS), at most ``maximumInFlight``.
+    private(set) var streamLimit = HTTP2ClientHandler.maximumInFlight
+    /// Whether the connection is up and the HTTP/2 preface on its way: a request written before
+    /// would be refused by NIOHTTP2 (the connect's promise completes before `channelActive`).
+    private var active = false
+    private var deadlines: RepeatedTask?
+    /// No new request may start here (the connection closed, was told to go away, or used up its
+    /// stream ids); the owner opens another.
+    private(set) var isClosed = false
+
+    init(endpoint: HTTP2Endpoint, refused: @escaping (PendingRequest) -> Void) {
+        self.endpoint = endpoint
+        self.refused = refused
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        active = context.channel.isActive
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadlines = context.eventLoop.scheduleRepeatedTask(initialDelay: Self.tick, delay: Self.tick) { _ in
+            bound.value.expire()
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadlines?.cancel()
+        deadlines = nil
+        failAll(.closed, "the connection to \(endpoint) was closed")
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.fireChannelActive()
+        active = true
+        startWaiting()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(.closed, "the connection to \(endpoint) was closed")
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failAll(.closed, "the connection to \(endpoint) failed: \(error)")
+        context.close(promise: nil)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // HTTP/2 or nothing: a server that chose another protocol would read the preface as garbage.
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = tls, negotiated != "h2" {
+            failAll(.connect, "\(endpoint) did not agree to HTTP/2 (ALPN chose \(negotiated ?? "nothing"))")
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Sends the request, or queues it while as many streams as the server allows are open.
+    func send(_ pending: PendingRequest) {
+        guard !isClosed, context != nil else { return refused(pending) }
+        if !active || inFlight.count >= streamLimit {
+            waiting.append(pending)
+        } else {
+            start(pending)
+        }
+    }
+
+    private func start(_ pending: PendingRequest) {
+        guard let context else { return refused(pending) }
+        let id = nextStreamID
+        if Int32(id) >= Int32.max - 2 {
+            // Stream ids used up: this one is the last; the owner opens a new connection for the next.
+            isClosed = true
+        } else {
+            nextStreamID = HTTP2StreamID(Int32(id) + 2)
+        }
+        let request = pending.request
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(request.headers.count + 5)
+        headers.add(name: ":method", value: request.method)
+        headers.add(name: ":scheme", value: endpoint.tls ? "https" : "http")
+        headers.add(name: ":authority", value: endpoint.authority)
+        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        for (name, value) in request.headers {
+            // The provider token repeats on every request until it is renewed: one table entry, then an index.
+            headers.add(name: name, value: value, indexing: name == "authorization" ? .indexable : .nonIndexable)
+        }
+        if let body = request.body {
+            headers.add(name: "content-length", value: String(body.readableBytes), indexing: .nonIndexable)
+        }
+        inFlight[id] = InFlight(pending: pending)
+        let endStream = request.body == nil
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: endStream)))),
+            promise: nil)
+        if let body = request.body {
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
+                promise: nil)
+        }
+        scheduleFlush(context)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            // Taken out while it is worked on, and put back unless the answer is whole.
+            guard var entry = inFlight.removeValue(forKey: frame.streamID) else { return }
+            if let status = headers.headers.first(name: ":status").flatMap(Int.init), status >= 200 {
+                entry.status = status
+                entry.headers = headers.headers
+            }
+            if headers.endStream {
+                finish(entry)
+            } else {
+                inFlight[frame.streamID] = entry
+            }
+        case .data(let payload):
+            guard var entry = inFlight.removeValue(forKey: frame.streamID) else { return }
+            if case .byteBuffer(var bytes) = payload.data {
+                let room = entry.pending.request.bodyLimit - (entry.body?.readableBytes ?? 0)
+                if room > 0, let slice = bytes.readSlice(length: min(room, bytes.readableBytes)) {
+                    if entry.body == nil { entry.body = slice } else { entry.body!.writeImmutableBuffer(slice) }
+                }
+            }
+            if payload.endStream {
+                finish(entry)
+            } else {
+                inFlight[frame.streamID] = entry
+            }
+        case .rstStream(let code):
+            if code == .refusedStream, let entry = inFlight.removeValue(forKey: frame.streamID) {
+                // REFUSED_STREAM: not processed (RFC 9113, section 8.7).
+                refused(entry.pending)
+                startWaiting()
+            } else {
+                fail(frame.streamID, .reset, "\(endpoint) reset the stream (\(code))")
+            }
+        case .settings(.settings(let settings)):
+            for setting in settings where setting.parameter == .maxConcurrentStreams {
+                streamLimit = max(1, min(Self.maximumInFlight, setting.value))
+            }
+            startWaiting()
+        case .goAway(let last, _, _):
+            // Streams after `last` were not taken; those up to it are still answered.
+            isClosed = true
+            for id in inFlight.keys where id > last {
+                if let entry = inFlight.removeValue(forKey: id) { refused(entry.pending) }
+            }
+            while let pending = waiting.popFirst() { refused(pending) }
+        default:
+            break
+        }
+    }
+
+    private func finish(_ entry: InFlight) {
+        let response = HTTP2ClientResponse(
+            status: entry.status ?? 0, headers: entry.headers, body: entry.body ?? ByteBuffer())
+        entry.pending.completion(.success(response))
+        startWaiting()
+    }
+
+    private func fail(_ id: HTTP2StreamID, _ kind: HTTP2ClientFailure.Kind, _ why: String) {
+        guard let entry = inFlight.removeValue(forKey: id) else { return }
+        entry.pending.completion(.failure(HTTP2ClientFailure(kind, why)))
+        startWaiting()
+    }
+
+    private func startWaiting() {
+        while active, !isClosed, inFlight.count < streamLimit, let pending = waiting.popFirst() {
+            start(pending)
+        }
+    }
+
+    /// Fails the requests whose deadline passed and resets their streams. Deadlines are on the
+    /// loop's clock (`NIODeadline.now()` on a real loop).
+    func expire() {
+        guard let context else { return }
+        let now = context.eventLoop.now
+        let late = inFlight.filter { $0.value.pending.request.deadline <= now }.map(\.key)
+        for id in late {
+            fail(id, .timedOut, "no answer from \(endpoint) in time")
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
+        }
+        if !late.isEmpty { scheduleFlush(context) }
+        if waiting.contains(where: { $0.request.deadline <= now }) {
+            let waitingLate = waiting.filter { $0.request.deadline <= now }
+            waiting.removeAll { $0.request.deadline <= now }
+            for pending in waitingLate {
+                pending.completion(.failure(HTTP2ClientFailure(.timedOut, "no stream free on \(endpoint) in time")))
+            }
+        }
+    }
+
+    /// Fails what is in flight with `kind`; what had not started yet was not processed: it is refused.
+    private func failAll(_ kind: HTTP2ClientFailure.Kind, _ why: String) {
+        isClosed = true
+        let open = inFlight
+        inFlight = [:]
+        for entry in open.values { entry.pending.completion(.failure(HTTP2ClientFailure(kind, why))) }
+        if kind == .connect {
+            while let pending = waiting.popFirst() { pending.completion(.failure(HTTP2ClientFailure(kind, why))) }
+        } else {
+            while let pending = waiting.popFirst() { refused(pending) }
+        }
+    }
+
+    /// One flush per turn of the event loop, however many requests were written in it.
+    private func scheduleFlush(_ context: ChannelHandlerContext) {
+        turnFlush.request(on: context.eventLoop) { [self] in self.context?.flush() }
+    }
+}
