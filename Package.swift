@@ -134,10 +134,10 @@ let package = Package(
             name: "HeraldProvider",
             dependencies: [
                 "HeraldCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "HeraldHTTP2Client",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -72,7 +72,9 @@ public final class HTTP2Client: Sendable {
         _ request: HTTP2ClientRequest, to endpoint: HTTP2Endpoint, completion: @escaping HTTP2ClientCompletion
     ) {
         if stopped.load(ordering: .relaxed) {
-            return completion(.failure(HTTP2ClientFailure(.stopped, "the client has shut down")))
+            // Never from inside `send`: a caller that sends again from its completion would recurse.
+            group.next().execute { completion(.failure(HTTP2ClientFailure(.stopped, "the client has shut down"))) }
+            return
         }
         let (slot, preferred) = slot()
         let connection = connections.withLock { connections in

@@ -27,6 +27,13 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Streams open at once at most, whatever the server allows: bounds what a connection holds.
     static let maximumInFlight = 1000
+    /// Fields whose values repeat from request to request (the provider token until it is renewed,
+    /// the topic and type of a bulk send): entered into the HPACK dynamic table once, then sent as an
+    /// index, which spares the Huffman coding of the value every time. Everything else (identifiers,
+    /// paths with a device token) is new on every request and is never entered.
+    static let repeating: Set<String> = [
+        "authorization", "apns-topic", "apns-push-type", "apns-priority", "content-type", "content-length",
+    ]
     /// How often deadlines are looked at.
     static let tick = TimeAmount.milliseconds(100)
 
@@ -129,11 +136,10 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: ":authority", value: endpoint.authority)
         headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
         for (name, value) in request.headers {
-            // The provider token repeats on every request until it is renewed: one table entry, then an index.
-            headers.add(name: name, value: value, indexing: name == "authorization" ? .indexable : .nonIndexable)
+            headers.add(name: name, value: value, indexing: Self.repeating.contains(name) ? .indexable : .nonIndexable)
         }
         if let body = request.body {
-            headers.add(name: "content-length", value: String(body.readableBytes), indexing: .nonIndexable)
+            headers.add(name: "content-length", value: String(body.readableBytes))
         }
         inFlight[id] = InFlight(pending: pending)
         let endStream = request.body == nil

@@ -1,8 +1,8 @@
-import AsyncHTTPClient
 import Foundation
 import HeraldCore
+import HeraldHTTP2Client
 import NIOCore
-import NIOHTTP1
+import NIOHPACK
 
 extension APNsServer {
     /// Apple's channel management service for development, `api-manage-broadcast.sandbox.push.apple.com:2195`.
@@ -43,7 +43,7 @@ extension APNsClient {
         bundleID: String, storagePolicy: ChannelStoragePolicy, on server: APNsServer
     ) async throws -> APNsChannelCreated {
         let body = #"{"message-storage-policy":\#(storagePolicy.rawValue),"push-type":"\#(BroadcastChannel.pushType)"}"#
-        let answer = try await channelCall(.POST, server, bundleID, "channels", channelID: nil, body: body)
+        let answer = try await channelCall("POST", server, bundleID, "channels", channelID: nil, body: body)
         guard let id = answer.headers.first(name: "apns-channel-id") else {
             throw APNsClientError.transport("the answer has no apns-channel-id", attempts: 1)
         }
@@ -54,7 +54,7 @@ extension APNsClient {
     public func channelStoragePolicy(
         bundleID: String, channelID: String, on server: APNsServer
     ) async throws -> ChannelStoragePolicy {
-        let answer = try await channelCall(.GET, server, bundleID, "channels", channelID: channelID, body: nil)
+        let answer = try await channelCall("GET", server, bundleID, "channels", channelID: channelID, body: nil)
         let object = (try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView))) as? [String: Any]
         guard let number = object?["message-storage-policy"] as? Int,
             let policy = ChannelStoragePolicy(rawValue: number)
@@ -66,12 +66,12 @@ extension APNsClient {
 
     /// Deletes one of `bundleID`'s channels.
     public func deleteChannel(bundleID: String, channelID: String, on server: APNsServer) async throws {
-        _ = try await channelCall(.DELETE, server, bundleID, "channels", channelID: channelID, body: nil)
+        _ = try await channelCall("DELETE", server, bundleID, "channels", channelID: channelID, body: nil)
     }
 
     /// The ids of `bundleID`'s channels, oldest first.
     public func channelIDs(bundleID: String, on server: APNsServer) async throws -> [String] {
-        let answer = try await channelCall(.GET, server, bundleID, "all-channels", channelID: nil, body: nil)
+        let answer = try await channelCall("GET", server, bundleID, "all-channels", channelID: nil, body: nil)
         let object = (try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView))) as? [String: Any]
         guard let ids = object?["channels"] as? [String] else {
             throw APNsClientError.transport("the answer has no channels list", attempts: 1)
@@ -101,7 +101,7 @@ extension APNsClient {
         var headers = [("apns-push-type", PushType.liveactivity.rawValue), ("apns-priority", "\(priority.rawValue)")]
         if let expiration { headers.append(("apns-expiration", "\(expiration)")) }
         let answer = try await call(
-            .POST, server ?? configuration.server, "/4/broadcasts/apps/\(bundleID)", channelID: channelID,
+            "POST", server ?? configuration.server, "/4/broadcasts/apps/\(bundleID)", channelID: channelID,
             headers: headers, body: ByteBuffer(bytes: payload))
         guard let unique = answer.headers.first(name: "apns-unique-id") else {
             throw APNsClientError.transport("the answer has no apns-unique-id", attempts: 1)
@@ -110,9 +110,9 @@ extension APNsClient {
     }
 
     private func channelCall(
-        _ method: HTTPMethod, _ server: APNsServer, _ bundleID: String, _ resource: String, channelID: String?,
+        _ method: String, _ server: APNsServer, _ bundleID: String, _ resource: String, channelID: String?,
         body: String?
-    ) async throws -> (requestID: String, headers: HTTPHeaders, body: ByteBuffer) {
+    ) async throws -> (requestID: String, headers: HPACKHeaders, body: ByteBuffer) {
         try await call(
             method, server, "/1/apps/\(bundleID)/\(resource)", channelID: channelID,
             headers: body == nil ? [] : [("content-type", "application/json")],
@@ -121,33 +121,30 @@ extension APNsClient {
 
     /// One request of the channel management or broadcast API, with a new `apns-request-id`.
     private func call(
-        _ method: HTTPMethod, _ server: APNsServer, _ path: String, channelID: String?, headers: [(String, String)],
+        _ method: String, _ server: APNsServer, _ path: String, channelID: String?, headers: [(String, String)],
         body: ByteBuffer?
-    ) async throws -> (requestID: String, headers: HTTPHeaders, body: ByteBuffer) {
+    ) async throws -> (requestID: String, headers: HPACKHeaders, body: ByteBuffer) {
         let requestID = RandomUUID.lowercaseString()
-        var request = HTTPClientRequest(url: server.url + path)
-        request.method = method
-        if let tokens { request.headers.add(name: "authorization", value: "bearer " + (try tokens.token())) }
-        request.headers.add(name: "apns-request-id", value: requestID)
-        if let channelID { request.headers.add(name: "apns-channel-id", value: channelID) }
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body { request.body = .bytes(body) }
-        let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
-        let response: HTTPClientResponse
-        let bytes: ByteBuffer
-        do {
-            response = try await http.execute(request, deadline: deadline, logger: logger)
-            bytes = try await response.body.collect(upTo: 1 << 20)
-        } catch let error as HTTPClientError where error == .deadlineExceeded {
-            throw APNsClientError.deadlineExceeded(attempts: 1)
-        } catch {
-            throw APNsClientError.transport("\(error)", attempts: 1)
+        let (endpoint, base) = try server.endpoint()
+        var fields: [(String, String)] = []
+        if let tokens { fields.append(("authorization", "bearer " + (try tokens.token()))) }
+        fields.append(("apns-request-id", requestID))
+        if let channelID { fields.append(("apns-channel-id", channelID)) }
+        fields += headers
+        let request = HTTP2ClientRequest(
+            method: method, path: base + path, headers: fields, body: body,
+            deadline: .now() + TimeAmount(configuration.timeout), bodyLimit: 1 << 20)
+        let response: HTTP2ClientResponse
+        switch await http.execute(request, to: endpoint) {
+        case .success(let answer): response = answer
+        case .failure(let error) where error.kind == .timedOut: throw APNsClientError.deadlineExceeded(attempts: 1)
+        case .failure(let error): throw APNsClientError.transport(error.description, attempts: 1)
         }
         let answeredID = response.headers.first(name: "apns-request-id") ?? requestID
-        guard (200..<300).contains(response.status.code) else {
+        guard (200..<300).contains(response.status) else {
             throw APNsError.parse(
-                status: Int(response.status.code), body: Data(bytes.readableBytesView), apnsID: answeredID)
+                status: response.status, body: Data(response.body.readableBytesView), apnsID: answeredID)
         }
-        return (answeredID, response.headers, bytes)
+        return (answeredID, response.headers, response.body)
     }
 }

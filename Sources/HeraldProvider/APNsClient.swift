@@ -1,16 +1,20 @@
-import AsyncHTTPClient
 import Foundation
 import HeraldCore
+import HeraldHTTP2Client
 import Logging
 import NIOCore
-import NIOHTTP1
+import NIOPosix
 import NIOSSL
 
-/// An APNs provider client over HTTP/2 (AsyncHTTPClient): works against Apple's hosts and,
-/// unchanged but for the server, against a Herald gateway.
+/// An APNs provider client over HTTP/2: works against Apple's hosts and, unchanged but for the
+/// server, against a Herald gateway.
 ///
-/// Requests are multiplexed over HTTP/2 connections that AsyncHTTPClient keeps open (a new one
-/// when a connection's stream limit is reached or it goes away). Each request has a deadline;
+/// Requests are multiplexed over HTTP/2 connections the client keeps open, one per server unless
+/// ``Configuration/connections`` asks for more, driven at the frame level (HeraldHTTP2Client, shared
+/// with a gateway's forwarding): no stream channel or task per request. A connection opens on first
+/// use and again after it goes away; requests the server did not take (GOAWAY) go to the new one by
+/// themselves. `https://` servers get TLS with ALPN `h2`; an `http://` server (a gateway's
+/// development listener) gets cleartext HTTP/2 with prior knowledge. Each request has a deadline;
 /// failed requests are retried only as ``APNsRetryPolicy`` describes.
 public final class APNsClient: Sendable {
     /// Everything a client needs.
@@ -28,12 +32,15 @@ public final class APNsClient: Sendable {
         public var retry: APNsRetryPolicy
         /// When a provider token is renewed (see ``APNsTokenCache``).
         public var tokenRefreshAge: Duration
+        /// HTTP/2 connections per server, which requests take in turn (at least 1). One connection
+        /// carries as many streams at once as the server allows (APNs: 1,000).
+        public var connections: Int
 
         /// A configuration.
         public init(
             server: APNsServer, authentication: APNsAuthentication, trustedCAPEM: String? = nil,
             timeout: Duration = .seconds(30), retry: APNsRetryPolicy = APNsRetryPolicy(),
-            tokenRefreshAge: Duration = .seconds(50 * 60)
+            tokenRefreshAge: Duration = .seconds(50 * 60), connections: Int = 1
         ) {
             self.server = server
             self.authentication = authentication
@@ -41,26 +48,29 @@ public final class APNsClient: Sendable {
             self.timeout = timeout
             self.retry = retry
             self.tokenRefreshAge = tokenRefreshAge
+            self.connections = connections
         }
     }
 
     /// The configuration.
     public let configuration: Configuration
-    let http: HTTPClient
+    let http: HTTP2Client
     let tokens: APNsTokenCache?
     let sleep: @Sendable (Duration) async throws -> Void
     let logger: Logger?
 
-    /// A client. `now` and `sleep` are the clock and the wait between attempts (tests inject
-    /// both). Without a `logger` the client logs nothing, as AsyncHTTPClient's own
-    /// `backgroundActivityLogger`; with one, it logs its retries at debug level.
+    /// A client whose connections live on `eventLoopGroup`. `now` and `sleep` are the clock and the
+    /// wait between attempts (tests inject both). Without a `logger` the client logs nothing; with
+    /// one, it logs its retries at debug level.
     public init(
-        configuration: Configuration, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+        configuration: Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        let context: NIOSSLContext
         do {
             if let pem = configuration.trustedCAPEM {
                 tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
@@ -73,107 +83,138 @@ public final class APNsClient: Sendable {
                 tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(key.utf8), format: .pem))
                 tokens = nil
             }
+            context = try NIOSSLContext(configuration: tls)
         } catch {
             throw APNsClientError.invalidConfiguration("TLS credentials: \(error)")
         }
-        var http = HTTPClient.Configuration(tlsConfiguration: tls)
-        http.httpVersion = .automatic  // h2 through ALPN over TLS; HTTP/1.1 to a cleartext development listener
-        http.connectionPool = .init(idleTimeout: .minutes(10))
-        // Without a logger, AsyncHTTPClient logs nothing either (its own default).
-        if let logger {
-            self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http, backgroundActivityLogger: logger)
-        } else {
-            self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http)
+        guard configuration.connections >= 1 else {
+            throw APNsClientError.invalidConfiguration(
+                "connections must be at least 1, not \(configuration.connections)")
         }
+        self.http = HTTP2Client(
+            configuration: .init(tls: context, spread: .connections(configuration.connections)), group: eventLoopGroup)
         self.configuration = configuration
         self.sleep = sleep
         self.logger = logger
-    }
-
-    /// Sends `notification` to each device token, `concurrency` requests in flight at once over the
-    /// client's connections, at most `perSecond` started a second (0: as fast as answered); each
-    /// push gets its own `apns-id`. `progress` gets the tally after every answer; the tally is
-    /// returned once every push is answered (refusals and failures are counted, not thrown).
-    public func send(
-        _ notification: APNsNotification, to deviceTokens: [String], concurrency: Int, perSecond: Double = 0,
-        progress: @Sendable (APNsBulkTally) -> Void = { _ in }
-    ) async -> APNsBulkTally {
-        var each = notification
-        each.apnsID = nil
-        return await APNsBulkSend(concurrency: concurrency, perSecond: perSecond, clock: ContinuousClock())
-            .run(deviceTokens, send: { [each] token in try await self.send(each, to: token) }, progress: progress)
     }
 
     /// Sends one notification to a device token (hex) and returns once the service accepted it.
     /// Throws ``APNsError`` when it refused it and ``APNsClientError`` when no answer came.
     public func send(_ notification: APNsNotification, to deviceToken: String) async throws -> APNsDelivery {
         guard DeviceToken(hex: deviceToken) != nil else { throw APNsClientError.invalidDeviceToken(deviceToken) }
-        let apnsID = notification.apnsID ?? RandomUUID.lowercaseString()
-        let deadline = NIODeadline.now() + TimeAmount(configuration.timeout)
-        var attempts = 0
-        var renewedToken = false
-        while true {
-            attempts += 1
-            var request = HTTPClientRequest(url: configuration.server.url + "/3/device/" + deviceToken)
-            request.method = .POST
-            request.headers = try headers(for: notification, apnsID: apnsID)
-            request.body = .bytes(ByteBuffer(bytes: notification.payload))
-            let failure: any Error
-            do {
-                let response = try await http.execute(request, deadline: deadline, logger: logger)
-                let body = try await response.body.collect(upTo: 64 * 1024)
-                let answeredID = response.headers.first(name: "apns-id") ?? apnsID
-                if response.status == .ok {
-                    return APNsDelivery(
+        return try await attempts(
+            notification, to: deviceToken, apnsID: notification.apnsID ?? RandomUUID.lowercaseString(),
+            deadline: .now() + TimeAmount(configuration.timeout))
+    }
+
+    /// What one attempt's answer calls for.
+    enum Verdict {
+        case delivered(APNsDelivery)
+        /// The answer, thrown: a refusal, or no answer in time.
+        case final(any Error)
+        /// The provider token was refused as expired: discard it and try again at once, once.
+        case renewToken(String)
+        /// Try again after the policy's wait, unless the attempts or the time are used up.
+        case retry(any Error)
+    }
+
+    /// Judges the answer to attempt number `attempts` of a push, which carried `headers`.
+    func verdict(
+        _ result: Result<HTTP2ClientResponse, HTTP2ClientFailure>, apnsID: String, attempts: Int,
+        headers: [(String, String)], renewedToken: Bool
+    ) -> Verdict {
+        switch result {
+        case .success(let response):
+            let answeredID = response.headers.first(name: "apns-id") ?? apnsID
+            if response.status == 200 {
+                return .delivered(
+                    APNsDelivery(
                         apnsID: answeredID, uniqueID: response.headers.first(name: "apns-unique-id"),
-                        attempts: attempts)
-                }
-                let error = APNsError.parse(
-                    status: Int(response.status.code), body: Data(body.readableBytesView), apnsID: answeredID)
-                if error.reason == .known(.expiredProviderToken), !renewedToken, let tokens,
-                    let sent = request.headers.first(name: "authorization")
-                {
-                    // The token was refused as too old (a clock that jumped, a laptop that slept):
-                    // sign a new one and try again at once.
-                    renewedToken = true
-                    tokens.discard(String(sent.dropFirst("bearer ".count)))
-                    continue
-                }
-                guard error.isRetryable else { throw error }
-                failure = error
-            } catch let error as APNsError {
-                throw error
-            } catch let error as HTTPClientError where error == .deadlineExceeded {
-                throw APNsClientError.deadlineExceeded(attempts: attempts)
-            } catch {
-                failure = APNsClientError.transport("\(error)", attempts: attempts)
+                        attempts: attempts))
             }
-            guard attempts < configuration.retry.maximumAttempts else { throw failure }
-            let wait = configuration.retry.backoff(after: attempts)
-            // No time left for another attempt: the last failure is the answer.
-            guard NIODeadline.now() + TimeAmount(wait) < deadline else { throw failure }
-            logger?.debug(
-                "retrying", metadata: ["apns-id": "\(apnsID)", "after": "\(failure)", "wait": "\(wait)"])
-            try await sleep(wait)
+            let error = APNsError.parse(
+                status: response.status, body: Data(response.body.readableBytesView), apnsID: answeredID)
+            if error.reason == .known(.expiredProviderToken), !renewedToken, tokens != nil,
+                let sent = headers.first(where: { $0.0 == "authorization" })?.1
+            {
+                // Refused as too old (a clock that jumped, a laptop that slept): sign a new one.
+                return .renewToken(String(sent.dropFirst("bearer ".count)))
+            }
+            return error.isRetryable ? .retry(error) : .final(error)
+        case .failure(let error) where error.kind == .timedOut:
+            return .final(APNsClientError.deadlineExceeded(attempts: attempts))
+        case .failure(let error):
+            return .retry(APNsClientError.transport(error.description, attempts: attempts))
         }
     }
 
-    func headers(for n: APNsNotification, apnsID: String) throws -> HTTPHeaders {
-        var headers = HTTPHeaders()
+    /// Attempts a push until it is delivered or refused, the attempts are used up, or `deadline`
+    /// passes. `made` attempts were made already (by a bulk send), the last one ending in `failure`
+    /// (to be waited after) or in an expired token (`renewedToken`).
+    func attempts(
+        _ notification: APNsNotification, to deviceToken: String, apnsID: String, deadline: NIODeadline,
+        made: Int = 0, failure: (any Error)? = nil, renewedToken: Bool = false
+    ) async throws -> APNsDelivery {
+        var attempts = made
+        var failure = failure
+        var renewedToken = renewedToken
+        let (endpoint, base) = try configuration.server.endpoint()
+        while true {
+            if let last = failure {
+                guard attempts < configuration.retry.maximumAttempts else { throw last }
+                let wait = configuration.retry.backoff(after: attempts)
+                // No time left for another attempt: the last failure is the answer.
+                guard NIODeadline.now() + TimeAmount(wait) < deadline else { throw last }
+                logger?.debug("retrying", metadata: ["apns-id": "\(apnsID)", "after": "\(last)", "wait": "\(wait)"])
+                try await sleep(wait)
+                failure = nil
+            }
+            attempts += 1
+            let headers = try headers(for: notification, apnsID: apnsID)
+            let request = HTTP2ClientRequest(
+                path: base + "/3/device/" + deviceToken, headers: headers,
+                body: ByteBuffer(bytes: notification.payload),
+                deadline: deadline)
+            let answer = await http.execute(request, to: endpoint)
+            switch verdict(answer, apnsID: apnsID, attempts: attempts, headers: headers, renewedToken: renewedToken) {
+            case .delivered(let delivery): return delivery
+            case .final(let error): throw error
+            case .renewToken(let sent):
+                renewedToken = true
+                tokens?.discard(sent)
+            case .retry(let error): failure = error
+            }
+        }
+    }
+
+    func headers(for n: APNsNotification, apnsID: String) throws -> [(String, String)] {
+        var headers: [(String, String)] = []
         headers.reserveCapacity(8)
-        if let tokens { headers.add(name: "authorization", value: "bearer " + (try tokens.token())) }
-        headers.add(name: "apns-topic", value: n.topic)
-        headers.add(name: "apns-id", value: apnsID)
-        if let t = n.pushType { headers.add(name: "apns-push-type", value: t.rawValue) }
-        if let p = n.priority { headers.add(name: "apns-priority", value: String(p.rawValue)) }
-        if let e = n.expiration { headers.add(name: "apns-expiration", value: String(e)) }
-        if let c = n.collapseID { headers.add(name: "apns-collapse-id", value: c) }
-        headers.add(name: "content-type", value: "application/json")
+        if let tokens { headers.append(("authorization", "bearer " + (try tokens.token()))) }
+        headers.append(("apns-topic", n.topic))
+        headers.append(("apns-id", apnsID))
+        if let t = n.pushType { headers.append(("apns-push-type", t.rawValue)) }
+        if let p = n.priority { headers.append(("apns-priority", String(p.rawValue))) }
+        if let e = n.expiration { headers.append(("apns-expiration", String(e))) }
+        if let c = n.collapseID { headers.append(("apns-collapse-id", c)) }
+        headers.append(("content-type", "application/json"))
         return headers
     }
 
     /// Closes the connections. Call it before the client goes away.
     public func shutdown() async throws {
-        try await http.shutdown()
+        await http.shutdown()
+    }
+}
+
+extension APNsServer {
+    /// Where requests go, and the path its URL puts before theirs (usually none).
+    func endpoint() throws -> (HTTP2Endpoint, String) {
+        guard let endpoint = HTTP2Endpoint(url: url) else {
+            throw APNsClientError.invalidConfiguration("the server must be an https:// or http:// URL, not \(url)")
+        }
+        let afterScheme = url.drop { $0 != "/" }.dropFirst(2)
+        let path = afterScheme.drop { $0 != "/" }
+        return (endpoint, String(path.hasSuffix("/") ? path.dropLast() : path))
     }
 }

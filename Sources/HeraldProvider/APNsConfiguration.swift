@@ -1,9 +1,7 @@
-import AsyncHTTPClient
 import Foundation
 import HeraldCore
 import Logging
 import NIOCore
-import NIOHTTP1
 import NIOSSL
 
 /// Where a client sends: Apple's hosts, or a Herald gateway.

@@ -190,6 +190,32 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
         }
     }
 
+    /// A bulk send: 300 pushes, 50 in flight over one connection. Two are answered 503 first and go
+    /// through on their retry; a malformed token and one the gateway does not know are counted, not
+    /// thrown; `progress` sees every answer, one at a time.
+    @Test func aBulkSendCountsEveryAnswerAndRetriesWhatMayBeRetried() async throws {
+        let g = try await RunningGateway.start()
+        let waits = Mutex(0)
+        let client = try g.client(
+            retry: APNsRetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10)),
+            sleep: { _ in waits.withLock { $0 += 1 } })
+        try await with(g, client) { client async throws in
+            g.gateway.faults.add(FaultRule(reason: .serviceUnavailable, remaining: 2))
+            let unknown = String(repeating: "ab", count: 32)
+            let tokens = Array(repeating: g.token, count: 298) + ["not-hex", unknown]
+            let seen = Mutex<[Int]>([])
+            let tally = await client.send(alert("bulk"), to: tokens, concurrency: 50) { tally in
+                seen.withLock { $0.append(tally.done) }
+            }
+            #expect(tally.done == 300)
+            #expect(tally.answers["200"] == 298, "\(tally.answers)")
+            #expect(tally.answers.keys.contains { $0.hasPrefix("no answer") && $0.contains("not-hex") })
+            #expect(tally.answers.keys.contains { $0.hasPrefix("400") && $0.contains("BadDeviceToken") })
+            #expect(seen.withLock { $0 } == Array(1...300))
+            #expect(waits.withLock { $0 } == 2, "each 503 waited once before its retry")
+        }
+    }
+
     @Test func aDeadlineEndsTheWait() async throws {
         let g = try await RunningGateway.start()
         try await with(g, try g.client(timeout: .milliseconds(300))) { client async throws in
