@@ -43,10 +43,11 @@ let package = Package(
         // What every Herald process that listens shares: the first-bytes and idle deadlines, protocol
         // detection, the guarded Hummingbird HTTP/1.1 server, the state-directory lock, the boot
         // sequence (one ServiceGroup).
-        // HTTP/2 client connections on swift-nio-http2's frames: the provider client's transport and a
-        // gateway's forwarding to other nodes.
+        // NIO pieces the gateway and the provider client share: HTTP/2 client connections on
+        // swift-nio-http2's frames (the provider client's transport and a gateway's forwarding), writes
+        // gathered before TLS, one flush per turn of a loop.
         .target(
-            name: "HeraldHTTP2Client",
+            name: "HeraldNIO",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -104,7 +105,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldRuntime",
-                "HeraldHTTP2Client",
+                "HeraldNIO",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -134,7 +135,7 @@ let package = Package(
             name: "HeraldProvider",
             dependencies: [
                 "HeraldCore",
-                "HeraldHTTP2Client",
+                "HeraldNIO",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
@@ -220,7 +221,7 @@ let package = Package(
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldGateway", "HeraldTesting", "HeraldHTTP2Client",
+                "HeraldGateway", "HeraldTesting", "HeraldNIO",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldHTTP2Client
+import HeraldNIO
 import NIOCore
 import Synchronization
 
@@ -38,6 +38,8 @@ final class APNsBulkRun: Sendable {
     let concurrency: Int
     let endpoint: HTTP2Endpoint
     let base: String
+    /// The payload, once: every request shares its bytes.
+    let payload: ByteBuffer
     private struct State {
         var next = 0
         var tally = APNsBulkTally()
@@ -54,6 +56,7 @@ final class APNsBulkRun: Sendable {
         self.tokens = tokens
         self.concurrency = max(1, concurrency)
         (endpoint, base) = try client.configuration.server.endpoint()
+        payload = ByteBuffer(bytes: notification.payload)
     }
 
     /// Sends every push; `progress` gets the tally after each answer, one call at a time.
@@ -90,8 +93,7 @@ final class APNsBulkRun: Sendable {
             }
             let deadline = NIODeadline.now() + TimeAmount(client.configuration.timeout)
             let request = HTTP2ClientRequest(
-                path: base + "/3/device/" + token, headers: headers, body: ByteBuffer(bytes: notification.payload),
-                deadline: deadline)
+                path: base + "/3/device/" + token, headers: headers, body: payload, deadline: deadline)
             client.http.send(request, to: endpoint) { [self] result in
                 answered(result, token: token, apnsID: apnsID, headers: headers, deadline: deadline)
             }
@@ -103,6 +105,10 @@ final class APNsBulkRun: Sendable {
         _ result: Result<HTTP2ClientResponse, HTTP2ClientFailure>, token: String, apnsID: String,
         headers: [(String, String)], deadline: NIODeadline,
     ) {
+        // The usual answer: only its status matters to the tally.
+        if case .success(let response) = result, response.status == 200 {
+            return record(.init(answer: "200"))
+        }
         let (failure, renewed): ((any Error)?, Bool)
         switch client.verdict(result, apnsID: apnsID, attempts: 1, headers: headers, renewedToken: false) {
         case .delivered(let delivery): return record(.init(token: token, result: .success(delivery)))

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldHTTP2Client
+import HeraldNIO
 import NIOCore
 import NIOHPACK
 

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldHTTP2Client
+import HeraldNIO
 import Logging
 import NIOCore
 import NIOPosix
@@ -10,7 +10,7 @@ import NIOSSL
 /// server, against a Herald gateway.
 ///
 /// Requests are multiplexed over HTTP/2 connections the client keeps open, one per server unless
-/// ``Configuration/connections`` asks for more, driven at the frame level (HeraldHTTP2Client, shared
+/// ``Configuration/connections`` asks for more, driven at the frame level (HeraldNIO, shared
 /// with a gateway's forwarding): no stream channel or task per request. A connection opens on first
 /// use and again after it goes away; requests the server did not take (GOAWAY) go to the new one by
 /// themselves. `https://` servers get TLS with ALPN `h2`; an `http://` server (a gateway's

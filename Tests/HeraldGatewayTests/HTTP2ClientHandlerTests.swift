@@ -5,9 +5,9 @@ import NIOHTTP2
 import Synchronization
 import Testing
 
-@testable import HeraldHTTP2Client
+@testable import HeraldNIO
 
-/// The shared HTTP/2 client's connection handler (HeraldHTTP2Client's ``HTTP2ClientHandler``, under
+/// The shared HTTP/2 client's connection handler (HeraldNIO's ``HTTP2ClientHandler``, under
 /// the provider client and forwarding) against a real swift-nio-http2 server handler, both on embedded
 /// channels whose bytes the test carries across: every request's completion is called once, with the
 /// answer or with why there is none; what the server did not take is handed back, not failed.
@@ -19,6 +19,8 @@ import Testing
         let handler: HTTP2ClientHandler
         let received = Received()
         let answers = Answers()
+        /// How the handler asked each request's fields to be indexed.
+        let indexing = AnswerIndexingRecorder()
         /// The paths of the requests the handler handed back unprocessed.
         let refused = Refused()
 
@@ -48,6 +50,7 @@ import Testing
                 refused.paths.append($0.request.path)
             }
             try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
+            try client.pipeline.syncOperations.addHandler(indexing)
             try client.pipeline.syncOperations.addHandler(handler)
             try server.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
             try server.pipeline.syncOperations.addHandler(received)
@@ -202,6 +205,26 @@ import Testing
         let response = try #require(try pair.answer(1)?.get())
         #expect(response.headers.first(name: "apns-unique-id") == "u-1")
         #expect(String(buffer: response.body) == "0123")
+    }
+
+    /// Fields that repeat from request to request are entered into the HPACK table (then sent as an
+    /// index); identifiers and paths, new every time, never are.
+    @Test func repeatingFieldsAreIndexedAndIdentifiersAreNot() throws {
+        let pair = try Pair()
+        pair.handler.send(
+            PendingRequest(
+                request: HTTP2ClientRequest(
+                    path: "/3/device/00", headers: [("authorization", "bearer t"), ("apns-topic", "a"), ("apns-id", "i")],
+                    body: ByteBuffer(string: "{}"), deadline: pair.client.embeddedEventLoop.now + .seconds(5))
+            ) { _ in })
+        try pair.carry()
+        let sent = try #require(pair.indexing.answers.first)
+        let indexed = Dictionary(sent.map { ($0.name, $0.indexing) }, uniquingKeysWith: { a, _ in a })
+        #expect(indexed["authorization"] == .indexable)
+        #expect(indexed["apns-topic"] == .indexable)
+        #expect(indexed["content-length"] == .indexable)
+        #expect(indexed["apns-id"] == .nonIndexable)
+        #expect(indexed[":path"] == .nonIndexable)
     }
 
     /// A server that allows one stream at a time gets one request at a time; the next starts when

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldHTTP2Client
+import HeraldNIO
 import HeraldRuntime
 import Logging
 import NIOCore
@@ -12,7 +12,7 @@ import Synchronization
 /// (docs/cluster.md), over HTTP/2 with TLS to its provider API (``ClusterNode/address``) with the
 /// cluster's credential: the holder offers it to the device's link or stores it, and answers 200
 /// only then, which is the answer the provider gets from here. The connections are an
-/// `HTTP2Client`'s (HeraldHTTP2Client, shared with the provider client): one per other node and
+/// `HTTP2Client`'s (HeraldNIO, shared with the provider client): one per other node and
 /// event loop, kept open.
 ///
 /// The holder's certificate must be issued by the cluster's CA; its name is not checked, since a

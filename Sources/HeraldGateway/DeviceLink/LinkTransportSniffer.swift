@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldNIO
 import HeraldRuntime
 import Logging
 import NIOCore

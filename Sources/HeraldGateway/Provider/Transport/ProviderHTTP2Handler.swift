@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldHTTP2Client
+import HeraldNIO
 import HeraldRuntime
 import NIOCore
 import NIOHPACK

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNIO
 import HeraldRuntime
 import NIOCore
 import NIOHTTP1

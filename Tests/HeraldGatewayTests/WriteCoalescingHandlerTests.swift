@@ -1,4 +1,4 @@
-import HeraldRuntime
+import HeraldNIO
 import NIOCore
 import NIOEmbedded
 import Synchronization

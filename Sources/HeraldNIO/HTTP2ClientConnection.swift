@@ -96,6 +96,8 @@ final class HTTP2ClientConnection: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname)) }
+                    // A turn's requests, two frames each, reach TLS as one buffer: one record, not two per request.
+                    try sync.addHandler(WriteCoalescingHandler())
                     // The requests are the client's own, built well formed; of the answers only a few
                     // fields are read. The codec's checks would be a pass over every field each way.
                     try sync.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))

@@ -27,13 +27,20 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Streams open at once at most, whatever the server allows: bounds what a connection holds.
     static let maximumInFlight = 1000
-    /// Fields whose values repeat from request to request (the provider token until it is renewed,
-    /// the topic and type of a bulk send): entered into the HPACK dynamic table once, then sent as an
-    /// index, which spares the Huffman coding of the value every time. Everything else (identifiers,
-    /// paths with a device token) is new on every request and is never entered.
-    static let repeating: Set<String> = [
-        "authorization", "apns-topic", "apns-push-type", "apns-priority", "content-type", "content-length",
-    ]
+    /// Whether a field's value repeats from request to request (the provider token until it is
+    /// renewed, the topic and type of a bulk send): such a field is entered into the HPACK dynamic
+    /// table once, then sent as an index, which spares the Huffman coding of its value every time.
+    /// Everything else (identifiers, paths with a device token) is new on every request and is never
+    /// entered. A switch, not a set: no hashing per field.
+    static func repeats(_ name: String) -> Bool {
+        switch name {
+        case "authorization", "apns-topic", "apns-push-type", "apns-priority", "content-type", "content-length":
+            return true
+        default:
+            return false
+        }
+    }
+
     /// How often deadlines are looked at.
     static let tick = TimeAmount.milliseconds(100)
 
@@ -136,7 +143,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: ":authority", value: endpoint.authority)
         headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
         for (name, value) in request.headers {
-            headers.add(name: name, value: value, indexing: Self.repeating.contains(name) ? .indexable : .nonIndexable)
+            headers.add(name: name, value: value, indexing: Self.repeats(name) ? .indexable : .nonIndexable)
         }
         if let body = request.body {
             headers.add(name: "content-length", value: String(body.readableBytes))
