@@ -91,8 +91,12 @@ public final class APNsClient: Sendable {
             throw APNsClientError.invalidConfiguration(
                 "connections must be at least 1, not \(configuration.connections)")
         }
+        // A connection that does not open fails what waits for it by the time a request may take.
+        let connectTimeout = min(TimeAmount.seconds(10), TimeAmount(configuration.timeout))
         self.http = HTTP2Client(
-            configuration: .init(tls: context, spread: .connections(configuration.connections)), group: eventLoopGroup)
+            configuration: .init(
+                tls: context, connectTimeout: connectTimeout, spread: .connections(configuration.connections)),
+            group: eventLoopGroup)
         self.configuration = configuration
         self.sleep = sleep
         self.logger = logger
