@@ -13,9 +13,9 @@ struct PushCommand: AsyncParsableCommand {
         discussion: """
             Without --url the push goes to the gateway of `herald up` (read from .herald/up.json: its TLS \
             URL, CA, key and demo app), to the demo device unless --token, --tokens-file or --device says \
-            otherwise. Many tokens go over one HTTP/2 connection, --concurrency streams at a time (at most \
-            --rate a second), with a progress bar on a terminal (lines otherwise) and a summary by status \
-            and reason that lists the tokens to drop (410, with their timestamps).
+            otherwise. Many tokens go over one HTTP/2 connection (or --connections of them), --concurrency \
+            streams at a time (at most --rate a second), with a progress bar on a terminal (lines otherwise) \
+            and a summary by status and reason that lists the tokens to drop (410, with their timestamps).
             Examples:
               herald push --alert "Hello"
               herald push --title Lunch --alert "Pizza is here" --badge 3 --sound default
@@ -113,8 +113,10 @@ struct PushCommand: AsyncParsableCommand {
         help: "With --binary: the TLS server name the gateway's certificate must carry (default: the host).")
     var serverName: String?
     @OptionGroup var up: UpOption
-    @Option(name: .long, help: "With many tokens: requests in flight at once (streams on the one connection).")
+    @Option(name: .long, help: "With many tokens: requests in flight at once (streams over the connections).")
     var concurrency = 100
+    @Option(name: .long, help: "HTTP/2 connections to the server, which requests take in turn.")
+    var connections = 1
     @Option(name: .long, help: "With many tokens: at most this many pushes a second (0 = as fast as answered).")
     var rate: Double = 0
     @Option(name: .long, help: "Seconds one push may take, retries included.")
@@ -140,6 +142,7 @@ struct PushCommand: AsyncParsableCommand {
             throw ValidationError("--priority must be 10, 5 or 1")
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
+        if connections < 1 { throw ValidationError("--connections must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
         if payload != nil && apnsFile != nil { throw ValidationError("give --payload or an .apns file, not both") }
         if liveActivity == nil, activity.anyGiven {
@@ -200,7 +203,7 @@ struct PushCommand: AsyncParsableCommand {
         let client = try APNsClient(
             configuration: .init(
                 server: server, authentication: authentication, trustedCAPEM: caPEM,
-                timeout: .milliseconds(Int64(timeout * 1000))))
+                timeout: .milliseconds(Int64(timeout * 1000)), connections: connections))
         var notification = APNsNotification(
             payload: body, topic: topic, pushType: pushType, priority: priority.flatMap(PushPriority.init(rawValue:)),
             expiration: expiration, collapseID: collapseId, apnsID: apnsId)

@@ -51,14 +51,14 @@ import Testing
 
     /// A server whose first connection goes away after one request; later ones answer everything.
     /// Returns its port and the count of connections it accepted.
-    static func server() async throws -> (any Channel, Int, Accepted) {
+    static func server(goAwayOnFirst: Bool = true) async throws -> (any Channel, Int, Accepted) {
         let accepted = Accepted()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { [accepted] channel in
                 let n = accepted.count.wrappingAdd(1, ordering: .relaxed).newValue
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
-                    try channel.pipeline.syncOperations.addHandler(Answering(goAwayAfterFirst: n == 1))
+                    try channel.pipeline.syncOperations.addHandler(Answering(goAwayAfterFirst: goAwayOnFirst && n == 1))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -85,6 +85,24 @@ import Testing
         let statuses = results.map { (try? $0.get())?.status }
         #expect(statuses == [200, 200, 200], "\(results)")
         #expect(accepted.count.load(ordering: .relaxed) == 2, "the two left out went to a second connection")
+    }
+
+    /// Several connections when asked: requests take them in turn.
+    @Test func requestsTakeTheConnectionsAskedForInTurn() async throws {
+        let (server, port, accepted) = try await Self.server(goAwayOnFirst: false)
+        defer { server.close(promise: nil) }
+        let client = HTTP2Client(
+            configuration: .init(tls: nil, spread: .connections(3)), group: MultiThreadedEventLoopGroup.singleton)
+        let endpoint = HTTP2Endpoint(tls: false, host: "127.0.0.1", port: port)
+        var statuses: [Int?] = []
+        for i in 0..<9 {
+            let result = await client.execute(
+                HTTP2ClientRequest(path: "/\(i)", deadline: .now() + .seconds(20)), to: endpoint)
+            statuses.append((try? result.get())?.status)
+        }
+        await client.shutdown()
+        #expect(statuses == Array(repeating: 200, count: 9))
+        #expect(accepted.count.load(ordering: .relaxed) == 3)
     }
 
     @Test func aPortNothingListensOnFailsAsAConnectFailure() async throws {

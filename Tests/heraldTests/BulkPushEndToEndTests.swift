@@ -168,6 +168,7 @@ import Testing
             (["--device", "all", "--token", "ab"], "give one of --token, --tokens-file and --device"),
             (["--rate=-1"], "--rate must not be negative"),
             (["--concurrency", "0"], "--concurrency must be at least 1"),
+            (["--connections", "0"], "--connections must be at least 1"),
             (["--admin", "http://127.0.0.1:1"], "--admin and --admin-token-file go with --device"),
         ] {
             let run = try await runOffThread(try heraldExecutable().path, ["push", "--alert", "x"] + arguments)
