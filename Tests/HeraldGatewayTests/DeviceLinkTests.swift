@@ -15,7 +15,7 @@ import Testing
 /// writes or commits and nothing polls. The link over real sockets, with the device daemon's own
 /// client, is `theServerUpgradesARealClientAndAPushCrossesIt` here and the end-to-end tests of the
 /// `herald` executable (DeviceLinkEndToEndTests).
-@Suite(.timeLimit(.minutes(1))) struct DeviceLinkTests {
+@Suite(.timeLimit(.minutes(3))) struct DeviceLinkTests {
     @Test func aConnectedDeviceReceivesThePushAndTheAnswerWaitsForItsAcknowledgement() async throws {
         let h = try await LinkBench()
         let device = try await h.connect(DeviceIdentity(deviceID: "phone-1"), autoAcknowledge: false)

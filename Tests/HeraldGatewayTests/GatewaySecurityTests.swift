@@ -23,7 +23,7 @@ func curlStatus(_ arguments: [String]) async throws -> Int {
 }
 
 /// Who may do what: the admin API's token on every route; a device acts on its own apps only.
-@Suite(.timeLimit(.minutes(1))) struct GatewaySecurityTests {
+@Suite(.timeLimit(.minutes(3))) struct GatewaySecurityTests {
     @Test func everyAdminRouteRefusesAMissingOrWrongToken() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("security-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -8,7 +8,7 @@ import Testing
 
 /// HeraldNIO's `HTTP2Client` against real sockets: a cleartext HTTP/2 server in this process that
 /// answers 200 and, when told to, sends GOAWAY after its first request, and a port nothing listens on.
-@Suite(.timeLimit(.minutes(1))) struct HTTP2ClientTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTP2ClientTests {
     /// Answers every request 200 with its stream id in `x-stream`; the first connection's handler
     /// sends GOAWAY (last stream 1) after answering stream 1, then closes once its streams are done.
     final class Answering: ChannelInboundHandler, @unchecked Sendable {

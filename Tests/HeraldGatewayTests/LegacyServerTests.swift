@@ -93,7 +93,7 @@ func rawExchange(_ endpoint: APNsLegacyEndpoint, _ bytes: [UInt8]) async throws 
     return try await connection.finish().get()
 }
 
-@Suite(.timeLimit(.minutes(1))) struct LegacyServerTests {
+@Suite(.timeLimit(.minutes(3))) struct LegacyServerTests {
     func alert(_ text: String) -> [UInt8] { Array(#"{"aps":{"alert":"\#(text)"}}"#.utf8) }
 
     @Test func eachCommandIsDeliveredWithItsPriorityAndExpirationAndLoggedWithItsIdentifier() async throws {

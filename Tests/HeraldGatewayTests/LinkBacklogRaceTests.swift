@@ -116,7 +116,7 @@ final class GatedStore: GatewayStore {
 /// after the new link read the store. It must still reach the device at once, and stored pushes
 /// arrive in the order they were accepted. The device is a ``VirtualDevice`` and the gates count
 /// the store calls that reach them, so each step awaits the one before it.
-@Suite(.timeLimit(.minutes(1))) struct LinkBacklogRaceTests {
+@Suite(.timeLimit(.minutes(3))) struct LinkBacklogRaceTests {
     /// A bench whose router writes through a gated store, and a device registered and offline.
     func offlineDevice(_ id: String) async throws -> (LinkBench, GatedStore, DeviceIdentity, DeviceToken) {
         var gated: GatedStore?
