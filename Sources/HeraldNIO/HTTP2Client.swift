@@ -51,9 +51,14 @@ public final class HTTP2Client: Sendable {
         var endpoint: HTTP2Endpoint
         var slot: Int
     }
-    private let connections = Mutex<[Key: HTTP2ClientConnection]>([:])
+    /// The open connections, and whether the client has shut down (one lock: a request that gets
+    /// past the check never opens a connection the shutdown would miss).
+    private struct Pool {
+        var connections: [Key: HTTP2ClientConnection] = [:]
+        var stopped = false
+    }
+    private let pool = Mutex(Pool())
     private let turn = Atomic<Int>(0)
-    private let stopped = Atomic<Bool>(false)
     /// The group's loops by identity, numbered: a request from one of them uses its connection.
     private let loopSlots: [ObjectIdentifier: Int]
 
@@ -71,21 +76,22 @@ public final class HTTP2Client: Sendable {
     public func send(
         _ request: HTTP2ClientRequest, to endpoint: HTTP2Endpoint, completion: @escaping HTTP2ClientCompletion
     ) {
-        if stopped.load(ordering: .relaxed) {
-            // Never from inside `send`: a caller that sends again from its completion would recurse.
-            group.next().execute { completion(.failure(HTTP2ClientFailure(.stopped, "the client has shut down"))) }
-            return
-        }
         let (slot, preferred) = slot()
-        let connection = connections.withLock { connections in
+        let connection = pool.withLock { pool -> HTTP2ClientConnection? in
+            if pool.stopped { return nil }
             let key = Key(endpoint: endpoint, slot: slot)
-            if let existing = connections[key] { return existing }
+            if let existing = pool.connections[key] { return existing }
             let created = HTTP2ClientConnection(
                 endpoint: endpoint, loop: preferred ?? group.next(), tls: configuration.tls,
                 connectTimeout: configuration.connectTimeout,
                 serverNameIndication: configuration.serverNameIndication)
-            connections[key] = created
+            pool.connections[key] = created
             return created
+        }
+        guard let connection else {
+            // Never from inside `send`: a caller that sends again from its completion would recurse.
+            group.next().execute { completion(.failure(HTTP2ClientFailure(.stopped, "the client has shut down"))) }
+            return
         }
         let pending = PendingRequest(request: request, completion: completion)
         if connection.loop.inEventLoop {
@@ -123,10 +129,9 @@ public final class HTTP2Client: Sendable {
 
     /// Closes every connection (what is in flight fails) and refuses what comes next.
     public func shutdown() async {
-        stopped.store(true, ordering: .relaxed)
-        let all = connections.withLock { connections in
-            defer { connections = [:] }
-            return Array(connections.values)
+        let all = pool.withLock { pool in
+            defer { pool = Pool(stopped: true) }
+            return Array(pool.connections.values)
         }
         for connection in all {
             try? await connection.loop.submit { connection.close() }.get()
