@@ -41,6 +41,10 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// The connection's receive window is given back in steps of this many bytes.
+    static let windowRefill = 32 * 1024
+    /// Bytes of answers' DATA not given back yet.
+    private var unacknowledgedBytes = 0
     /// How often deadlines are looked at.
     static let tick = TimeAmount.milliseconds(100)
 
@@ -178,6 +182,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
                 inFlight[frame.streamID] = entry
             }
         case .data(let payload):
+            giveBackWindow(for: payload, on: frame.streamID, endStream: payload.endStream, context)
             guard var entry = inFlight.removeValue(forKey: frame.streamID) else { return }
             if case .byteBuffer(var bytes) = payload.data {
                 let room = entry.pending.request.bodyLimit - (entry.body?.readableBytes ?? 0)
@@ -213,6 +218,34 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         default:
             break
         }
+    }
+
+    /// Gives the server back the flow-control window an answer's DATA used. swift-nio-http2 does this
+    /// itself only with stream channels; without them, the connection's window (65,535 bytes) would
+    /// close for good after that much of answers' bodies (some 1,500 error answers), and a stream's
+    /// after 65,535 bytes of one body. The connection's is given back in steps of ``windowRefill``; a
+    /// stream's at once while its answer goes on.
+    private func giveBackWindow(
+        for payload: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID, endStream: Bool,
+        _ context: ChannelHandlerContext
+    ) {
+        var length = payload.paddingBytes.map { $0 + 1 } ?? 0
+        if case .byteBuffer(let bytes) = payload.data { length += bytes.readableBytes }
+        guard length > 0 else { return }
+        if !endStream {
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: length))),
+                promise: nil)
+        }
+        unacknowledgedBytes += length
+        if unacknowledgedBytes >= Self.windowRefill {
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                promise: nil)
+            unacknowledgedBytes = 0
+        }
+        scheduleFlush(context)
     }
 
     private func finish(_ entry: InFlight) {

@@ -214,7 +214,8 @@ import Testing
         pair.handler.send(
             PendingRequest(
                 request: HTTP2ClientRequest(
-                    path: "/3/device/00", headers: [("authorization", "bearer t"), ("apns-topic", "a"), ("apns-id", "i")],
+                    path: "/3/device/00",
+                    headers: [("authorization", "bearer t"), ("apns-topic", "a"), ("apns-id", "i")],
                     body: ByteBuffer(string: "{}"), deadline: pair.client.embeddedEventLoop.now + .seconds(5))
             ) { _ in })
         try pair.carry()
@@ -244,6 +245,28 @@ import Testing
         try pair.answer(1, status: "200")
         try pair.carry()
         #expect(pair.requests == [1: "/herald/forward/1", 3: "/herald/forward/2"])
+    }
+
+    /// Answers' bodies past the connection's first 65,535 bytes, and one body past a stream's, still
+    /// arrive: the handler gives the window back (swift-nio-http2 does not without stream channels).
+    @Test func bodiesBeyondTheFlowControlWindowsArrive() throws {
+        let pair = try Pair()
+        for n in 1...4 { pair.send(n, method: "GET", bodyLimit: 100_000) }
+        try pair.carry()
+        // Three answers of 30,000 bytes (90,000 on the connection), and one of 90,000 on its stream.
+        // Written without waiting: what the windows hold back waits in the server's codec.
+        for (stream, size) in [(1, 30_000), (3, 30_000), (5, 30_000), (7, 90_000)] {
+            let id = HTTP2StreamID(stream)
+            pair.server.write(
+                HTTP2Frame(streamID: id, payload: .headers(.init(headers: HPACKHeaders([(":status", "200")])))),
+                promise: nil)
+            let body = ByteBuffer(repeating: UInt8(ascii: "x"), count: size)
+            pair.server.writeAndFlush(
+                HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true))), promise: nil)
+        }
+        try pair.carry()
+        let lengths = (1...4).map { (try? pair.answer($0)?.get())?.body.readableBytes }
+        #expect(lengths == [30_000, 30_000, 30_000, 90_000])
     }
 
     /// REFUSED_STREAM: the server did not process it, so it is handed back.

@@ -216,6 +216,20 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
         }
     }
 
+    /// 2,600 refusals with a body each (`{"reason":"BadDeviceToken"}`, about 70 KB in all) on one
+    /// connection: more than the connection's first flow-control window, which the client gives back
+    /// as it reads, so every answer arrives.
+    @Test func refusalsBeyondTheFirstFlowControlWindowAllArrive() async throws {
+        let g = try await RunningGateway.start()
+        try await with(g, try g.client()) { client async throws in
+            let unknown = String(repeating: "cd", count: 32)
+            let tally = await client.send(alert("many"), to: Array(repeating: unknown, count: 2_600), concurrency: 100)
+            #expect(tally.done == 2_600)
+            #expect(tally.answers.count == 1 && tally.answers.first?.value == 2_600, "\(tally.answers)")
+            #expect(tally.answers.keys.first?.contains("BadDeviceToken") == true, "\(tally.answers)")
+        }
+    }
+
     @Test func aDeadlineEndsTheWait() async throws {
         let g = try await RunningGateway.start()
         try await with(g, try g.client(timeout: .milliseconds(300))) { client async throws in
