@@ -182,7 +182,9 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
                 inFlight[frame.streamID] = entry
             }
         case .data(let payload):
-            giveBackWindow(for: payload, on: frame.streamID, endStream: payload.endStream, context)
+            // A stream no longer waited on (reset for its deadline) gets no window of its own back.
+            let open = !payload.endStream && inFlight[frame.streamID] != nil
+            giveBackWindow(for: payload, on: frame.streamID, streamOpen: open, context)
             guard var entry = inFlight.removeValue(forKey: frame.streamID) else { return }
             if case .byteBuffer(var bytes) = payload.data {
                 let room = entry.pending.request.bodyLimit - (entry.body?.readableBytes ?? 0)
@@ -226,13 +228,13 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// after 65,535 bytes of one body. The connection's is given back in steps of ``windowRefill``; a
     /// stream's at once while its answer goes on.
     private func giveBackWindow(
-        for payload: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID, endStream: Bool,
+        for payload: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID, streamOpen: Bool,
         _ context: ChannelHandlerContext
     ) {
         var length = payload.paddingBytes.map { $0 + 1 } ?? 0
         if case .byteBuffer(let bytes) = payload.data { length += bytes.readableBytes }
         guard length > 0 else { return }
-        if !endStream {
+        if streamOpen {
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: length))),
                 promise: nil)
