@@ -63,8 +63,9 @@ public struct HTTP2ClientRequest: Sendable {
     public var method: String
     /// `:path`.
     public var path: String
-    /// The fields after the pseudo-header fields, lowercase names. They are sent without entering the
-    /// HPACK dynamic table, except `authorization`, which repeats on every request of a provider.
+    /// The fields after the pseudo-header fields, lowercase names. Only those whose values repeat from
+    /// request to request (`HTTP2ClientHandler.repeats`: the token, topic, push type, priority, content
+    /// type and length) enter the HPACK dynamic table; the rest are sent without entering it.
     public var headers: [(String, String)]
     /// The body, if any.
     public var body: ByteBuffer?
