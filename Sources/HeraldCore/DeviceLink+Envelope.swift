@@ -28,13 +28,18 @@ extension LinkMessage {
         var channels: [String]?
         var scope: TokenScope?
         var installation: Int?
+        var ticket: Data?
+        var ticketSecret: Data?
+        var ticketExpires: Int64?
+        var proof: Data?
 
         /// The fields by name, as `Codable` reads and writes them; the flat reader knows them by
         /// their bytes and their position (a bit each).
         enum CodingKeys: String, CodingKey, CaseIterable {
             case type, request, nonce, device, generation, registrations, topic, environment, token, code,
                 message, publicKey, signature, ids, apnsID, uniqueID, pushType, priority, expiration,
-                collapseID, payload, channelID, channels, scope, installation
+                collapseID, payload, channelID, channels, scope, installation, ticket, ticketSecret, ticketExpires,
+                proof
         }
 
         init(type: String) { self.type = type }
@@ -91,6 +96,7 @@ extension LinkMessage {
                 guard let v = Int(exactly: v) else { return false }
                 installation = v
             case (.expiration, .integer(let v)): expiration = v
+            case (.ticketExpires, .integer(let v)): ticketExpires = v
             case (.priority, .integer(let v)):
                 guard let p = Int(exactly: v).flatMap(PushPriority.init(rawValue:)) else { return false }
                 priority = p
@@ -129,6 +135,18 @@ extension LinkMessage {
             case (.payload, .text(let v)):
                 guard let d = Self.base64(v) else { return false }
                 payload = d
+            case (.ticket, .text(let v)):
+                guard let d = Self.base64(v) else { return false }
+                ticket = d
+            case (.ticketSecret, .text(let v)):
+                guard let d = Self.base64(v) else { return false }
+                ticketSecret = d
+            case (.proof, .text(let v)):
+                guard let d = Self.base64(v) else { return false }
+                proof = d
+            case (.registrations, .strings(let v)) where v.isEmpty:
+                // A device with no app registered (the welcome of an idle device).
+                registrations = []
             case (.ids, .strings(let v)): ids = v
             case (.channels, .strings(let v)): channels = v
             default:

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// The device link protocol (`docs/device-link.md`): JSON messages in WebSocket text frames at
@@ -11,6 +12,17 @@ public enum DeviceLink {
     public static let signaturePrefix = Array("herald-device-link-v1\n".utf8)
     /// The bytes a device signs for a nonce.
     public static func signedBytes(nonce: Data) -> Data { Data(signaturePrefix) + nonce }
+    /// What a device resuming with a ticket authenticates: these bytes followed by the server's nonce.
+    public static let resumePrefix = Array("herald-device-link-resume-v1\n".utf8)
+
+    /// The proof a device sends with a resumption ticket: HMAC-SHA256 under the ticket's secret over
+    /// ``resumePrefix`` followed by the challenge's nonce (docs/device-link.md, "Resuming").
+    public static func resumeProof(secret: Data, nonce: Data) -> Data {
+        var mac = HMAC<SHA256>(key: SymmetricKey(data: secret))
+        mac.update(data: resumePrefix)
+        mac.update(data: nonce)
+        return Data(mac.finalize())
+    }
 }
 
 /// A notification as it travels down the device link: the headers the provider sent and the
@@ -115,8 +127,9 @@ public enum LinkMessage: Sendable, Equatable {
     // Gateway → device
     /// First message on every connection: the device signs `nonce` to authenticate.
     case challenge(nonce: Data)
-    /// The device is authenticated: its id, generation and current registrations.
-    case welcome(device: String, generation: Int, registrations: [LinkRegistration])
+    /// The device is authenticated: its id, generation and current registrations, and a ticket
+    /// to resume with next time (none when the gateway gives no tickets).
+    case welcome(device: String, generation: Int, registrations: [LinkRegistration], ticket: LinkTicket? = nil)
     /// Answer to `register`: the app's token.
     case token(request: Int?, LinkRegistration)
     /// Answer to `unregister`.
@@ -137,6 +150,10 @@ public enum LinkMessage: Sendable, Equatable {
     /// (P-256, X9.63 uncompressed, required the first time) and the signature of the nonce
     /// (ECDSA P-256 SHA-256, raw r‖s).
     case hello(device: String?, publicKey: Data?, signature: Data)
+    /// Authentication with a ticket from an earlier `welcome`, instead of a signature: the device
+    /// id, the ticket, and ``DeviceLink/resumeProof(secret:nonce:)`` over the challenge's nonce.
+    /// A refused ticket is answered with `TicketRefused`, and the link waits for a signed `hello`.
+    case resume(device: String, ticket: Data, proof: Data)
     /// Registers an app for remote notifications. `installation` counts the app's installs on the
     /// device (absent: the first): a reinstalled app gets a new token, as on today's iOS.
     case register(request: Int?, topic: String, environment: APNsEnvironment, installation: Int? = nil)
@@ -179,16 +196,30 @@ extension LinkMessage {
         case .ack(let ids): return Data(Self.encodedAck(ids))
         default: break
         }
+        let e = envelope
+        if let flat = e.flatJSON() { return Data(flat) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // Encoding a struct of strings, numbers and Data cannot fail.
+        return (try? encoder.encode(e)) ?? Data()
+    }
+
+    /// The message in the flat form every message shares (not for `push` and `ack`, which are
+    /// written by hand).
+    var envelope: Envelope {
         var e: Envelope
         switch self {
         case .challenge(let nonce):
             e = Envelope(type: "challenge")
             e.nonce = nonce
-        case .welcome(let device, let generation, let registrations):
+        case .welcome(let device, let generation, let registrations, let ticket):
             e = Envelope(type: "welcome")
             e.device = device
             e.generation = generation
             e.registrations = registrations
+            e.ticket = ticket?.ticket
+            e.ticketSecret = ticket?.secret
+            e.ticketExpires = ticket?.expires
         case .token(let request, let r):
             e = Envelope(type: "token")
             e.request = request
@@ -215,6 +246,11 @@ extension LinkMessage {
             e.device = device
             e.publicKey = publicKey
             e.signature = signature
+        case .resume(let device, let ticket, let proof):
+            e = Envelope(type: "resume")
+            e.device = device
+            e.ticket = ticket
+            e.proof = proof
         case .register(let request, let topic, let environment, let installation):
             e = Envelope(type: "register")
             e.request = request
@@ -269,12 +305,9 @@ extension LinkMessage {
             e.expiration = b.expiration
             e.payload = b.payload
         case .push, .ack:
-            preconditionFailure("handled above")
+            preconditionFailure("push and ack are written by hand")
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        // Encoding a struct of strings, numbers and Data cannot fail.
-        return (try? encoder.encode(e)) ?? Data()
+        return e
     }
 
     /// Reads a message; the error names what is missing or malformed.
@@ -309,9 +342,15 @@ extension LinkMessage {
         switch e.type {
         case "challenge": self = .challenge(nonce: try need(e.nonce, "nonce"))
         case "welcome":
+            var ticket: LinkTicket?
+            if let sealed = e.ticket {
+                ticket = LinkTicket(
+                    ticket: sealed, secret: try need(e.ticketSecret, "ticketSecret"),
+                    expires: try need(e.ticketExpires, "ticketExpires"))
+            }
             self = .welcome(
                 device: try need(e.device, "device"), generation: try need(e.generation, "generation"),
-                registrations: e.registrations ?? [])
+                registrations: e.registrations ?? [], ticket: ticket)
         case "token":
             self = .token(
                 request: e.request,
@@ -335,6 +374,10 @@ extension LinkMessage {
                     expiration: e.expiration, collapseID: e.collapseID, payload: try need(e.payload, "payload")))
         case "hello":
             self = .hello(device: e.device, publicKey: e.publicKey, signature: try need(e.signature, "signature"))
+        case "resume":
+            self = .resume(
+                device: try need(e.device, "device"), ticket: try need(e.ticket, "ticket"),
+                proof: try need(e.proof, "proof"))
         case "register":
             self = .register(
                 request: e.request, topic: try need(e.topic, "topic"),

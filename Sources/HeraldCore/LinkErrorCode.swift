@@ -42,6 +42,10 @@ public struct LinkErrorCode: RawRepresentable, Hashable, Sendable, Codable, Cust
     public static let deviceDeleted: LinkErrorCode = "DeviceDeleted"
     /// The device connected again; this older connection is closed.
     public static let replaced: LinkErrorCode = "Replaced"
+    /// The resumption ticket is not accepted (expired, from another gateway, for an older
+    /// generation, or its proof is wrong). The link stays open: the device signs the challenge
+    /// in a `hello` instead.
+    public static let ticketRefused: LinkErrorCode = "TicketRefused"
 
     // Answers to one request (or to a message that is no request).
 

@@ -21,6 +21,8 @@ public final class GatewayMetrics: Sendable {
     let devicesOnline: Gauge
     let storedNow: Gauge
     private let refusedConnections = Mutex<[String: Counter]>([:])
+    private let signedIn: Counter
+    private let resumedIn: Counter
 
     /// Creates the metrics in a registry of their own.
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -59,6 +61,15 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("devices_online", "", "Devices connected over the device link"))
         storedNow = registry.makeGauge(
             descriptor: Self.name("stored_pushes", "", "Pushes waiting in the offline store"))
+        let authentications = Self.name(
+            "link_authentications", "total", "Devices let onto the device link, by a signature or a resumption ticket")
+        signedIn = registry.makeCounter(descriptor: authentications, labels: [("method", "signature")])
+        resumedIn = registry.makeCounter(descriptor: authentications, labels: [("method", "ticket")])
+    }
+
+    /// Counts a device let onto the link: with a resumption ticket, or with a signature.
+    public func linkAuthenticated(byTicket: Bool) {
+        (byTicket ? resumedIn : signedIn).increment()
     }
 
     /// Counts a push forwarded to another node: `answered` when that node took it (200), else it

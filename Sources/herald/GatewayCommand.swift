@@ -96,6 +96,13 @@ struct GatewayCommand: AsyncParsableCommand {
             the link is closed (0 = never).
             """)
     var linkIdleTimeout: Double = 600
+    @Option(
+        name: .long,
+        help: """
+            Hours a device's resumption ticket is accepted in place of a signature when it connects again \
+            (0 = no tickets: every device signs).
+            """)
+    var linkTicketHours: Double = 168
     @Option(name: .long, help: "Seconds an admin API connection may stay idle between requests (0 = never).")
     var adminIdleTimeout: Double = 60
     @Option(name: .long, help: "Event-loop threads for provider connections (default: one per core).")
@@ -129,6 +136,7 @@ struct GatewayCommand: AsyncParsableCommand {
         guard idleTimeout >= 0 else { throw ValidationError("--idle-timeout must not be negative") }
         guard firstBytesTimeout > 0 else { throw ValidationError("--first-bytes-timeout must be more than 0 seconds") }
         guard linkIdleTimeout >= 0 else { throw ValidationError("--link-idle-timeout must not be negative") }
+        guard linkTicketHours >= 0 else { throw ValidationError("--link-ticket-hours must not be negative") }
         guard adminIdleTimeout >= 0 else { throw ValidationError("--admin-idle-timeout must not be negative") }
         guard !listen.isEmpty else { throw ValidationError("--listen needs an address, such as 127.0.0.1 or 0.0.0.0") }
         if let clusterAddress, clusterAddress.isEmpty || clusterAddress.contains(where: { $0 == "/" || $0 == " " }) {
@@ -168,6 +176,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.firstBytesTimeout = Self.seconds(firstBytesTimeout) ?? .seconds(10)
         configuration.link.firstBytesTimeout = configuration.firstBytesTimeout
         configuration.link.idleTimeout = Self.seconds(linkIdleTimeout)
+        configuration.link.ticketLifetime = Self.seconds(linkTicketHours * 3600)
         configuration.adminIdleTimeout = Self.seconds(adminIdleTimeout)
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability

@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldRuntime
 import HeraldDevice
+import NIOCore
 import Synchronization
 
 struct TestDeviceCommand: AsyncParsableCommand {
@@ -57,6 +58,14 @@ struct TestDeviceCommand: AsyncParsableCommand {
             and stay idle until the command ends: a load for measuring what idle links cost the gateway.
             """)
     var idleDevices = 0
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Connect the idle devices from this local address (an IP address on this machine, such as 127.0.1.1); "
+                + "repeat for more, taken in turn. Thousands of links to one gateway from one address make the "
+                + "kernel's search for a free source port slow.",
+            valueName: "address"))
+    var idleSource: [String] = []
     @Flag(
         name: .long,
         help: """
@@ -69,6 +78,9 @@ struct TestDeviceCommand: AsyncParsableCommand {
 
     func validate() throws {
         if idleDevices < 0 { throw ValidationError("--idle-devices must be 0 or more") }
+        for address in idleSource where (try? SocketAddress(ipAddress: address, port: 0)) == nil {
+            throw ValidationError("--idle-source must be an IP address, not \"\(address)\"")
+        }
         if !channel.isEmpty, topic.isEmpty {
             throw ValidationError("--channel needs --topic: channels are subscribed to for the first --topic's app")
         }
@@ -98,7 +110,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
             channel.isEmpty ? nil : Subscription(topic: topic[0], environment: environment, channels: channel)
         if let subscription { try await subscription.apply(to: client) }
         let idle = try await Self.connectIdle(
-            idleDevices, url: url, caCertificatePEM: pem, reconnect: reconnect, subscription: subscription,
+            idleDevices, url: url, caCertificatePEM: pem, sources: idleSource, reconnect: reconnect,
+            subscription: subscription,
             fanout: json ? FanoutReport(devices: idleDevices, emit: emit) : nil)
         defer { idle.cancel() }
         announce(device: client, tokens: tokens)
@@ -206,7 +219,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
     /// waits its turn too). Returns the link and the index of the address it reached.
     static func connect(
         urls: [String], from start: Int, identity: DeviceIdentity, pem: String?, ack: Bool, retry: Bool,
-        failed: Bool = false
+        failed: Bool = false, source: String? = nil
     ) async throws -> (GatewayLinkClient, Int) {
         var failures = failed ? 1 : 0
         var index = start % urls.count
@@ -218,7 +231,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
             }
             do {
                 let client = try await GatewayLinkClient.connect(
-                    url: urls[index], identity: identity, caCertificatePEM: pem, autoAcknowledge: ack)
+                    url: urls[index], identity: identity, caCertificatePEM: pem, autoAcknowledge: ack,
+                    sourceAddress: source)
                 return (client, index)
             } catch {
                 guard retry, !(error is CancellationError) else { throw error }
@@ -306,8 +320,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
     /// `subscription`, each subscribes (again on each connection) and `fanout` hears of each
     /// broadcast each gets. Cancel the task to close them all.
     static func connectIdle(
-        _ count: Int, url: String, caCertificatePEM: String?, reconnect: Bool, subscription: Subscription? = nil,
-        fanout: FanoutReport? = nil
+        _ count: Int, url: String, caCertificatePEM: String?, sources: [String] = [], reconnect: Bool,
+        subscription: Subscription? = nil, fanout: FanoutReport? = nil
     ) async throws -> Task<Void, Never> {
         var clients: [(DeviceIdentity, GatewayLinkClient)] = []
         clients.reserveCapacity(count)
@@ -315,11 +329,12 @@ struct TestDeviceCommand: AsyncParsableCommand {
         while next < count {
             let wave = min(64, count - next)
             try await withThrowingTaskGroup(of: (DeviceIdentity, GatewayLinkClient).self) { group in
-                for _ in 0..<wave {
+                for i in 0..<wave {
+                    let source = sources.isEmpty ? nil : sources[(next + i) % sources.count]
                     group.addTask {
                         var identity = DeviceIdentity()
                         let client = try await GatewayLinkClient.connect(
-                            url: url, identity: identity, caCertificatePEM: caCertificatePEM)
+                            url: url, identity: identity, caCertificatePEM: caCertificatePEM, sourceAddress: source)
                         identity.deviceID = client.deviceID
                         if let subscription { try await subscription.apply(to: client) }
                         return (identity, client)
@@ -332,7 +347,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
         let connected = clients
         return Task {
             await withTaskGroup(of: Void.self) { group in
-                for (identity, first) in connected {
+                for (index, (identity, first)) in connected.enumerated() {
+                    let source = sources.isEmpty ? nil : sources[index % sources.count]
                     group.addTask {
                         var client = first
                         while !Task.isCancelled {
@@ -343,8 +359,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
                             guard reconnect, !Task.isCancelled,
                                 let again = try? await connect(
                                     urls: [url], from: 0, identity: identity, pem: caCertificatePEM, ack: true,
-                                    retry: true,
-                                    failed: true)
+                                    retry: true, failed: true, source: source)
                             else { break }
                             client = again.0
                             if let subscription { try? await subscription.apply(to: client) }

@@ -17,6 +17,10 @@ import Testing
         .error(request: 6, code: "NotFound", message: "app com.example.a on device d-1 in development not found"),
         .hello(device: nil, publicKey: Data([4, 5]), signature: Data([6])),
         .hello(device: "d-1", publicKey: nil, signature: Data([6])),
+        .welcome(
+            device: "d-2", generation: 1, registrations: [],
+            ticket: LinkTicket(ticket: Data([1, 2, 3]), secret: Data(repeating: 9, count: 32), expires: 1_800_000_000)),
+        .resume(device: "d-2", ticket: Data([1, 2, 3]), proof: Data([4, 5])),
         .register(request: 1, topic: "com.example.a", environment: .production),
         .register(request: 9, topic: "com.example.a", environment: .development, installation: 2),
         .unregister(request: nil, topic: "com.example.a", environment: .development),
@@ -52,6 +56,35 @@ import Testing
                 expiration: nil, payload: Data([0x7B, 0x7D]))),
     ]
 
+    /// A resumption's fields are named as docs/device-link.md says, and an idle device's welcome
+    /// with its ticket is read without `JSONDecoder`.
+    @Test func resumptionNamesItsFieldsAndItsProofIsTheDocumentedHMAC() throws {
+        let welcome = LinkMessage.welcome(
+            device: "d-2", generation: 1, registrations: [],
+            ticket: LinkTicket(ticket: Data([1, 2, 3]), secret: Data(repeating: 9, count: 32), expires: 1_800_000_000))
+        let text = String(decoding: welcome.encoded(), as: UTF8.self)
+        #expect(
+            text
+                == #"{"device":"d-2","generation":1,"registrations":[],"ticket":"AQID","ticketExpires":1800000000,"ticketSecret":"CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=","type":"welcome"}"#
+        )
+        #expect(Data(text.utf8).withUnsafeBytes { LinkMessage.Envelope(flatJSON: $0) } != nil)
+        #expect(
+            String(
+                decoding: LinkMessage.resume(device: "d-2", ticket: Data([1]), proof: Data([2])).encoded(),
+                as: UTF8.self)
+                == #"{"device":"d-2","proof":"Ag==","ticket":"AQ==","type":"resume"}"#)
+        // HMAC-SHA256 under the secret over "herald-device-link-resume-v1\n" and the nonce (computed
+        // apart from this code, with Python's hmac module).
+        #expect(
+            DeviceLink.resumeProof(secret: Data(repeating: 9, count: 32), nonce: Data(repeating: 7, count: 32))
+                .base64EncodedString() == "sdhOtIxwm+yjxC7fP9c0Z0BIyH4R4ml+1GHumdH+mJE=")
+        // A welcome with a ticket but not its secret is refused, naming the field.
+        #expect(throws: LinkMessageError(#"welcome needs "ticketSecret""#)) {
+            try LinkMessage(
+                json: Data(#"{"type":"welcome","device":"d","generation":1,"ticket":"AQID","ticketExpires":1}"#.utf8))
+        }
+    }
+
     /// Every field of a subscription and a broadcast is named on the wire as docs/device-link.md says.
     @Test func subscriptionsAndBroadcastsNameTheirFields() throws {
         let text = String(decoding: Self.messages[Self.messages.count - 5].encoded(), as: UTF8.self)
@@ -73,6 +106,31 @@ import Testing
     @Test(arguments: messages)
     func roundTrips(_ message: LinkMessage) throws {
         #expect(try LinkMessage(json: message.encoded()) == message)
+    }
+
+    /// Every message but `push` and `ack` (written by hand on their own) is written without
+    /// JSONEncoder when it lists no registrations: byte for byte what JSONEncoder writes with
+    /// sorted keys, unless a string holds a `/` (JSONEncoder escapes it; both read the same).
+    @Test(arguments: messages)
+    func theHandWrittenEnvelopeIsWhatJSONEncoderWrites(_ message: LinkMessage) throws {
+        switch message {
+        case .push, .ack: return
+        default: break
+        }
+        let envelope = message.envelope
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let reference = String(decoding: try encoder.encode(envelope), as: UTF8.self)
+        guard let flat = envelope.flatJSON() else {
+            #expect(envelope.registrations?.isEmpty == false, "only registrations need JSONEncoder")
+            return
+        }
+        let text = String(decoding: flat, as: UTF8.self)
+        if reference.contains(#"\/"#) {
+            #expect(text == reference.replacingOccurrences(of: #"\/"#, with: "/"))
+        } else {
+            #expect(text == reference)
+        }
     }
 
     /// Error codes are strings on the wire: a known one reads as its static member, one this side

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 import NIOCore
@@ -34,14 +35,64 @@ import Testing
     }
 
     /// A link client handler that acknowledges by itself, in a channel of its own, and its events.
-    func client() throws -> (EmbeddedChannel, AsyncStream<GatewayLinkEvent>) {
+    func client(identity: DeviceIdentity = DeviceIdentity(deviceID: "d1")) throws -> (
+        EmbeddedChannel, AsyncStream<GatewayLinkEvent>
+    ) {
         let channel = EmbeddedChannel()
         let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
         let handler = LinkClientHandler(
-            identity: DeviceIdentity(deviceID: "d1"), autoAcknowledge: true,
+            identity: identity, autoAcknowledge: true,
             welcome: channel.eventLoop.makePromise(), events: continuation)
         try channel.pipeline.syncOperations.addHandler(handler)
         return (channel, events)
+    }
+
+    @Test func aHeldTicketIsPresentedOnceAndARefusalIsAnsweredWithASignature() throws {
+        let identity = DeviceIdentity(deviceID: "d1")
+        let nonce = Data(repeating: 5, count: 32)
+        // No ticket yet: the challenge is signed.
+        var (channel, _) = try client(identity: identity)
+        try channel.writeInbound(frame(.challenge(nonce: nonce)))
+        guard case .hello(let device, _, let signature) = try #require(try sent(channel).first) else {
+            Issue.record("expected a hello")
+            return
+        }
+        #expect(device == "d1")
+        let ecdsa = try P256.Signing.ECDSASignature(rawRepresentation: signature)
+        #expect(identity.privateKey.publicKey.isValidSignature(ecdsa, for: DeviceLink.signedBytes(nonce: nonce)))
+        let ticket = LinkTicket(ticket: Data([1, 2]), secret: Data(repeating: 3, count: 32), expires: Int64.max)
+        try channel.writeInbound(frame(.welcome(device: "d1", generation: 1, registrations: [], ticket: ticket)))
+        #expect(identity.resumption.ticket == ticket)
+
+        // The next connection presents it, with the proof over its own challenge.
+        (channel, _) = try client(identity: identity)
+        try channel.writeInbound(frame(.challenge(nonce: nonce)))
+        #expect(
+            try sent(channel)
+                == [
+                    .resume(
+                        device: "d1", ticket: ticket.ticket,
+                        proof: DeviceLink.resumeProof(secret: ticket.secret, nonce: nonce))
+                ])
+        #expect(identity.resumption.ticket == nil, "a ticket is presented once")
+        // Refused: the same challenge is signed on the same link.
+        try channel.writeInbound(frame(.error(request: nil, code: .ticketRefused, message: "the ticket has expired")))
+        guard case .hello = try #require(try sent(channel).first) else {
+            Issue.record("expected a hello after the refusal")
+            return
+        }
+
+        // An expired ticket is not presented; a reset forgets the held one.
+        identity.resumption.keep(LinkTicket(ticket: Data([1]), secret: Data([2]), expires: 1))
+        (channel, _) = try client(identity: identity)
+        try channel.writeInbound(frame(.challenge(nonce: nonce)))
+        guard case .hello = try #require(try sent(channel).first) else {
+            Issue.record("expected a hello for an expired ticket")
+            return
+        }
+        identity.resumption.keep(ticket)
+        try channel.writeInbound(frame(.reset(request: nil, generation: 2)))
+        #expect(identity.resumption.ticket == nil)
     }
 
     @Test func notificationsOfOneReadAreHandedOverTogetherAndAcknowledgedInOneMessage() async throws {

@@ -74,6 +74,62 @@ import Testing
         #expect(link.take().isEmpty)
     }
 
+    @Test func aTicketIsCheckedOnTheLoopAndARefusedOneLeavesTheChallengeToBeSigned() {
+        var link = Link(idleTimeout: .seconds(600))
+        _ = link.take()
+        link.receive(.resume(device: "phone", ticket: Data([1]), proof: Data([2])))
+        // No connectionEstablished yet: the first-bytes deadline still holds until it is accepted.
+        #expect(link.take() == [.resume(device: "phone", ticket: Data([1]), proof: Data([2]), nonce: Link.nonce)])
+        let refusal = DeviceLinkService.Refusal(code: .ticketRefused, message: "the ticket has expired")
+        link.record(link.machine.resumed(.failure(refusal), nonce: Link.nonce, now: link.now, at: link.at))
+        #expect(
+            link.take() == [
+                .logRefused(code: .ticketRefused, message: "the ticket has expired"),
+                .send(.error(request: nil, code: .ticketRefused, message: "the ticket has expired")),
+            ])
+        #expect(link.machine.phase == .greeting(nonce: Link.nonce))
+        // One ticket per link: a second is refused like any message but hello, and the link closed.
+        var again = link
+        again.receive(.resume(device: "phone", ticket: Data([1]), proof: Data([2])))
+        #expect(again.take().suffix(2) == [.close(code: 1008), .cancelTimers])
+        // The signed hello goes on as without a ticket.
+        link.receive(.hello(device: "phone", publicKey: nil, signature: Data([9])))
+        #expect(
+            link.take() == [
+                .connectionEstablished,
+                .authenticate(device: "phone", publicKey: nil, signature: Data([9]), nonce: Link.nonce),
+            ])
+    }
+
+    @Test func anAcceptedTicketWelcomesTheDeviceWithTheNextTicket() {
+        var link = Link(idleTimeout: .seconds(600))
+        _ = link.take()
+        link.receive(.resume(device: "phone", ticket: Data([1]), proof: Data([2])))
+        _ = link.take()
+        let next = LinkTicket(ticket: Data([3]), secret: Data([4]), expires: 5)
+        let accepted = DeviceRecord(id: "phone", publicKey: Data([4]), generation: 2, createdAt: Link.startDate)
+        link.record(
+            link.machine.resumed(
+                .success(.init(device: accepted, registrations: [], ticket: next)), nonce: Link.nonce, now: link.now,
+                at: link.at))
+        #expect(
+            link.take() == [
+                .connectionEstablished,
+                .scheduleLiveness(in: .minutes(5)),
+                .send(.welcome(device: "phone", generation: 2, registrations: [], ticket: next)),
+                .attach(device: "phone", at: Link.startDate),
+                .readBacklog(device: "phone"),
+            ])
+        // A refusal that is not about the ticket (the device was deleted) closes the link.
+        var other = Link()
+        _ = other.take()
+        other.receive(.resume(device: "phone", ticket: Data([1]), proof: Data([2])))
+        _ = other.take()
+        let deleted = DeviceLinkService.Refusal(code: .deviceDeleted, message: "gone")
+        other.record(other.machine.resumed(.failure(deleted), nonce: Link.nonce, now: other.now, at: other.at))
+        #expect(other.take().suffix(2) == [.close(code: 1008), .cancelTimers])
+    }
+
     @Test func pingsAreAnsweredAndACloseIsEchoed() {
         var link = Link.online()
         var data = ByteBuffer()

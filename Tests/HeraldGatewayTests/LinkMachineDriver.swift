@@ -62,7 +62,9 @@ struct LinkMachineDriver {
     mutating func authenticate(generation: Int = 1) {
         let accepted = DeviceRecord(
             id: Self.device, publicKey: Data([4]), generation: generation, createdAt: Self.startDate)
-        record(machine.authenticated(.success((accepted, [])), now: now, at: at))
+        record(
+            machine.authenticated(
+                .success(.init(device: accepted, registrations: [], ticket: nil)), now: now, at: at))
     }
 
     mutating func record(_ new: [Action]) {

@@ -22,12 +22,12 @@ struct LinkBench {
     init(
         acknowledgementTimeout: Duration = .seconds(10), qos: LinkQoS.Configuration = .init(batchWindow: .seconds(60)),
         offline: OfflinePolicy = OfflinePolicy(), store: ((any GatewayStore) -> any GatewayStore)? = nil,
-        logBatch: Int = 0
+        logBatch: Int = 0, configuration base: DeviceLinkServer.Configuration = .init()
     ) async throws {
         f = try await Fixture(now: Date())
         router = PushRouter(
             committer: GroupCommitter(store: store?(f.store) ?? f.store, policy: offline, logBatch: logBatch))
-        var configuration = DeviceLinkServer.Configuration()
+        var configuration = base
         configuration.acknowledgementTimeout = acknowledgementTimeout
         configuration.qos = qos
         // The link's liveness runs on each testing channel's time, which moves only when a test
@@ -99,12 +99,24 @@ final class VirtualDevice {
     /// The gateway's reason for closing the link (its last error without a request), once it gave one.
     private(set) var closeReason: String?
     private var isClosed = false
+    /// Whether the link was opened with a resumption ticket rather than a signature.
+    private(set) var resumed = false
+    /// The gateway's message when it refused the ticket this device presented.
+    private(set) var ticketRefusal: String?
     private var lastRequest = 0
 
     private init(channel: NIOAsyncTestingChannel, identity: DeviceIdentity, autoAcknowledge: Bool) {
         self.channel = channel
         self.identity = identity
         self.autoAcknowledge = autoAcknowledge
+    }
+
+    private func sign(_ nonce: Data) async throws {
+        let signature = try identity.privateKey.signature(for: DeviceLink.signedBytes(nonce: nonce)).rawRepresentation
+        try await send(
+            .hello(
+                device: identity.deviceID, publicKey: identity.privateKey.publicKey.x963Representation,
+                signature: signature))
     }
 
     static func connect(
@@ -124,14 +136,29 @@ final class VirtualDevice {
         guard case .challenge(let nonce) = try await take("the challenge", { $0 }) else {
             throw TestFailure("the gateway did not begin with a challenge")
         }
-        let signature = try identity.privateKey.signature(for: DeviceLink.signedBytes(nonce: nonce)).rawRepresentation
-        try await send(
-            .hello(
-                device: identity.deviceID, publicKey: identity.privateKey.publicKey.x963Representation,
-                signature: signature))
-        switch try await take("the welcome", { $0 }) {
-        case .welcome(let device, let generation, let registrations):
+        // As the daemon's client does: the ticket of the last welcome if there is one, else (or
+        // when the gateway refuses it) a signature.
+        resumed = false
+        if let device = identity.deviceID, let ticket = identity.resumption.take(now: Date()) {
+            try await send(
+                .resume(
+                    device: device, ticket: ticket.ticket,
+                    proof: DeviceLink.resumeProof(secret: ticket.secret, nonce: nonce)))
+            resumed = true
+        } else {
+            try await sign(nonce)
+        }
+        var answer = try await take("the welcome", { $0 })
+        if case .error(nil, .ticketRefused, let message) = answer {
+            ticketRefusal = message
+            resumed = false
+            try await sign(nonce)
+            answer = try await take("the welcome", { $0 })
+        }
+        switch answer {
+        case .welcome(let device, let generation, let registrations, let ticket):
             (self.deviceID, self.generation, self.registrations) = (device, generation, registrations)
+            identity.resumption.keep(ticket)
         case .error(nil, let code, let message):
             throw GatewayLinkFailure(code: code, message: message)
         case let other:

@@ -102,13 +102,20 @@ class PrivatePostgres:
 
 
 class Gateway:
-    def __init__(self, herald, state, ports, database=None):
+    def __init__(self, herald, state, ports, database=None, extra=()):
         """`ports` names tls, dev, admin and link; with "channels-dev" too, the channel management
-        API listens (its TLS listener on a free port), else it does not."""
+        API listens (its TLS listener on a free port), else it does not. `extra`: more arguments
+        for `herald gateway` (a list the caller may change between starts)."""
         self.herald, self.state, self.ports, self.database = herald, state, ports, database
+        self.extra = list(extra)
         self.process = None
 
     def start(self):
+        self.launch()
+        self.wait_ready()
+
+    def launch(self):
+        """Starts the process; wait_ready() waits until it listens."""
         log = open(self.state + ".log", "a")
         self.process = subprocess.Popen(
             [self.herald, "gateway", "--state", self.state, "--port", str(self.ports["tls"]),
@@ -116,14 +123,15 @@ class Gateway:
              "--link-port", str(self.ports["link"]), "--no-legacy", "--log-level", "warning"]
             + (["--channels-port", "0", "--channels-dev-port", str(self.ports["channels-dev"])]
                if "channels-dev" in self.ports else ["--no-channels"])
-            + (["--database", self.database] if self.database else []),
+            + (["--database", self.database] if self.database else []) + self.extra,
             stdout=subprocess.PIPE, stderr=log, text=True)
+
+    def wait_ready(self):
         for line in self.process.stdout:
             if "herald gateway ready" in line:
                 break
         else:
             raise SystemExit("the gateway did not start; see " + self.state + ".log")
-        # Drain the rest of its output in the background.
         threading.Thread(target=lambda p=self.process: [None for _ in p.stdout], daemon=True).start()
         info = json.load(open(os.path.join(self.state, "gateway.json")))
         self.admin, self.token = info["adminURL"], info["adminToken"]

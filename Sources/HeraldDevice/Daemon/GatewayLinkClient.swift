@@ -1,5 +1,8 @@
 import Crypto
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import HeraldCore
 import NIOCore
 import NIOHTTP1
@@ -40,10 +43,13 @@ public final class GatewayLinkClient: Sendable {
 
     /// Connects to `url` (`ws://` on loopback, or `wss://` trusting `caCertificatePEM`, or the
     /// system's roots when it is nil) and authenticates. With `autoAcknowledge` every notification
-    /// is acknowledged as soon as it is read; otherwise call ``acknowledge(_:)``.
+    /// is acknowledged as soon as it is read; otherwise call ``acknowledge(_:)``. `sourceAddress`
+    /// (an IP address) is the local address the connection is made from; `nil` lets the system
+    /// choose. Many connections to one gateway from one address make the kernel's search for a free
+    /// source port slow: a test that holds thousands spreads them over several addresses.
     public static func connect(
         url: String, identity: DeviceIdentity, caCertificatePEM: String? = nil, autoAcknowledge: Bool = true,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        sourceAddress: String? = nil, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> GatewayLinkClient {
         guard let parsed = URL(string: url), let scheme = parsed.scheme, scheme == "ws" || scheme == "wss",
             let host = parsed.host
@@ -55,8 +61,11 @@ public final class GatewayLinkClient: Sendable {
         let path = parsed.path.isEmpty ? DeviceLink.path : parsed.path
         let tls: NIOSSLContext? = try secure ? Self.tlsContext(trusting: caCertificatePEM) : nil
         let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
-        let welcome = group.any().makePromise(of: LinkClientHandler.Welcome.self)
-        let bootstrap = ClientBootstrap(group: group)
+        // The connection, its welcome and the handler's lookup all on one loop, chained there: the
+        // caller's task waits once, not once per step (each wait is a hop between threads).
+        let loop = group.any()
+        let welcome = loop.makePromise(of: LinkClientHandler.Welcome.self)
+        var bootstrap = ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -84,30 +93,41 @@ public final class GatewayLinkClient: Sendable {
                     upgraded.whenFailure { welcome.fail($0) }
                 }
             }
-        let channel: any Channel
-        do {
-            channel = try await bootstrap.connect(host: host, port: port).get()
-        } catch {
-            welcome.fail(error)
-            throw error
+        if let sourceAddress {
+            guard let source = try? SocketAddress(ipAddress: sourceAddress, port: 0) else {
+                throw Failure(code: .badURL, message: "the source address \(sourceAddress) is not an IP address")
+            }
+            // The port is still chosen at connect time, for this destination (IP_BIND_ADDRESS_NO_PORT).
+            bootstrap = bootstrap.bind(to: source).channelOption(
+                ChannelOptions.Types.SocketOption(
+                    level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP)),
+                    name: NIOBSDSocket.Option(rawValue: CInt(IP_BIND_ADDRESS_NO_PORT))),
+                value: 1)
         }
-        channel.closeFuture.whenComplete { _ in
-            welcome.fail(Failure(code: .closed, message: "the gateway closed the link before welcoming the device"))
+        // An address needs no resolver: NIO's would run getaddrinfo on another thread for every
+        // connection, a third of a reconnect's work on the device.
+        let connecting =
+            if let address = try? SocketAddress(ipAddress: host, port: port) {
+                bootstrap.connect(to: address)
+            } else {
+                bootstrap.connect(host: host, port: port)
+            }
+        connecting.whenFailure { welcome.fail($0) }
+        let opened = connecting.flatMap { (channel: any Channel) -> EventLoopFuture<GatewayLinkClient> in
+            channel.closeFuture.whenComplete { _ in
+                welcome.fail(Failure(code: .closed, message: "the gateway closed the link before welcoming the device"))
+            }
+            return welcome.futureResult.flatMapThrowing { greeting in
+                let handler = try channel.pipeline.syncOperations.handler(type: LinkClientHandler.self)
+                return GatewayLinkClient(
+                    deviceID: greeting.device, generation: greeting.generation, registrations: greeting.registrations,
+                    events: events, channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
+            }.flatMapErrorThrowing { error in
+                channel.close(promise: nil)
+                throw error
+            }
         }
-        let greeting: LinkClientHandler.Welcome
-        do {
-            greeting = try await welcome.futureResult.get()
-        } catch {
-            try? await channel.close()
-            throw error
-        }
-        let handler = try await channel.eventLoop.submit {
-            NIOLoopBound(
-                try channel.pipeline.syncOperations.handler(type: LinkClientHandler.self), eventLoop: channel.eventLoop)
-        }.get()
-        return GatewayLinkClient(
-            deviceID: greeting.device, generation: greeting.generation, registrations: greeting.registrations,
-            events: events, channel: channel, handler: handler)
+        return try await opened.get()
     }
 
     /// The HTTP/1.1 pipeline that asks `host:port` to upgrade `path` to a WebSocket with `upgrader`;

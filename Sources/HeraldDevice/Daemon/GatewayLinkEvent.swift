@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import Synchronization
 
 /// Who a device is to the gateway: its id and the private half of its key. The gateway only ever
 /// sees the public half (docs/device-link.md).
@@ -9,6 +10,9 @@ public struct DeviceIdentity: Sendable {
     public var deviceID: String?
     /// The device's key.
     public let privateKey: P256.Signing.PrivateKey
+    /// The resumption ticket from the last `welcome`, shared by every copy of this identity and
+    /// kept in memory only: the next connection presents it instead of a signature.
+    public let resumption = LinkResumption()
 
     /// A new identity with a fresh key.
     public init(deviceID: String? = nil, privateKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey()) {
@@ -43,6 +47,32 @@ public struct DeviceIdentity: Sendable {
         try data.write(to: url, options: .atomic)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }
+}
+
+/// Where a device keeps its resumption ticket between connections (docs/device-link.md,
+/// "Resuming"): the ticket of the last `welcome`, until a connection uses it, the gateway refuses it,
+/// it expires or the device is reset.
+public final class LinkResumption: Sendable {
+    private let held = Mutex<LinkTicket?>(nil)
+
+    /// An empty holder.
+    public init() {}
+
+    /// The ticket held, if any.
+    public var ticket: LinkTicket? { held.withLock { $0 } }
+
+    /// Takes the ticket for a connection when it is still unexpired at `now`: a ticket is
+    /// presented once, and the `welcome` brings the next.
+    public func take(now: Date) -> LinkTicket? {
+        held.withLock { held in
+            defer { held = nil }
+            guard let ticket = held, Int64(now.timeIntervalSince1970) < ticket.expires else { return nil }
+            return ticket
+        }
+    }
+
+    /// Keeps the ticket a `welcome` brought (or forgets the held one, given `nil`).
+    public func keep(_ ticket: LinkTicket?) { held.withLock { $0 = ticket } }
 }
 
 /// Something that happened on a device link.

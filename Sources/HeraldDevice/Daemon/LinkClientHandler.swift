@@ -36,6 +36,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     var seenHead = 0
     static let seenLimit = 100_000
     var closeReason: String?
+    /// The challenge's nonce, kept until the gateway welcomes the device: signed if the ticket
+    /// presented for it is refused.
+    var nonce: Data?
 
     init(
         identity: DeviceIdentity, autoAcknowledge: Bool, welcome: EventLoopPromise<Welcome>,
@@ -88,12 +91,20 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     func receive(_ message: LinkMessage) {
         switch message {
         case .challenge(let nonce):
-            let signature =
-                (try? identity.privateKey.signature(for: DeviceLink.signedBytes(nonce: nonce)))?
-                .rawRepresentation ?? Data()
-            let publicKey = identity.privateKey.publicKey.x963Representation
-            send(.hello(device: identity.deviceID, publicKey: publicKey, signature: signature))
-        case .welcome(let device, let generation, let registrations):
+            self.nonce = nonce
+            if let device = identity.deviceID, let ticket = identity.resumption.take(now: Date()) {
+                let proof = DeviceLink.resumeProof(secret: ticket.secret, nonce: nonce)
+                send(.resume(device: device, ticket: ticket.ticket, proof: proof))
+            } else {
+                sendHello(nonce: nonce)
+            }
+        case .error(nil, .ticketRefused, _):
+            // The ticket is void (expired, the device reset, another gateway): sign instead, on
+            // the same connection.
+            if let nonce { sendHello(nonce: nonce) }
+        case .welcome(let device, let generation, let registrations, let ticket):
+            nonce = nil
+            identity.resumption.keep(ticket)
             welcome.succeed(Welcome(device: device, generation: generation, registrations: registrations))
         case .push(let push):
             if autoAcknowledge { toAcknowledge.append(push.apnsID) }
@@ -119,6 +130,8 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
             handOver()
             events.yield(.broadcast(broadcast))
         case .reset(let request, let generation):
+            // The ticket names the old generation: the gateway would refuse it.
+            identity.resumption.keep(nil)
             if let request { pending.removeValue(forKey: request)?.succeed(message) }
             handOver()
             events.yield(.reset(generation: generation))
@@ -128,6 +141,15 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         default:
             break
         }
+    }
+
+    /// Authenticates with a signature over the challenge.
+    func sendHello(nonce: Data) {
+        let signature =
+            (try? identity.privateKey.signature(for: DeviceLink.signedBytes(nonce: nonce)))?
+            .rawRepresentation ?? Data()
+        let publicKey = identity.privateKey.publicKey.x963Representation
+        send(.hello(device: identity.deviceID, publicKey: publicKey, signature: signature))
     }
 
     /// Yields the notifications read so far as one event.

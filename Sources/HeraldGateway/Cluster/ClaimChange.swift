@@ -2,8 +2,10 @@
 /// ``channel``, sent when a claim or a release commits): a node that forwards pushes keeps its
 /// idea of who holds which device up to date with them (``DeviceHolders``, docs/cluster.md).
 ///
-/// Payloads: `claim<TAB>device<TAB>node<TAB>epoch`, `release<TAB>device<TAB>node<TAB>epoch`, and
-/// `nodes` when a node starts, stops or moves (its claims are dropped wholesale then).
+/// Payloads: `claim<TAB>device<TAB>node<TAB>epoch`, `release<TAB>device<TAB>node<TAB>epoch`,
+/// `claims<TAB>node<TAB>device epoch<TAB>device epoch…` for the claims one statement made (many links
+/// opened at once: a node takes its devices' claims in batches), and `nodes` when a node starts,
+/// stops or moves (its claims are dropped wholesale then).
 public enum ClaimChange: ClusterChange {
     /// `node` claimed `device`'s link with connection epoch `epoch`.
     case claimed(device: String, node: String, epoch: Int64)
@@ -19,6 +21,19 @@ public enum ClaimChange: ClusterChange {
 
     /// For log lines.
     public static let subject = "where devices are linked"
+
+    /// Every change a payload names: a `claims` batch names one per device.
+    public static func changes(payload: String) -> [ClaimChange] {
+        guard payload.hasPrefix("claims\t") else { return Self(payload: payload).map { [$0] } ?? [] }
+        let fields = payload.split(separator: "\t", omittingEmptySubsequences: false)
+        guard fields.count >= 3, !fields[1].isEmpty else { return [] }
+        let node = String(fields[1])
+        return fields.dropFirst(2).compactMap { item in
+            let parts = item.split(separator: " ")
+            guard parts.count == 2, !parts[0].isEmpty, let epoch = Int64(parts[1]) else { return nil }
+            return .claimed(device: String(parts[0]), node: node, epoch: epoch)
+        }
+    }
 
     /// The change a payload names; `nil` for one this binary does not know.
     public init?(payload: String) {

@@ -68,7 +68,7 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
                         counts.withLock { $0.listens += 1 }
                         note(.everything)
                         for try await notification in notifications {
-                            if let change = Change(payload: notification.payload) { note(change) }
+                            for change in Change.changes(payload: notification.payload) { note(change) }
                         }
                     }
                 }

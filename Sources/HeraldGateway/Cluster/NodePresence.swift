@@ -15,9 +15,15 @@ public final class NodePresence: Service, Sendable {
     let logger: Logger
     let heartbeatInterval: Duration
     private let address = Mutex("")
-    private let events: AsyncStream<Event>
-    private let sink: AsyncStream<Event>.Continuation
+    /// Openings and closings not yet written, in order, and a doorbell rung when some arrive.
+    private let queue = Mutex<[Event]>([])
+    private let doorbell: AsyncStream<Void>
+    private let ring: AsyncStream<Void>.Continuation
     private let claims = Mutex<[String: DeviceClaim]>([:])
+
+    /// The most claims written in one statement (and named in one notification, whose payload holds
+    /// 8,000 bytes: 80 device ids of up to 64 characters with their epochs fit).
+    static let claimBatch = 80
 
     enum Event {
         case connected(String, at: Date)
@@ -41,7 +47,7 @@ public final class NodePresence: Service, Sendable {
         self.clock = clock
         self.logger = logger
         self.heartbeatInterval = heartbeatInterval
-        (events, sink) = AsyncStream.makeStream(of: Event.self)
+        (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Where this node is reached, once its listeners are bound (written with the next heartbeat).
@@ -51,10 +57,15 @@ public final class NodePresence: Service, Sendable {
     }
 
     /// A device's link opened here (``DeviceLinks`` calls it).
-    func deviceConnected(_ device: String) { sink.yield(.connected(device, at: clock.now())) }
+    func deviceConnected(_ device: String) { enqueue(.connected(device, at: clock.now())) }
 
     /// A device's link here closed, and no newer one of it is here.
-    func deviceDisconnected(_ device: String) { sink.yield(.disconnected(device)) }
+    func deviceDisconnected(_ device: String) { enqueue(.disconnected(device)) }
+
+    private func enqueue(_ event: Event) {
+        queue.withLock { $0.append(event) }
+        ring.yield()
+    }
 
     /// The claim this node holds on a device's link, if any.
     public func claim(of device: String) -> DeviceClaim? { claims.withLock { $0[device] } }
@@ -92,31 +103,67 @@ public final class NodePresence: Service, Sendable {
         }
     }
 
-    /// Applies the links' openings and closings one after the other, so that a device's release
-    /// names the claim its opening made.
+    /// Applies the links' openings and closings in the order they happened, so that a device's
+    /// release names the claim its opening made. Openings in a row are claimed together, up to
+    /// ``claimBatch`` in a statement: a reconnect storm brings thousands a second, and a statement
+    /// and a notification each would keep the database busier than the nodes.
     private func record() async {
-        for await event in events {
-            if Task.isCancelled { return }
-            do {
-                switch event {
-                case .connected(let device, let at):
-                    if let claim = try await store.claimDevice(device, node: id, connectedAt: at) {
-                        claims.withLock { $0[device] = claim }
+        for await _ in doorbell {
+            let events = queue.withLock { queue in
+                defer { queue = [] }
+                return queue
+            }
+            var next = 0
+            while next < events.count {
+                if Task.isCancelled { return }
+                if case .disconnected(let device) = events[next] {
+                    next += 1
+                    await release(device)
+                    continue
+                }
+                var opened: [(device: String, connectedAt: Date)] = []
+                var index: [String: Int] = [:]
+                while opened.count < Self.claimBatch, next < events.count,
+                    case .connected(let device, let at) = events[next]
+                {
+                    next += 1
+                    // The same device twice in a row: its later connection is the one that counts.
+                    if let i = index[device] {
+                        opened[i].connectedAt = at
                     } else {
-                        logger.notice(
-                            "a later link of this device is held by another node",
-                            metadata: ["device": "\(device)"])
-                    }
-                case .disconnected(let device):
-                    if let claim = claims.withLock({ $0.removeValue(forKey: device) }) {
-                        try await store.releaseDevice(device, claim: claim)
+                        index[device] = opened.count
+                        opened.append((device, at))
                     }
                 }
-            } catch {
-                logger.warning(
-                    "could not record where a device is linked",
-                    metadata: ["error": "\(PostgresGatewayStore.describe(error))"])
+                await claim(opened)
             }
+        }
+    }
+
+    private func claim(_ opened: [(device: String, connectedAt: Date)]) async {
+        do {
+            let made = try await store.claimDevices(opened, node: id)
+            claims.withLock { claims in
+                for (device, claim) in made { claims[device] = claim }
+            }
+            for (device, _) in opened where made[device] == nil {
+                logger.notice("a later link of this device is held by another node", metadata: ["device": "\(device)"])
+            }
+        } catch {
+            logger.warning(
+                "could not record where devices are linked",
+                metadata: ["devices": "\(opened.count)", "error": "\(PostgresGatewayStore.describe(error))"])
+        }
+    }
+
+    private func release(_ device: String) async {
+        guard let claim = claims.withLock({ $0.removeValue(forKey: device) }) else { return }
+        do {
+            try await store.releaseDevice(device, claim: claim)
+        } catch {
+            logger.warning(
+                "could not record where a device is linked",
+                metadata: ["error": "\(PostgresGatewayStore.describe(error))"])
         }
     }
 }

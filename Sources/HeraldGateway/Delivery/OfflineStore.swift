@@ -48,6 +48,11 @@ public final class OfflineStore: Sendable {
         try await committer.store.pending(device: device, now: now)
     }
 
+    /// What is stored for each of `devices`, in one query.
+    func pending(devices: [String], now: Date) async throws -> [String: [StoredPush]] {
+        try await committer.store.pending(devices: devices, now: now)
+    }
+
     /// The device acknowledged a push that was in the store: remove it and log both steps.
     func acknowledged(_ push: LinkPush, device: String, deliveredAt: Date, acknowledgedAt: Date) {
         var batch = StoreBatch()

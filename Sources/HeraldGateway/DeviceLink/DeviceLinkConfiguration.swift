@@ -11,6 +11,10 @@ public struct DeviceLinkConfiguration: Sendable {
     /// From accepting a connection until the device's signed `hello` has arrived (TLS, the
     /// WebSocket upgrade, the hello). Ten seconds by default.
     public var firstBytesTimeout: Duration = .seconds(10)
+    /// How long a resumption ticket (given with every `welcome`) is accepted in place of a
+    /// signature (docs/device-link.md, "Resuming"); `nil`: no tickets, every device signs. A week
+    /// by default.
+    public var ticketLifetime: Duration? = .seconds(7 * 86400)
 
     /// The defaults.
     public init() {}

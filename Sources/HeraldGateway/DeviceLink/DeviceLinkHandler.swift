@@ -91,6 +91,9 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .connectionEstablished: context?.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
         case .scheduleWake, .cancelWake, .scheduleDeadline, .scheduleLiveness, .cancelTimers: runTimer(action)
         case .authenticate, .perform, .subscribe, .readBacklog: runWork(action)
+        case .resume(let device, let ticket, let proof, let nonce):
+            let result = service.resume(device: device, ticket: ticket, proof: proof, nonce: nonce)
+            run(machine.resumed(result, nonce: nonce, now: now, at: at))
         case .unsubscribe(let channels, let environment):
             service.broadcasts?.unsubscribe(id: ObjectIdentifier(self), channels: channels, environment: environment)
         case .attach(let device, let at): attach(device, at: at)
@@ -198,8 +201,17 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                     channels: channels, now: at)
             }) { $0.run($0.machine.subscribed(request: request, subscription, channels: channels, $1)) }
         case .readBacklog(let device):
-            later({ await service.backlog(device: device) }) {
-                $0.run($0.machine.backlogRead($1, now: $0.now, at: $0.at, isRegistered: service.isRegistered))
+            guard let context else { return }
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let loop = context.eventLoop
+            // No task of its own: the reader reads for many devices at once.
+            service.backlogs.read(device: device, on: loop) { stored in
+                loop.execute {
+                    let handler = bound.value
+                    handler.run(
+                        handler.machine.backlogRead(
+                            stored, now: handler.now, at: handler.at, isRegistered: service.isRegistered))
+                }
             }
         default:
             break

@@ -71,10 +71,14 @@ public final class DeviceLinkServer: Sendable {
         for handle in service.links.all {
             handle.loop.execute { handle.handler.value.goAway() }
         }
-        for channel in channels.all {
-            let scheduled = channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
-            try? await channel.closeFuture.get()
-            scheduled.cancel()
+        // Every device has two seconds to answer its close frame; then what is left is closed. The
+        // links are waited for together: a wait each would be a hop between threads per link.
+        let open = channels.all
+        guard let loop = open.first?.eventLoop else { return }
+        let deadline = loop.scheduleTask(in: .seconds(2)) {
+            for channel in open { channel.close(promise: nil) }
         }
+        try? await EventLoopFuture.andAllComplete(open.map(\.closeFuture), on: loop).get()
+        deadline.cancel()
     }
 }

@@ -24,6 +24,10 @@ final class DeviceLinkService: Sendable {
     let clock: any WallClock
     /// The broadcast channels devices subscribe to; `nil`: subscriptions are refused.
     let broadcasts: BroadcastHub?
+    /// Resumption tickets; `nil` when the gateway gives none.
+    let tickets: LinkTickets?
+    /// Reads devices' backlogs as they come online, many per query.
+    let backlogs: BacklogReader
 
     init(
         directory: GatewayDirectory, links: DeviceLinks, offline: OfflineStore,
@@ -38,6 +42,17 @@ final class DeviceLinkService: Sendable {
         self.logger = logger
         self.log = log
         self.clock = clock
+        self.tickets = configuration.ticketLifetime.map { LinkTickets(issuer: directory.issuer, lifetime: $0) }
+        self.backlogs = BacklogReader { [offline, logger, clock] devices in
+            do {
+                return try await offline.pending(devices: devices, now: clock.now())
+            } catch {
+                logger.error(
+                    "could not read stored notifications",
+                    metadata: ["devices": "\(devices.count)", "error": "\(error)"])
+                return [:]
+            }
+        }
     }
 
     // MARK: Authentication and registration (off the event loop: they touch the store)
@@ -48,8 +63,36 @@ final class DeviceLinkService: Sendable {
         var message: String
     }
 
+    /// An authenticated device: its record, its registrations and a new resumption ticket.
+    struct Authenticated {
+        var device: DeviceRecord
+        var registrations: [Registration]
+        var ticket: LinkTicket?
+    }
+
+    /// Checks a `resume` (a ticket and its proof over `nonce`) on the event loop: it touches only
+    /// the registry in memory, and costs an AES-GCM open and two HMACs instead of a signature check.
+    func resume(device: String, ticket: Data, proof: Data, nonce: Data) -> Result<Authenticated, Refusal> {
+        guard let tickets else {
+            return .failure(Refusal(code: .ticketRefused, message: "this gateway gives no tickets"))
+        }
+        let registry = directory.registry
+        let now = clock.now()
+        switch tickets.check(
+            claimed: device, ticket: ticket, proof: proof, nonce: nonce, now: now, record: { registry.device($0) })
+        {
+        case .failure(let refusal): return .failure(Refusal(code: .ticketRefused, message: refusal.message))
+        case .success(let record):
+            offline.metrics.linkAuthenticated(byTicket: true)
+            return .success(
+                Authenticated(
+                    device: record, registrations: registry.registrations(device: record.id),
+                    ticket: tickets.issue(for: record, now: now)))
+        }
+    }
+
     func authenticate(device: String?, publicKey: Data?, signature: Data, nonce: Data) async -> Result<
-        (DeviceRecord, [Registration]), Refusal
+        Authenticated, Refusal
     > {
         let registry = directory.registry
         let existing = device.flatMap { registry.device($0) }
@@ -84,23 +127,17 @@ final class DeviceLinkService: Sendable {
                 Refusal(code: .badSignature, message: "the signature does not verify with the device's key"))
         }
         do {
-            let record = try await directory.registerDevice(id: device, publicKey: keyBytes, now: clock.now())
-            return .success((record, registry.registrations(device: record.id)))
+            let now = clock.now()
+            let record = try await directory.registerDevice(id: device, publicKey: keyBytes, now: now)
+            offline.metrics.linkAuthenticated(byTicket: false)
+            return .success(
+                Authenticated(
+                    device: record, registrations: registry.registrations(device: record.id),
+                    ticket: tickets?.issue(for: record, now: now)))
         } catch let failure as GatewayDirectory.Failure {
             return .failure(Refusal(code: .refused, message: failure.description))
         } catch {
             return .failure(Refusal(code: .`internal`, message: "\(error)"))
-        }
-    }
-
-    /// What the store holds for a device (what it missed, and what it never acknowledged); nothing,
-    /// logged, when the store cannot be read.
-    func backlog(device: String) async -> [StoredPush] {
-        do {
-            return try await offline.pending(device: device, now: clock.now())
-        } catch {
-            logger.error("could not read stored notifications", metadata: ["device": "\(device)", "error": "\(error)"])
-            return []
         }
     }
 

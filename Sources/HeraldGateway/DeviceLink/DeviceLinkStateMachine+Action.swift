@@ -44,6 +44,9 @@ extension DeviceLinkStateMachine {
 
         /// Checks the signature and registers the device; then ``DeviceLinkStateMachine/authenticated(_:now:at:)``.
         case authenticate(device: String?, publicKey: Data?, signature: Data, nonce: Data)
+        /// Checks a resumption ticket and its proof, on the event loop (it needs no store); then
+        /// ``DeviceLinkStateMachine/resumed(_:now:at:)``.
+        case resume(device: String, ticket: Data, proof: Data, nonce: Data)
         /// Carries out a device's request (register, unregister, reset...) and sends the answer.
         case perform(LinkMessage, device: String)
         /// Asks the broadcast hub for the subscription; then ``DeviceLinkStateMachine/subscribed(request:_:channels:_:)``.

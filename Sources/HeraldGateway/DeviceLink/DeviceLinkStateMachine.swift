@@ -86,6 +86,8 @@ struct DeviceLinkStateMachine {
     var livenessScheduled = false
     /// The broadcast channels each app (bundle id, environment) is subscribed to on this link.
     var subscriptions: [Subscription: Set<String>] = [:]
+    /// Whether the device presented a resumption ticket on this link: one try, then it signs.
+    var resumeTried = false
 
     /// A link that will greet the device with `nonce`.
     init(configuration: DeviceLinkConfiguration, broadcasts: Bool, nonce: Data) {
@@ -155,6 +157,12 @@ struct DeviceLinkStateMachine {
                 .connectionEstablished,
                 .authenticate(device: device, publicKey: publicKey, signature: signature, nonce: nonce),
             ]
+        case (.greeting(let nonce), .resume(let device, let ticket, let proof)) where !resumeTried:
+            phase = .authenticating
+            resumeTried = true
+            // Checked at once, on the loop: the first-bytes deadline ends only once it is accepted,
+            // so a device that then never signs is still closed in time.
+            return [.resume(device: device, ticket: ticket, proof: proof, nonce: nonce)]
         case (.greeting, _), (.authenticating, _):
             return refuse(
                 code: .notAuthenticated, message: "the first message must be hello, signed over the challenge", at: at)
@@ -191,14 +199,15 @@ struct DeviceLinkStateMachine {
     /// The gateway checked the device's `hello`: refused, or online with its welcome, its
     /// registration as connected here, and its backlog to read.
     mutating func authenticated(
-        _ result: Result<(DeviceRecord, [Registration]), DeviceLinkService.Refusal>, now: NIODeadline, at: Date
+        _ result: Result<DeviceLinkService.Authenticated, DeviceLinkService.Refusal>, now: NIODeadline, at: Date
     ) -> [Action] {
         guard case .authenticating = phase else { return [] }
         switch result {
         case .failure(let refusal):
             return [.logRefused(code: refusal.code, message: refusal.message)]
                 + refuse(code: refusal.code, message: refusal.message, at: at)
-        case .success(let (device, registrations)):
+        case .success(let authenticated):
+            let (device, registrations) = (authenticated.device, authenticated.registrations)
             phase = .online(device: device.id)
             var actions = startLiveness(now: now)
             actions.append(
@@ -208,11 +217,28 @@ struct DeviceLinkStateMachine {
                         registrations: registrations.map {
                             LinkRegistration(
                                 topic: $0.bundleID, environment: $0.environment, token: $0.token, scope: $0.scope)
-                        })))
+                        }, ticket: authenticated.ticket)))
             actions.append(.attach(device: device.id, at: at))
             actions.append(.readBacklog(device: device.id))
             return actions
         }
+    }
+
+    /// The gateway checked a resumption ticket: online as after a signed `hello`, or, when the
+    /// ticket is refused, `TicketRefused` and the same challenge, now to be signed.
+    mutating func resumed(
+        _ result: Result<DeviceLinkService.Authenticated, DeviceLinkService.Refusal>, nonce: Data, now: NIODeadline,
+        at: Date
+    ) -> [Action] {
+        guard case .authenticating = phase else { return [] }
+        guard case .failure(let refusal) = result, refusal.code == .ticketRefused else {
+            return [.connectionEstablished] + authenticated(result, now: now, at: at)
+        }
+        phase = .greeting(nonce: nonce)
+        return [
+            .logRefused(code: refusal.code, message: refusal.message),
+            .send(.error(request: nil, code: .ticketRefused, message: refusal.message)),
+        ]
     }
 
     // MARK: Broadcast channels

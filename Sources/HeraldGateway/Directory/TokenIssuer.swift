@@ -16,6 +16,12 @@ public struct TokenIssuer: Sendable {
         self.key = SymmetricKey(data: secret)
     }
 
+    /// A key for another purpose derived from the same secret (HKDF-SHA256 with `label` as its
+    /// info), so that every node of a cluster, which shares the secret, derives the same one.
+    func derivedKey(label: Data) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: label, outputByteCount: 32)
+    }
+
     /// The token for one app of one device in one environment at the device's current generation
     /// and the app's `installation` (0: the first); with a `scope`, the app's token for that scope (an
     /// app's own token is unchanged by scopes).

@@ -16,6 +16,11 @@ public protocol NodeStore: Sendable {
     /// Node `node` holds `device`'s link since `connectedAt`: returns the claim with its new epoch,
     /// or `nil` when a connection made later is already claimed by another node (this one is stale).
     func claimDevice(_ device: String, node: String, connectedAt: Date) async throws -> DeviceClaim?
+    /// ``claimDevice(_:node:connectedAt:)`` for many links in one statement (each device once):
+    /// the claims made, by device; a device left out was already claimed by a later connection.
+    /// The other nodes hear of them in one notification.
+    func claimDevices(_ links: [(device: String, connectedAt: Date)], node: String) async throws -> [String:
+        DeviceClaim]
     /// Releases the claim `claim` made on `device`; a later claim (another epoch) is left alone.
     /// Returns whether it was released.
     @discardableResult

@@ -36,6 +36,9 @@ public protocol PushStore: Sendable {
     func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String]
     /// The unexpired pushes waiting for a device, oldest first.
     func pending(device: String, now: Date) async throws -> [StoredPush]
+    /// ``pending(device:now:)`` for several devices in one query: what a reconnect storm reads.
+    /// Devices with nothing waiting are left out.
+    func pending(devices: [String], now: Date) async throws -> [String: [StoredPush]]
     /// Deletes expired pushes; returns them.
     func purgeExpired(now: Date) async throws -> [StoredPush]
     /// The delivery log of one push, by `apns-id` or `apns-unique-id`, in order.
@@ -63,5 +66,17 @@ extension PushStore {
     /// Writes a batch in one durable transaction.
     public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
         try await commit(batch, policy: policy, durable: true)
+    }
+}
+
+extension PushStore {
+    /// One ``pending(device:now:)`` after the other, for a store that has no query for many.
+    public func pending(devices: [String], now: Date) async throws -> [String: [StoredPush]] {
+        var found: [String: [StoredPush]] = [:]
+        for device in devices {
+            let pushes = try await pending(device: device, now: now)
+            if !pushes.isEmpty { found[device] = pushes }
+        }
+        return found
     }
 }

@@ -150,4 +150,61 @@ import Testing
             group.cancelAll()
         }
     }
+
+    /// Links opened together are claimed in one statement, with the rules of one claim each (the
+    /// epoch grows, a link older than the current claim is refused), and heard as one notification
+    /// naming every claim made.
+    @Test func claimsMadeTogetherFollowTheRulesOfOneAndAreHeardInOneNotification() async throws {
+        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
+        defer { store.close() }
+        let heard = Mutex<[ClaimChange]>([])
+        let follower = ClusterFollower<ClaimChange>(store: store, logger: .silent) { changes in
+            heard.withLock { $0 += changes }
+        }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await follower.run() }
+            try await waitUntil("the follower listens", within: .seconds(60)) { follower.progress.applied >= 1 }
+            try await store.registerNode(id: "node-a", address: "", now: t0)
+            try await store.registerNode(id: "node-b", address: "", now: t0)
+            let older = try #require(try await store.claimDevice("d2", node: "node-b", connectedAt: t0 + 5))
+            let made = try await store.claimDevices(
+                [("d1", t0 + 1), ("d2", t0 + 2), ("d3-with-a-longer-id", t0 + 3)], node: "node-a")
+            // d2 has a later link on B: not claimed; the others start at epoch 1.
+            #expect(
+                made == [
+                    "d1": DeviceClaim(node: "node-a", epoch: 1),
+                    "d3-with-a-longer-id": DeviceClaim(node: "node-a", epoch: 1),
+                ])
+            #expect(
+                try await store.deviceNodes(now: t0 + 6) == [
+                    "d1": "node-a", "d2": "node-b", "d3-with-a-longer-id": "node-a",
+                ])
+            let expected: [ClaimChange] = [
+                .claimed(device: "d1", node: "node-a", epoch: 1),
+                .claimed(device: "d3-with-a-longer-id", node: "node-a", epoch: 1),
+            ]
+            try await waitUntil("the batch to be heard", within: .seconds(10)) {
+                heard.withLock { heard in expected.allSatisfy(heard.contains) }
+            }
+            #expect(!heard.withLock { $0.contains(.claimed(device: "d2", node: "node-a", epoch: older.epoch + 1)) })
+            // A second batch raises the epochs; releasing names the batch's claim.
+            let again = try await store.claimDevices([("d1", t0 + 7)], node: "node-b")
+            #expect(again == ["d1": DeviceClaim(node: "node-b", epoch: 2)])
+            #expect(try await store.releaseDevice("d1", claim: DeviceClaim(node: "node-b", epoch: 2)))
+            #expect(try await store.claimDevices([], node: "node-a").isEmpty)
+            group.cancelAll()
+        }
+    }
+
+    /// A `claims` payload names one claim per device; a malformed item is skipped, a payload this
+    /// binary does not know names nothing.
+    @Test func aClaimsPayloadNamesEachClaim() {
+        #expect(
+            ClaimChange.changes(payload: "claims\tnode-a\td1 3\tbad\td2 4")
+                == [.claimed(device: "d1", node: "node-a", epoch: 3), .claimed(device: "d2", node: "node-a", epoch: 4)])
+        #expect(
+            ClaimChange.changes(payload: "claim\td\tnode-a\t2") == [.claimed(device: "d", node: "node-a", epoch: 2)])
+        #expect(ClaimChange.changes(payload: "something-new\tx").isEmpty)
+    }
 }

@@ -33,6 +33,29 @@ import Testing
         #expect(pending[0].payload == Data(#"{"aps":{}}"#.utf8))
     }
 
+    /// What a reconnect storm reads: many devices' backlogs in one query, each oldest first and the
+    /// same as one device's read; expired pushes and devices with nothing are left out.
+    @Test(arguments: StoreKind.allCases) func manyDevicesBacklogsInOneReadMatchOneByOne(kind: StoreKind) async throws {
+        let store = try await kind.store()
+        let later = Date(timeIntervalSince1970: 1000)
+        var batch = StoreBatch()
+        batch.pushes = [
+            push("a1", expires: later, device: "a"), push("b1", expires: later, device: "b"),
+            push("a2", topic: "com.example.other", expires: later, device: "a"),
+            push("c1", expires: Date(timeIntervalSince1970: 10), device: "c"),
+            push("b2", topic: "com.example.other", expires: later, device: "b"),
+        ]
+        _ = try await store.commit(batch, policy: OfflinePolicy(depth: 5))
+        let now = Date(timeIntervalSince1970: 100)
+        let devices = ["a", "b", "c", "nobody"] + (0..<1500).map { "idle-\($0)" }
+        let found = try await store.pending(devices: devices, now: now)
+        #expect(found.mapValues { $0.map(\.apnsID) } == ["a": ["a1", "a2"], "b": ["b1", "b2"]])
+        for device in ["a", "b"] {
+            #expect(found[device] == (try await store.pending(device: device, now: now)))
+        }
+        #expect(try await store.pending(devices: [], now: now).isEmpty)
+    }
+
     @Test(arguments: StoreKind.allCases) func deeperQueueAndCollapseID(kind: StoreKind) async throws {
         let store = try await kind.store()
         let later = Date(timeIntervalSince1970: 1000)

@@ -82,6 +82,33 @@ extension PostgresGatewayStore: NodeStore {
         ).first.map { DeviceClaim(node: $0.0, epoch: $0.1) }
     }
 
+    public func claimDevices(_ links: [(device: String, connectedAt: Date)], node: String) async throws -> [String:
+        DeviceClaim]
+    {
+        guard !links.isEmpty else { return [:] }
+        let devices = links.map(\.device)
+        let times = links.map(\.connectedAt.timeIntervalSince1970)
+        // One notification for the batch (a payload holds up to 8,000 bytes: NodePresence sends at
+        // most ``NodePresence/claimBatch`` devices of up to 64 characters).
+        let rows = try await rows(
+            """
+            WITH claimed AS (
+                INSERT INTO device_node (device_id, node_id, epoch, connected_at)
+                SELECT c.device_id, \(node), 1, c.connected_at
+                FROM unnest(\(devices)::text[], \(times)::double precision[]) AS c(device_id, connected_at)
+                ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, epoch = device_node.epoch + 1,
+                    connected_at = excluded.connected_at
+                WHERE device_node.node_id IS NULL OR device_node.connected_at <= excluded.connected_at
+                RETURNING device_id, epoch),
+            told AS (
+                SELECT pg_notify(\(ClaimChange.channel),
+                    concat_ws(chr(9), 'claims', \(node), string_agg(device_id || ' ' || epoch, chr(9))))
+                FROM claimed HAVING count(*) > 0)
+            SELECT device_id, epoch, (SELECT count(*) FROM told) FROM claimed
+            """, as: (String, Int64, Int64).self)
+        return Dictionary(rows.map { ($0.0, DeviceClaim(node: node, epoch: $0.1)) }, uniquingKeysWith: { _, b in b })
+    }
+
     /// Releases the claim `claim` made on `device`; a later claim (another epoch) is left alone.
     /// Returns whether it was released.
     @discardableResult

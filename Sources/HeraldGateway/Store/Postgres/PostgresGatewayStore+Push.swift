@@ -129,6 +129,19 @@ extension PostgresGatewayStore: PushStore {
         ).map { try records.storedPush(record: $0.0, payload: $0.1) }
     }
 
+    public func pending(devices: [String], now: Date) async throws -> [String: [StoredPush]] {
+        var found: [String: [StoredPush]] = [:]
+        for row in try await rows(
+            """
+            SELECT device_id, record, payload FROM stored WHERE device_id = ANY(\(devices))
+            AND expires_at > \(now.timeIntervalSince1970) ORDER BY seq
+            """, as: (String, Data, Data).self)
+        {
+            found[row.0, default: []].append(try records.storedPush(record: row.1, payload: row.2))
+        }
+        return found
+    }
+
     public func purgeExpired(now: Date) async throws -> [StoredPush] {
         try await rows(
             "DELETE FROM stored WHERE expires_at <= \(now.timeIntervalSince1970) RETURNING seq, record, payload",

@@ -165,6 +165,31 @@ extension SQLiteGatewayStore: PushStore {
         return try decodeStored(rows)
     }
 
+    public func pending(devices: [String], now: Date) async throws -> [String: [StoredPush]] {
+        var found: [String: [StoredPush]] = [:]
+        // SQLite takes at most 32,766 parameters in a statement; a storm's batches are far smaller.
+        for chunk in stride(from: 0, to: devices.count, by: 1000).map({ devices[$0..<min($0 + 1000, devices.count)] }) {
+            let rows = try await writer.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT deviceID, record, payload FROM stored
+                        WHERE deviceID IN (\(databaseQuestionMarks(count: chunk.count))) AND expiresAt > ? ORDER BY seq
+                        """,
+                    arguments: StatementArguments(
+                        Array(chunk) + [now.timeIntervalSince1970] as [any DatabaseValueConvertible])
+                )
+                .map {
+                    (device: $0["deviceID"] as String, record: $0["record"] as Data, payload: $0["payload"] as Data)
+                }
+            }
+            for row in rows {
+                found[row.device, default: []].append(try records.storedPush(record: row.record, payload: row.payload))
+            }
+        }
+        return found
+    }
+
     public func purgeExpired(now: Date) async throws -> [StoredPush] {
         let rows = try await writer.write { db in
             let rows = try Row.fetchAll(

@@ -1,0 +1,126 @@
+import Crypto
+import Foundation
+import HeraldCore
+
+/// Seals and opens device-link resumption tickets (docs/device-link.md, "Resuming";
+/// docs/security.md): AES-GCM under a key derived from the gateway's token secret, which every node
+/// of a cluster shares, so a ticket one node issued is accepted by every node and by the same node
+/// after a restart.
+///
+/// A ticket holds the device id, its generation, a digest of its public key, an expiry and a
+/// random 32-byte secret that the device also receives (once, in its `welcome`). Presenting the
+/// ticket alone is not enough: the device proves it holds the secret with an HMAC over the fresh
+/// challenge.
+struct LinkTickets: Sendable {
+    /// Why a ticket was not accepted (the `TicketRefused` message).
+    struct Refusal: Error, Equatable {
+        var message: String
+    }
+
+    /// What a ticket holds.
+    struct Contents: Equatable {
+        var device: String
+        var generation: Int
+        var keyDigest: Data
+        var expires: Int64
+        var secret: Data
+    }
+
+    static let version: UInt8 = 1
+    static let label = Data("herald-link-ticket-v1".utf8)
+
+    let key: SymmetricKey
+    let lifetime: Duration
+
+    /// Tickets under a key derived from the token secret, valid for `lifetime`.
+    init(issuer: TokenIssuer, lifetime: Duration) {
+        self.key = issuer.derivedKey(label: Self.label)
+        self.lifetime = lifetime
+    }
+
+    /// The first 16 bytes of the SHA-256 of a device's public key: a ticket is void once the
+    /// device's key is another.
+    static func keyDigest(_ publicKey: Data) -> Data { Data(SHA256.hash(data: publicKey).prefix(16)) }
+
+    /// A new ticket for `device`, with a fresh secret (`nil` only if sealing failed, which AES-GCM
+    /// with a 32-byte key and a random nonce does not).
+    func issue(for device: DeviceRecord, now: Date) -> LinkTicket? {
+        var secret = Data(count: 32)
+        secret.withUnsafeMutableBytes { bytes in
+            for i in stride(from: 0, to: 32, by: 8) {
+                bytes.storeBytes(of: UInt64.random(in: .min ... .max), toByteOffset: i, as: UInt64.self)
+            }
+        }
+        let expires = Int64(now.timeIntervalSince1970.rounded(.down)) + lifetime.components.seconds
+        var plain = Data(capacity: 1 + 8 + 8 + 16 + 32 + device.id.utf8.count)
+        plain.append(Self.version)
+        Self.append(expires, to: &plain)
+        Self.append(Int64(device.generation), to: &plain)
+        plain.append(Self.keyDigest(device.publicKey))
+        plain.append(secret)
+        plain.append(contentsOf: device.id.utf8)
+        guard let sealed = try? AES.GCM.seal(plain, using: key, authenticating: Self.label),
+            let combined = sealed.combined
+        else { return nil }
+        return LinkTicket(ticket: combined, secret: secret, expires: expires)
+    }
+
+    /// What `ticket` holds, or why it is not one of this gateway's.
+    func open(_ ticket: Data) -> Result<Contents, Refusal> {
+        guard let box = try? AES.GCM.SealedBox(combined: ticket),
+            let plain = try? AES.GCM.open(box, using: key, authenticating: Self.label)
+        else { return .failure(Refusal(message: "the ticket was not issued by this gateway")) }
+        let bytes = [UInt8](plain)
+        guard bytes.count > 65, bytes[0] == Self.version,
+            let device = String(validating: bytes[65...], as: UTF8.self)
+        else { return .failure(Refusal(message: "the ticket's contents are malformed")) }
+        return .success(
+            Contents(
+                device: device, generation: Int(Self.int64(bytes, at: 9)), keyDigest: Data(bytes[17..<33]),
+                expires: Self.int64(bytes, at: 1), secret: Data(bytes[33..<65])))
+    }
+
+    /// Checks a `resume`: the ticket opens, is unexpired, names `claimed`, matches the device's
+    /// current record (same key, same generation, not deleted) and `proof` is the HMAC of the
+    /// challenge's nonce under its secret. Returns the device's record.
+    func check(
+        claimed: String, ticket: Data, proof: Data, nonce: Data, now: Date, record: (String) -> DeviceRecord?
+    ) -> Result<DeviceRecord, Refusal> {
+        let contents: Contents
+        switch open(ticket) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let c): contents = c
+        }
+        guard contents.device == claimed else {
+            return .failure(Refusal(message: "the ticket is another device's"))
+        }
+        guard Int64(now.timeIntervalSince1970) < contents.expires else {
+            return .failure(Refusal(message: "the ticket has expired"))
+        }
+        guard let device = record(claimed), device.deletedAt == nil else {
+            return .failure(Refusal(message: "device \(claimed) is not registered"))
+        }
+        guard device.generation == contents.generation else {
+            return .failure(Refusal(message: "the device was reset since the ticket was issued"))
+        }
+        guard Self.keyDigest(device.publicKey) == contents.keyDigest else {
+            return .failure(Refusal(message: "the device's key changed since the ticket was issued"))
+        }
+        guard
+            HMAC<SHA256>.isValidAuthenticationCode(
+                proof, authenticating: Data(DeviceLink.resumePrefix) + nonce,
+                using: SymmetricKey(data: contents.secret))
+        else { return .failure(Refusal(message: "the proof does not match the ticket")) }
+        return .success(device)
+    }
+
+    private static func append(_ value: Int64, to data: inout Data) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+
+    private static func int64(_ bytes: [UInt8], at offset: Int) -> Int64 {
+        var value: Int64 = 0
+        for i in offset..<offset + 8 { value = value << 8 | Int64(bytes[i]) }
+        return value
+    }
+}

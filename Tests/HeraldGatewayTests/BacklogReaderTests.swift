@@ -1,0 +1,65 @@
+import Foundation
+import HeraldCore
+import NIOEmbedded
+import Synchronization
+import Testing
+
+@testable import HeraldGateway
+
+/// Devices coming online while a backlog read runs are read together in the next query, each
+/// getting its own pushes; a lone device is read at once. The store answers behind a ``Gate``, so
+/// the test decides when each query ends.
+@Suite(.timeLimit(.minutes(1))) struct BacklogReaderTests {
+    /// The batches the reader asked for, in order.
+    final class Queries: Sendable {
+        let batches = Mutex<[[String]]>([])
+        let gate = Gate()
+    }
+
+    static func push(_ id: String, for device: String) -> StoredPush {
+        var push = LinkMachineDriver.stored(id)
+        push.deviceID = device
+        return push
+    }
+
+    @Test func devicesThatComeOnlineDuringAReadAreReadTogetherNext() async throws {
+        let queries = Queries()
+        let reader = BacklogReader { devices in
+            queries.batches.withLock { $0.append(devices) }
+            await queries.gate.pass()
+            return Dictionary(
+                uniqueKeysWithValues: devices.filter { $0 != "empty" }.map { ($0, [Self.push("p-\($0)", for: $0)]) })
+        }
+        let loop = NIOAsyncTestingEventLoop()
+        let delivered = Mutex<[String: [String]]>([:])
+        let done = Tally()
+        func read(_ device: String) {
+            reader.read(device: device, on: loop) { stored in
+                delivered.withLock { $0[device, default: []].append(contentsOf: stored.map(\.apnsID)) }
+                done.increment()
+            }
+        }
+        queries.gate.close()
+        read("a")
+        // The read starts once the loop that asked has finished its turn.
+        #expect(queries.batches.withLock { $0 }.isEmpty)
+        await loop.run()
+        // The first query is under way (and held); three more come meanwhile, one of them twice.
+        await queries.gate.arrivals.reached(1)
+        read("b")
+        read("empty")
+        read("c")
+        read("b")
+        queries.gate.open()
+        await done.reached(5)
+        #expect(queries.batches.withLock { $0 } == [["a"], ["b", "empty", "c"]])
+        #expect(
+            delivered.withLock { $0 } == ["a": ["p-a"], "b": ["p-b", "p-b"], "c": ["p-c"], "empty": []])
+
+        // Nothing running: the next device is read at once, alone.
+        read("d")
+        await loop.run()
+        await done.reached(6)
+        #expect(queries.batches.withLock { $0.last } == ["d"])
+    }
+}
