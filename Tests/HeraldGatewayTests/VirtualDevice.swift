@@ -139,7 +139,7 @@ final class VirtualDevice {
         // As the daemon's client does: the ticket of the last welcome if there is one, else (or
         // when the gateway refuses it) a signature.
         resumed = false
-        if let device = identity.deviceID, let ticket = identity.resumption.take(now: Date()) {
+        if let device = identity.deviceID, let ticket = identity.resumption.current(now: Date()) {
             try await send(
                 .resume(
                     device: device, ticket: ticket.ticket,
@@ -151,6 +151,7 @@ final class VirtualDevice {
         var answer = try await take("the welcome", { $0 })
         if case .error(nil, .ticketRefused, let message) = answer {
             ticketRefusal = message
+            identity.resumption.keep(nil)
             resumed = false
             try await sign(nonce)
             answer = try await take("the welcome", { $0 })

@@ -108,6 +108,46 @@ final class LineReader {
         #expect(closed)
     }
 
+    /// A device connected once comes back after the gateway restarts with its resumption ticket, not a
+    /// signature (docs/device-link.md, "Resuming"): the restarted process accepts what the first one
+    /// sealed, as the metrics say; the device's apps and pushes are as before.
+    @Test func aDeviceComesBackToARestartedGatewayWithItsTicket() async throws {
+        let p = try Provisioned()
+        let ca = try String(contentsOfFile: p.gateway.ca, encoding: .utf8)
+        let identity = DeviceIdentity(deviceID: "phone-ticket")
+        let first = try await GatewayLinkClient.connect(
+            url: p.gateway.info.linkURL, identity: identity, caCertificatePEM: ca)
+        let token = try await first.register(topic: Provisioned.topic)
+        let ticket = try #require(identity.resumption.ticket)
+        #expect(ticket.expires > Int64(Date().timeIntervalSince1970) + 167 * 3600, "a week by default")
+        await first.close()
+        #expect(p.gateway.stop() == 0)
+
+        let restarted = try Provisioned(state: p.gateway.state, existing: p)
+        let again = try await GatewayLinkClient.connect(
+            url: restarted.gateway.info.linkURL, identity: identity, caCertificatePEM: ca)
+        #expect(again.registrations.map(\.token) == [token])
+        #expect(identity.resumption.ticket != ticket, "the welcome brought the next ticket")
+        let metrics = try restarted.gateway.adminCall("GET", "/metrics").body
+        #expect(metrics.contains(#"herald_link_authentications_total{method="ticket"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"herald_link_authentications_total{method="signature"} 0"#), "\(metrics)")
+        var events = again.events.makeAsyncIterator()
+        #expect(try restarted.push(token: token.hex).status == 200)
+        guard case .pushes(let arrived)? = await events.next() else { throw CocoaError(.fileReadUnknown) }
+        #expect(arrived.map(\.token) == [token])
+        await again.close()
+
+        // A gateway that gives no tickets refuses it; the device signs on the same link.
+        #expect(restarted.gateway.stop() == 0)
+        let plain = try Provisioned(arguments: ["--link-ticket-hours", "0"], state: p.gateway.state, existing: p)
+        let signed = try await GatewayLinkClient.connect(
+            url: plain.gateway.info.linkURL, identity: identity, caCertificatePEM: ca)
+        #expect(identity.resumption.ticket == nil)
+        let counted = try plain.gateway.adminCall("GET", "/metrics").body
+        #expect(counted.contains(#"herald_link_authentications_total{method="signature"} 1"#), "\(counted)")
+        await signed.close()
+    }
+
     @Test func testDeviceCommandRegistersReceivesAndIsTheSameDeviceNextTime() throws {
         let p = try Provisioned()
         let identity = p.gateway.state.appendingPathComponent("test-device.json").path

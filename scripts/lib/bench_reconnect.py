@@ -26,6 +26,9 @@ The devices resume with the ticket their last welcome gave (docs/device-link.md,
 existed), then once with tickets given out but none held yet, unmeasured, then with tickets; it
 prints the CPU per device of each measured storm and their ratio.
 
+With BENCH_RECONNECT_PERF=PREFIX in the environment, `perf record -g` records the gateways (to
+PREFIX.gateway) and the test devices (PREFIX.devices) during the storm with tickets.
+
 The devices reconnect with the device daemon's backoff (0.5 s doubling to 30 s, each wait scaled by
 a random 50-100%), so the gateways see the herd spread over their restart. Debian's python3 (and
 PostgreSQL for more than one node) is enough.

@@ -50,8 +50,9 @@ public struct DeviceIdentity: Sendable {
 }
 
 /// Where a device keeps its resumption ticket between connections (docs/device-link.md,
-/// "Resuming"): the ticket of the last `welcome`, until a connection uses it, the gateway refuses it,
-/// it expires or the device is reset.
+/// "Resuming"): the ticket of the last `welcome`, until the next `welcome` replaces it, the gateway
+/// refuses it, it expires or the device is reset. A connection that presented it and died before its
+/// `welcome` leaves it held, so the next attempt presents it again.
 public final class LinkResumption: Sendable {
     private let held = Mutex<LinkTicket?>(nil)
 
@@ -61,17 +62,21 @@ public final class LinkResumption: Sendable {
     /// The ticket held, if any.
     public var ticket: LinkTicket? { held.withLock { $0 } }
 
-    /// Takes the ticket for a connection when it is still unexpired at `now`: a ticket is
-    /// presented once, and the `welcome` brings the next.
-    public func take(now: Date) -> LinkTicket? {
+    /// The ticket to present on a connection made at `now`: the one held, unless it has expired
+    /// (then it is forgotten).
+    public func current(now: Date) -> LinkTicket? {
         held.withLock { held in
-            defer { held = nil }
-            guard let ticket = held, Int64(now.timeIntervalSince1970) < ticket.expires else { return nil }
+            guard let ticket = held else { return nil }
+            guard Int64(now.timeIntervalSince1970) < ticket.expires else {
+                held = nil
+                return nil
+            }
             return ticket
         }
     }
 
-    /// Keeps the ticket a `welcome` brought (or forgets the held one, given `nil`).
+    /// Keeps the ticket a `welcome` brought (or forgets the held one, given `nil`: the gateway
+    /// refused it, or the device was reset).
     public func keep(_ ticket: LinkTicket?) { held.withLock { $0 = ticket } }
 }
 

@@ -92,15 +92,16 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch message {
         case .challenge(let nonce):
             self.nonce = nonce
-            if let device = identity.deviceID, let ticket = identity.resumption.take(now: Date()) {
+            if let device = identity.deviceID, let ticket = identity.resumption.current(now: Date()) {
                 let proof = DeviceLink.resumeProof(secret: ticket.secret, nonce: nonce)
                 send(.resume(device: device, ticket: ticket.ticket, proof: proof))
             } else {
                 sendHello(nonce: nonce)
             }
         case .error(nil, .ticketRefused, _):
-            // The ticket is void (expired, the device reset, another gateway): sign instead, on
-            // the same connection.
+            // The ticket is void (expired, the device reset, another gateway): forget it and sign
+            // instead, on the same connection.
+            identity.resumption.keep(nil)
             if let nonce { sendHello(nonce: nonce) }
         case .welcome(let device, let generation, let registrations, let ticket):
             nonce = nil
