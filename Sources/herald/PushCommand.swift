@@ -362,10 +362,21 @@ struct PushCommand: AsyncParsableCommand {
 
     /// `--tokens-file`'s lines, `--token`, `--device`'s token(s) from the admin API, or the demo
     /// device's token from `herald up`.
+    /// A line without the spaces and tabs around it.
+    static func trimmingSpaces(_ line: Substring) -> String {
+        let utf8 = line.utf8
+        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard let first = utf8.firstIndex(where: { !blank($0) }), let last = utf8.lastIndex(where: { !blank($0) })
+        else { return "" }
+        return String(line[first...last])
+    }
+
     func targetTokens(_ defaults: UpDefaults, topic: String? = nil) async throws -> [String] {
         if let tokens {
+            // Trimmed on the bytes: Foundation's trimming went through NSString for every line, a
+            // noticeable wait before a file of a million tokens starts sending.
             let list = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+                .map(Self.trimmingSpaces).filter { !$0.isEmpty && !$0.hasPrefix("#") }
             if list.isEmpty { throw ValidationError("--tokens-file: \(tokens) has no tokens") }
             return list
         }

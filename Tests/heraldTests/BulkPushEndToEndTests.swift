@@ -36,11 +36,13 @@ import Testing
             try gateway.p8.write(to: p8, atomically: true, encoding: .utf8)
         }
 
-        /// `count` of the tokens in a file (with a comment line, which is skipped).
+        /// `count` of the tokens in a file (with a comment line and a blank one, which are skipped,
+        /// and the first token between spaces and a tab, ending in CRLF, which are trimmed).
         func tokensFile(_ count: Int) throws -> URL {
             let file = directory.appendingPathComponent("tokens-\(count).txt")
-            try (["# the bulk test's devices"] + tokens.prefix(count)).joined(separator: "\n")
-                .write(to: file, atomically: true, encoding: .utf8)
+            var lines = ["# the bulk test's devices", "  "] + tokens.prefix(count)
+            lines[2] = " \t" + lines[2] + "  \r"
+            try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
             return file
         }
 
