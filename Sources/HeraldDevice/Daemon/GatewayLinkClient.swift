@@ -105,7 +105,7 @@ public final class GatewayLinkClient: Sendable {
                 value: 1)
         }
         // An address needs no resolver: NIO's would run getaddrinfo on another thread for every
-        // connection, a third of a reconnect's work on the device.
+        // connection, about a tenth of a reconnection's work on the device.
         let connecting =
             if let address = try? SocketAddress(ipAddress: host, port: port) {
                 bootstrap.connect(to: address)
