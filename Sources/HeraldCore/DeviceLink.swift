@@ -18,11 +18,10 @@ public enum DeviceLink {
     /// The proof a device sends with a resumption ticket: HMAC-SHA256 under the ticket's secret over
     /// ``resumePrefix`` followed by the challenge's nonce (docs/device-link.md, "Resuming").
     public static func resumeProof(secret: Data, nonce: Data) -> Data {
-        var mac = HMAC<SHA256>(key: SymmetricKey(data: secret))
-        mac.update(data: resumePrefix)
-        mac.update(data: nonce)
-        return Data(mac.finalize())
+        Data(HMAC<SHA256>.authenticationCode(for: resumedBytes(nonce: nonce), using: SymmetricKey(data: secret)))
     }
+    /// The bytes a resumption's proof authenticates for a nonce.
+    public static func resumedBytes(nonce: Data) -> Data { Data(resumePrefix) + nonce }
 }
 
 /// A notification as it travels down the device link: the headers the provider sent and the

@@ -187,6 +187,21 @@ import Testing
         #expect(seen.count == 5000)
     }
 
+    /// Random bytes from the UUIDs' pool: the length asked for, never the same twice, also across the
+    /// pool's refills (4 KiB: 300 draws of 32 bytes go through it more than twice) and mixed with UUIDs.
+    @Test func randomBytesHaveTheirLengthAndDoNotRepeat() {
+        var seen = Set<Data>()
+        for i in 0..<300 {
+            let bytes = RandomUUID.bytes(32)
+            #expect(bytes.count == 32)
+            seen.insert(bytes)
+            if i % 7 == 0 { _ = RandomUUID.lowercaseString() }
+        }
+        #expect(seen.count == 300)
+        #expect(RandomUUID.bytes(0).isEmpty)
+        #expect(RandomUUID.bytes(4096).count == 4096)
+    }
+
     @Test func timeOrderedUUIDsAreVersion7AndCarryTheirTime() throws {
         let time = Date(timeIntervalSince1970: 1_795_000_000.5)
         let text = RandomUUID.timeOrderedLowercaseString(at: time)

@@ -98,13 +98,9 @@ struct DeviceLinkStateMachine {
         self.deadlines = AcknowledgementDeadlines(timeout: TimeAmount(configuration.acknowledgementTimeout))
     }
 
-    /// 32 random bytes in four draws: each draw is a system call (getrandom), and a reconnect storm
-    /// opens thousands of links a second.
-    static func randomNonce() -> Data {
-        var nonce = Data(capacity: 32)
-        for _ in 0..<4 { withUnsafeBytes(of: UInt64.random(in: .min ... .max)) { nonce.append(contentsOf: $0) } }
-        return nonce
-    }
+    /// 32 random bytes, from the pool `RandomUUID` draws from: a reconnect storm opens thousands of
+    /// links a second, and a system call per eight bytes showed in its profile.
+    static func randomNonce() -> Data { RandomUUID.bytes(32) }
 
     /// The device, once authenticated and until the link closes.
     var deviceID: String? {

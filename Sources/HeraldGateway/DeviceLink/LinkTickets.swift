@@ -45,12 +45,7 @@ struct LinkTickets: Sendable {
     /// A new ticket for `device`, with a fresh secret (`nil` only if sealing failed, which AES-GCM
     /// with a 32-byte key and a random nonce does not).
     func issue(for device: DeviceRecord, now: Date) -> LinkTicket? {
-        var secret = Data(count: 32)
-        secret.withUnsafeMutableBytes { bytes in
-            for i in stride(from: 0, to: 32, by: 8) {
-                bytes.storeBytes(of: UInt64.random(in: .min ... .max), toByteOffset: i, as: UInt64.self)
-            }
-        }
+        let secret = RandomUUID.bytes(32)
         let expires = Int64(now.timeIntervalSince1970.rounded(.down)) + lifetime.components.seconds
         var plain = Data(capacity: 1 + 8 + 8 + 16 + 32 + device.id.utf8.count)
         plain.append(Self.version)
@@ -108,7 +103,7 @@ struct LinkTickets: Sendable {
         }
         guard
             HMAC<SHA256>.isValidAuthenticationCode(
-                proof, authenticating: Data(DeviceLink.resumePrefix) + nonce,
+                proof, authenticating: DeviceLink.resumedBytes(nonce: nonce),
                 using: SymmetricKey(data: contents.secret))
         else { return .failure(Refusal(message: "the proof does not match the ticket")) }
         return .success(device)
