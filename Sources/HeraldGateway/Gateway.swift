@@ -125,6 +125,8 @@ public final class Gateway: Sendable {
     let forwarder: ClusterForwarder?
     /// The broadcast channels' subscribers here, and the fan-out of what is broadcast on them.
     public let broadcasts: BroadcastHub
+    /// Whether it takes work: `/readyz`.
+    public let readiness = GatewayReadiness()
 
     private init(
         configuration: Configuration, state: GatewayStateDirectory, directory: GatewayDirectory, api: ProviderAPI,
@@ -335,7 +337,7 @@ public final class Gateway: Sendable {
             caCertificatePath: state.caCertificatePath, logRetention: configuration.logRetention.timeInterval)
         let admin = AdminAPI(
             directory: directory, router: router, faults: faults, ca: ca, token: adminToken, clock: clock,
-            console: console)
+            console: console, readiness: readiness)
         let adminReady = ServiceRunner.Readiness()
         let app = Application(
             router: admin.router(),
@@ -350,9 +352,9 @@ public final class Gateway: Sendable {
 
         let offline = router.offline
         let retention = configuration.logRetention.timeInterval
-        // Stopped in reverse order on SIGINT/SIGTERM: the admin API, then GOAWAY to providers and
-        // the streams in flight finished, the legacy listeners, the device links; then what is still
-        // lingering in the delivery log goes to disk.
+        // Stopped in reverse order on SIGINT/SIGTERM: readiness turns to stopping, the admin API, then
+        // GOAWAY to providers and the streams in flight finished, the legacy listeners, the device
+        // links; then what is still lingering in the delivery log goes to disk.
         var services: [any Service] = [
             // Log lines of delivered pushes linger in groups of up to 4096; at most 100 ms.
             PeriodicService(every: .milliseconds(100), { offline.committer.flushLog() }) {
@@ -383,7 +385,7 @@ public final class Gateway: Sendable {
         services += legacy as [any Service]
         if let development { services.append(development) }
         services += channels as [any Service]
-        services += [provider, app] as [any Service]
+        services += [provider, app, ReadinessService(readiness: readiness)] as [any Service]
         try forwarder?.start(group: group)
         do {
             try await runServices(
@@ -409,6 +411,7 @@ public final class Gateway: Sendable {
         let presence = self.presence
         let adminToken = self.adminToken
         let logger = self.logger
+        let readiness = self.readiness
         let clusterHost = Self.urlHost(configuration.clusterAddress ?? address)
         try await ServiceRunner.run(
             services, signals: true, logger: logger, listening: adminReady, listener: "admin API",
@@ -443,6 +446,7 @@ public final class Gateway: Sendable {
                 presence.setAddress(clusterURL)
             }
             try state.writeRuntime(info)
+            readiness.set(.ready)
             let fields = info.fields
             logger.info("gateway ready", metadata: fields.filter { $0.key != "adminToken" }.mapValues { .string($0) })
             onReady(fields)

@@ -4,6 +4,9 @@ import Foundation
 final class Children: @unchecked Sendable {
     private let lock = NSLock()
     private var processes: [(String, Process)] = []
+    /// The writing ends of the children's watch pipes (``ParentWatch``): closed by the kernel when
+    /// this process ends, however it ends, which tells each child to stop.
+    private var watches: [Pipe] = []
     private var stopping = false
     private var finally: [@Sendable () -> Void] = []
 
@@ -28,8 +31,12 @@ final class Children: @unchecked Sendable {
             guard let self, !self.isStopping else { return }
             events.yield("the \(name) stopped (exit \(process.terminationStatus))")
         }
+        let watch = ParentWatch.attach(to: process)
         try process.run()
-        lock.withLock { processes.append((name, process)) }
+        lock.withLock {
+            processes.append((name, process))
+            watches.append(watch)
+        }
         return process
     }
 

@@ -122,6 +122,7 @@ struct DeviceRun: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "herald.device")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
+        ParentWatch.start(logger: logger)
         var configuration = DeviceService.Configuration()
         configuration.stateDirectory = state
         configuration.gatewayURL = gateway.first

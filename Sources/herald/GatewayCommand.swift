@@ -163,6 +163,7 @@ struct GatewayCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "herald.gateway")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        ParentWatch.start(logger: logger)
         var configuration = Gateway.Configuration()
         configuration.stateDirectory = state
         configuration.listenAddress = listen

@@ -39,7 +39,8 @@ func curlStatus(_ arguments: [String]) async throws -> Int {
             }
             let admin = try #require(started?["adminURL"])
             // Every route the admin API has, the console's included, read from its own router: a route
-            // added later is covered too. Only the console's page, its files and its sign-in are open.
+            // added later is covered too. Only the probes, the console's page, its files and its sign-in
+            // are open.
             let console = Console(
                 session: ConsoleSession(adminToken: gateway.adminToken),
                 sender: ConsoleSender(
@@ -49,13 +50,16 @@ func curlStatus(_ arguments: [String]) async throws -> Int {
                 caCertificatePath: gateway.state.caCertificatePath, logRetention: 86400)
             let routes = AdminAPI(
                 directory: gateway.directory, router: gateway.router, faults: gateway.faults, ca: gateway.ca,
-                token: gateway.adminToken, clock: gateway.clock, console: console
+                token: gateway.adminToken, clock: gateway.clock, console: console, readiness: gateway.readiness
             ).router().routes
             #expect(routes.count >= 33, "\(routes)")
             #expect(routes.contains { $0.description == "GET /healthz" })
             #expect(routes.contains { $0.description == "GET /metrics" })
             #expect(routes.contains { $0.description == "POST /console/send" })
-            let open: Set = ["GET /console", "GET /console/files/{file}", "POST /console/session"]
+            #expect(routes.contains { $0.description == "GET /readyz" })
+            let open: Set = [
+                "GET /console", "GET /console/files/{file}", "POST /console/session", "GET /healthz", "GET /readyz",
+            ]
             #expect(routes.filter { open.contains($0.description) }.count == open.count)
             for route in routes where !open.contains(route.description) {
                 let path = "\(route.path)".replacing(/\{[^}]*\}/, with: "x")

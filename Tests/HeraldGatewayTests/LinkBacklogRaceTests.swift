@@ -87,6 +87,7 @@ final class GatedStore: GatewayStore {
         try await inner.takeFeedback(bundleID: bundleID, environment: environment)
     }
     func storedCount() async throws -> Int { try await inner.storedCount() }
+    func ping() async throws { try await inner.ping() }
     func storedCount(device: String) async throws -> Int { try await inner.storedCount(device: device) }
     func createChannel(_ channel: BroadcastChannel, limit: Int) async throws -> Bool {
         try await inner.createChannel(channel, limit: limit)

@@ -345,4 +345,54 @@ import Testing
         #expect(again.stop() == 0)
         try? FileManager.default.removeItem(at: state)
     }
+
+    /// `herald up` killed with SIGKILL (no chance to stop anything): its gateway and device end too,
+    /// with their state locks released, and the next `herald up` on the same directory starts.
+    @Test func killingUpEndsItsChildren() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let up = try Up(state: state)
+        let locks = ["gateway", "device"].map { state.appendingPathComponent($0).appendingPathComponent("lock") }
+        for lock in locks { #expect(Self.isHeld(lock), "\(lock.path) is held while up runs") }
+
+        up.watchdog.cancel()
+        kill(up.process.processIdentifier, SIGKILL)
+        up.process.waitUntilExit()
+        #expect(up.process.terminationReason == .uncaughtSignal)
+        for lock in locks {
+            #expect(Self.released(lock, within: 60), "\(lock.path) still held a minute after up was killed")
+        }
+        let log = try String(contentsOf: state.appendingPathComponent("gateway.log"), encoding: .utf8)
+        #expect(log.contains("herald up, which started this process, has ended; stopping"), "\(log)")
+
+        let again = try Up(state: state)
+        #expect(again.info.keyID == up.info.keyID)
+        let status = try curl([again.info.deviceAPI + "/status"])
+        #expect(status.json?["gateway"] as? String == "connected")
+        #expect(again.stop() == 0)
+    }
+
+    /// Whether some process holds the `flock` of a state directory's lock file.
+    static func isHeld(_ lock: URL) -> Bool {
+        let fd = open(lock.path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return false }
+        return true
+    }
+
+    /// Waits until the holder of a lock file's `flock` lets go (its process ended): a blocking `flock`
+    /// on a thread of its own, given up after `seconds`.
+    static func released(_ lock: URL, within seconds: Double) -> Bool {
+        let fd = open(lock.path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        let taken = DispatchSemaphore(value: 0)
+        Thread {
+            if flock(fd, LOCK_EX) == 0 {
+                close(fd)
+                taken.signal()
+            }
+        }.start()
+        return taken.wait(timeout: .now() + seconds) == .success
+    }
 }

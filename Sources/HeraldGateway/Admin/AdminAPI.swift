@@ -18,6 +18,8 @@ public struct AdminAPI: Sendable {
     let clock: any WallClock
     /// The push console, when the gateway serves one (it needs the provider API's addresses).
     let console: Console?
+    /// What `/readyz` answers from.
+    let readiness: GatewayReadiness
 
     /// Creates the admin API (without the console: ``Gateway`` adds it).
     public init(
@@ -25,13 +27,15 @@ public struct AdminAPI: Sendable {
         clock: any WallClock = SystemClock()
     ) {
         self.init(
-            directory: directory, router: router, faults: faults, ca: ca, token: token, clock: clock, console: nil)
+            directory: directory, router: router, faults: faults, ca: ca, token: token, clock: clock, console: nil,
+            readiness: GatewayReadiness(.ready))
     }
 
     init(
         directory: GatewayDirectory, router: PushRouter, faults: FaultInjector, ca: GatewayCA, token: String,
-        clock: any WallClock, console: Console?
+        clock: any WallClock, console: Console?, readiness: GatewayReadiness
     ) {
+        self.readiness = readiness
         self.directory = directory
         self.pushRouter = router
         self.faults = faults
@@ -41,16 +45,24 @@ public struct AdminAPI: Sendable {
         self.console = console
     }
 
-    /// The router. Every route, `/healthz` and `/metrics` included, wants
-    /// `authorization: Bearer <admin token>` or the console's session (``AdminAuthentication``):
-    /// the admin API may be reached from the network (`--listen`), and its metrics say who pushes to
-    /// whom and how much. Only the console's page, its files and its sign-in are open.
+    /// The router. Every route, `/metrics` included, wants `authorization: Bearer <admin token>` or
+    /// the console's session (``AdminAuthentication``): the admin API may be reached from the network
+    /// (`--listen`), and its metrics say who pushes to whom and how much. Open are only the probes
+    /// (`/healthz`: the process answers; `/readyz`: it takes work, ``GatewayReadiness``), which say
+    /// nothing but that, and the console's page, its files and its sign-in.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.get("/healthz") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
+        }
+        let readiness = self.readiness
+        let store = pushRouter.offline.store
+        router.get("/readyz") { _, _ in await readiness.answer(store: store) }
         console?.addPublicRoutes(to: router)
         let api = router.group().add(middleware: AdminAuthentication(session: session, clock: clock))
         console?.addRoutes(to: api)
-        api.get("/healthz") { _, _ in #"{"status":"ok"}"# }
         let push = self.pushRouter
         api.get("/metrics") { _, _ -> Response in
             let bytes = await push.metricsText()

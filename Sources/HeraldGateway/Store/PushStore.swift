@@ -47,6 +47,9 @@ public protocol PushStore: Sendable {
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// How many pushes are stored.
     func storedCount() async throws -> Int
+    /// Returns once the store has answered one small read, or throws why it could not: what the
+    /// admin API's `/readyz` asks.
+    func ping() async throws
     /// How many pushes are stored for one device.
     func storedCount(device: String) async throws -> Int
     /// How many pushes are stored for each device that has any.

@@ -228,6 +228,10 @@ extension PostgresGatewayStore: PushStore {
         try await rows("SELECT count(*) FROM stored WHERE device_id = \(device)", as: Int.self).first ?? 0
     }
 
+    public func ping() async throws {
+        _ = try await rows("SELECT 1", as: Int.self)
+    }
+
     public func storedCount() async throws -> Int {
         try await rows("SELECT count(*) FROM stored", as: Int.self).first ?? 0
     }

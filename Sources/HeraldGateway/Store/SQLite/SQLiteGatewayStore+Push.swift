@@ -292,6 +292,10 @@ extension SQLiteGatewayStore: PushStore {
         }
     }
 
+    public func ping() async throws {
+        _ = try await writer.read { db in try Int.fetchOne(db, sql: "SELECT 1 FROM stored LIMIT 1") }
+    }
+
     public func storedCount() async throws -> Int {
         try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stored") ?? 0 }
     }
