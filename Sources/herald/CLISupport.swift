@@ -102,3 +102,5 @@ struct ProviderCredentials: ParsableArguments {
         }
     }
 }
+
+extension LogFormat: ExpressibleByArgument {}

@@ -92,6 +92,10 @@ struct DeviceRun: AsyncParsableCommand {
     var noBanner = false
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "notice"
+    @Option(
+        name: .long,
+        help: "Log format: text (a line of words) or json (one JSON object a line, the metadata as fields).")
+    var logFormat: LogFormat = .text
 
     func validate() throws {
         if let timeZone, TimeZone(identifier: timeZone) == nil {
@@ -120,6 +124,7 @@ struct DeviceRun: AsyncParsableCommand {
     }
 
     func run() async throws {
+        logFormat.bootstrap()
         var logger = Logger(label: "herald.device")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
         ParentWatch.start(logger: logger)

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldGateway
+import HeraldRuntime
 import HeraldProvider
 import Logging
 import NIOCore
@@ -125,6 +126,10 @@ struct GatewayCommand: AsyncParsableCommand {
     var capture: String?
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
+    @Option(
+        name: .long,
+        help: "Log format: text (a line of words) or json (one JSON object a line, the metadata as fields).")
+    var logFormat: LogFormat = .text
 
     func validate() throws {
         guard logRetentionDays > 0 else { throw ValidationError("--log-retention-days must be more than 0") }
@@ -161,6 +166,7 @@ struct GatewayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        logFormat.bootstrap()
         var logger = Logger(label: "herald.gateway")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         ParentWatch.start(logger: logger)

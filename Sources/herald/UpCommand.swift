@@ -58,6 +58,10 @@ struct UpCommand: AsyncParsableCommand {
                 + "--nodes above 1: a private server started with initdb and pg_ctl in <state>/postgres.",
             valueName: "url"))
     var database: String?
+    @Option(
+        name: .long,
+        help: "Log format of the gateways' and the device's logs (gateway.log, device.log): text or json.")
+    var logFormat: LogFormat = .text
 
     func validate() throws {
         guard (1...9).contains(nodes) else { throw ValidationError("--nodes: between 1 and 9, not \(nodes)") }
@@ -134,7 +138,7 @@ struct UpCommand: AsyncParsableCommand {
             let gateway = try children.start(
                 name, executable: executable,
                 arguments: ["gateway", "--state", state.path] + ports.arguments(node: node) + [
-                    "--log-level", "notice",
+                    "--log-level", "notice", "--log-format", logFormat.rawValue,
                 ] + (database.map { ["--database", $0.url] } ?? []),
                 log: log, stdout: false, events: sink)
             nodeInfos.append(
@@ -196,7 +200,7 @@ struct UpCommand: AsyncParsableCommand {
         } catch {}
         var deviceArguments = [
             "device", "--state", deviceState.path, "--api-port", "\(devicePort)", "--no-banner", "--log-level",
-            "notice", "--permission", "interactive",
+            "notice", "--log-format", logFormat.rawValue, "--permission", "interactive",
         ]
         // The last node first; the others in turn if it goes away.
         for node in (1...nodes).reversed() {

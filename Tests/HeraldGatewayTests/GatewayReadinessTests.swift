@@ -3,7 +3,7 @@ import Testing
 
 @testable import HeraldGateway
 
-/// `/readyz`'s verdicts by phase; the store's part is tested end to end (`ProbesEndToEndTests`, a
+/// `/readyz`'s verdicts by phase; the store's part is tested end to end (`OperationsEndToEndTests`, a
 /// PostgreSQL server stopped under a running gateway).
 @Suite struct GatewayReadinessTests {
     @Test func saysWhyItIsNotReady() async throws {

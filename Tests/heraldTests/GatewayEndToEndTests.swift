@@ -401,6 +401,7 @@ struct Provisioned {
         (["--link-threads", "0"], "--link-threads must be at least 1"),
         (["--cluster-address", "https://10.0.0.7/"], "--cluster-address needs a host name or IP address"),
         (["--idle-timeout=-1"], "--idle-timeout must not be negative"),
+        (["--log-format", "xml"], "--log-format"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())").path

@@ -347,11 +347,12 @@ import Testing
     }
 
     /// `herald up` killed with SIGKILL (no chance to stop anything): its gateway and device end too,
-    /// with their state locks released, and the next `herald up` on the same directory starts.
+    /// with their state locks released, and the next `herald up` on the same directory starts. Its
+    /// `--log-format json` reaches the children's logs.
     @Test func killingUpEndsItsChildren() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-up-\(UUID())")
         defer { try? FileManager.default.removeItem(at: state) }
-        let up = try Up(state: state)
+        let up = try Up(state: state, extra: ["--log-format", "json"])
         let locks = ["gateway", "device"].map { state.appendingPathComponent($0).appendingPathComponent("lock") }
         for lock in locks { #expect(Self.isHeld(lock), "\(lock.path) is held while up runs") }
 
@@ -363,7 +364,11 @@ import Testing
             #expect(Self.released(lock, within: 60), "\(lock.path) still held a minute after up was killed")
         }
         let log = try String(contentsOf: state.appendingPathComponent("gateway.log"), encoding: .utf8)
-        #expect(log.contains("herald up, which started this process, has ended; stopping"), "\(log)")
+        let said = log.split(separator: "\n").first { $0.contains("herald up, which started this process, has ended") }
+        let line = try #require(said, "\(log)")
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+        #expect(object?["message"] == "herald up, which started this process, has ended; stopping", "\(line)")
+        #expect(object?["level"] == "notice")
 
         let again = try Up(state: state)
         #expect(again.info.keyID == up.info.keyID)

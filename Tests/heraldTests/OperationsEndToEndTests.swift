@@ -2,10 +2,10 @@ import Foundation
 import HeraldRuntime
 import Testing
 
-/// The admin listener's probes as an orchestrator or a load balancer uses them: with no token, over a
-/// real connection (curl), against a real `herald gateway` whose PostgreSQL server goes away and
-/// comes back.
-@Suite(.serialized, .ownThread) struct ProbesEndToEndTests {
+/// What an operator runs the gateway with: the admin listener's probes as an orchestrator or a load
+/// balancer uses them (no token, curl, a real `herald gateway` whose PostgreSQL server goes away and
+/// comes back), and its log as a collector reads it.
+@Suite(.serialized, .ownThread) struct OperationsEndToEndTests {
     @Test func probesAnswerWithoutTheTokenAndSayWhyTheGatewayIsNotReady() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-probes-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -39,5 +39,30 @@ import Testing
             try curl([gateway.admin + "/readyz"]).status == 200
         }
         #expect(gateway.stop() == 0, "\(gateway.log)")
+    }
+
+    /// `--log-format json`: every line the gateway logs is one JSON object, its metadata as fields.
+    @Test func theLogIsOneJSONObjectALine() throws {
+        let gateway = try GatewayProcess(arguments: ["--log-format", "json", "--log-level", "debug"])
+        #expect(gateway.stop() == 0)
+        let lines = gateway.log.split(separator: "\n")
+        #expect(lines.count >= 3, "\(gateway.log)")
+        var messages: [String] = []
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            try #require(object != nil, "not a JSON object: \(line)")
+            for field in ["time", "level", "label", "message"] {
+                #expect(object?[field] is String, "\(field) in \(line)")
+            }
+            #expect((object?["time"] as? String)?.hasSuffix("Z") == true)
+            let message = object?["message"] as? String ?? ""
+            messages.append(message)
+            if message == "gateway ready" {
+                #expect(object?["label"] as? String == "herald.gateway")
+                #expect(object?["providerURL"] as? String == gateway.info.providerURL, "\(line)")
+                #expect(object?["adminToken"] == nil, "the token is never logged")
+            }
+        }
+        #expect(messages.contains("gateway ready"), "\(messages)")
     }
 }
