@@ -96,6 +96,14 @@ struct DeviceRun: AsyncParsableCommand {
         name: .long,
         help: "Log format: text (a line of words) or json (one JSON object a line, the metadata as fields).")
     var logFormat: LogFormat = .text
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A TOML file of settings, the options' long names as keys (also HERALD_CONFIG).",
+            discussion: "Every option can also be set by HERALD_<OPTION> (docs/configuration.md).", valueName: "file"))
+    var config: String?
+    @Flag(name: .long, help: "Print the effective configuration and where each value came from, then exit.")
+    var printConfig = false
 
     func validate() throws {
         if let timeZone, TimeZone(identifier: timeZone) == nil {

@@ -12,6 +12,39 @@ struct Herald: AsyncParsableCommand {
             AppCommand.self,
             RespondCommand.self, KeysCommand.self, TestDeviceCommand.self, TriggerCommand.self, ChannelCommand.self,
         ])
+
+    /// swift-argument-parser's `main`, with the configuration file and the environment written into
+    /// the arguments of the commands that read them first (``ConfiguredArguments``), `--print-config`,
+    /// and errors about a setting from the file or the environment saying where it was set.
+    static func main() async {
+        let configured: ConfiguredArguments
+        do {
+            configured = try ConfiguredArguments(
+                Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        do {
+            var command = try parseAsRoot(configured.arguments)
+            if configured.printConfig {
+                print(configured.report(), terminator: "")
+                return
+            }
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            // Help and other clean exits are not errors about a setting.
+            if exitCode(for: error) != .success, let message = configured.attributed(message(for: error)) {
+                FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+                Foundation.exit(exitCode(for: error).rawValue)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 struct TriggerCommand: ParsableCommand {

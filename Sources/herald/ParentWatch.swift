@@ -40,13 +40,16 @@ enum ParentWatch {
 
     /// The parent's side, for a child about to start: its standard input is a new pipe whose writing
     /// end this process keeps (returned: hold it as long as the child may run), and its environment
-    /// names that input.
+    /// names that input. The child gets no other `HERALD_` variable: they are `up`'s settings
+    /// (docs/configuration.md), and `up` gives its children theirs as options.
     static func attach(to process: Process) -> Pipe {
         let pipe = Pipe()
         // Only this process holds the writing end: a child started later must not keep it open.
         _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
         process.standardInput = pipe
-        var environment = process.environment ?? ProcessInfo.processInfo.environment
+        var environment = (process.environment ?? ProcessInfo.processInfo.environment).filter {
+            !$0.key.hasPrefix("HERALD_")
+        }
         environment[variable] = "0"
         process.environment = environment
         return pipe

@@ -330,7 +330,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
             let wave = min(64, count - next)
             try await withThrowingTaskGroup(of: (DeviceIdentity, GatewayLinkClient).self) { group in
                 for i in 0..<wave {
-                    let source = sources.isEmpty ? nil : sources[(next + i) % sources.count]
+                    let source: String? = sources.isEmpty ? nil : sources[(next + i) % sources.count]
                     group.addTask {
                         var identity = DeviceIdentity()
                         let client = try await GatewayLinkClient.connect(
@@ -348,7 +348,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 for (index, (identity, first)) in connected.enumerated() {
-                    let source = sources.isEmpty ? nil : sources[index % sources.count]
+                    let source: String? = sources.isEmpty ? nil : sources[index % sources.count]
                     group.addTask {
                         var client = first
                         while !Task.isCancelled {

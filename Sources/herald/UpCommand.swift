@@ -62,6 +62,14 @@ struct UpCommand: AsyncParsableCommand {
         name: .long,
         help: "Log format of the gateways' and the device's logs (gateway.log, device.log): text or json.")
     var logFormat: LogFormat = .text
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A TOML file of settings, the options' long names as keys (also HERALD_CONFIG).",
+            discussion: "Every option can also be set by HERALD_<OPTION> (docs/configuration.md).", valueName: "file"))
+    var config: String?
+    @Flag(name: .long, help: "Print the effective configuration and where each value came from, then exit.")
+    var printConfig = false
 
     func validate() throws {
         guard (1...9).contains(nodes) else { throw ValidationError("--nodes: between 1 and 9, not \(nodes)") }

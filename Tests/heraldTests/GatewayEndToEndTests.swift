@@ -15,10 +15,13 @@ func heraldExecutable() throws -> URL {
 
 /// Runs a program to completion.
 @discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (
+    status: Int32, stdout: String, stderr: String
+) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out
@@ -74,9 +77,12 @@ final class GatewayProcess {
     let output = Pipe()
     var info: GatewayInfo!
 
-    init(state: URL? = nil, arguments: [String] = []) throws {
+    init(state: URL? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
         self.state = state ?? FileManager.default.temporaryDirectory.appendingPathComponent("herald-gw-\(UUID())")
         process.executableURL = try heraldExecutable()
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments =
             [
                 "gateway", "--state", self.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",

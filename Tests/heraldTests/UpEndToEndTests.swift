@@ -15,9 +15,12 @@ import Testing
         let info: UpInfo
         let watchdog: DispatchWorkItem
 
-        init(state: URL, extra: [String] = []) throws {
+        init(state: URL, extra: [String] = [], environment: [String: String] = [:]) throws {
             self.state = state
             process.executableURL = try heraldExecutable()
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             process.arguments =
                 [
                     "up", "--state", state.path, "--port", "0", "--dev-port", "0", "--link-port", "0", "--admin-port",
