@@ -91,7 +91,7 @@ final class HTTP2ClientConnection: @unchecked Sendable {
         // The bootstrap's group is this loop: the channel is set up on it.
         ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -90,7 +90,7 @@ final class LegacyConnection: Sendable {
         let promise = loop.makePromise(of: [UInt8].self)
         let handshake = loop.makePromise(of: Void.self)
         let channel = try await ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

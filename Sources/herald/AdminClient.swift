@@ -7,9 +7,10 @@ import HeraldRuntime
 struct AdminClient {
     let http: HTTPJSONClient
 
-    /// The admin API at `url` with the bearer `token`.
-    init(url: String, token: String?) {
-        http = HTTPJSONClient(base: url, bearer: token)
+    /// The admin API at `url` with the bearer `token`; over `https://`, its certificate signed by
+    /// the CA in the PEM file `ca`.
+    init(url: String, token: String?, ca: String? = nil) {
+        http = HTTPJSONClient(base: url, bearer: token, ca: ca)
     }
 
     /// The admin API of the gateway whose state directory is `state`: `--admin-url` or its
@@ -17,7 +18,8 @@ struct AdminClient {
     init(state: String, url: String?, token: String?) throws {
         let directory = URL(fileURLWithPath: state)
         let runtime = directory.appendingPathComponent(GatewayInfo.fileName)
-        guard let resolvedURL = url ?? (try? GatewayInfo.read(directory: directory))?.adminURL else {
+        let info = try? GatewayInfo.read(directory: directory)
+        guard let resolvedURL = url ?? info?.adminURL else {
             throw ValidationError("no running gateway found: \(runtime.path) is missing; pass --state or --admin-url")
         }
         let tokenFile = directory.appendingPathComponent("admin-token")
@@ -26,7 +28,11 @@ struct AdminClient {
                 ?? (try? String(contentsOf: tokenFile, encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         else { throw ValidationError("no admin token: \(tokenFile.path) is missing; pass --admin-token") }
-        self.init(url: resolvedURL, token: resolvedToken)
+        // Off loopback the admin API speaks TLS with the gateway's CA, which is in its state directory
+        // (looked for there first: a gateway in a container names the path it sees, not ours).
+        let ca = [directory.appendingPathComponent("ca.pem").path, info?.caCertificate].compactMap { $0 }
+            .first { FileManager.default.fileExists(atPath: $0) }
+        self.init(url: resolvedURL, token: resolvedToken, ca: ca)
     }
 
     /// The admin API's URL.

@@ -4,10 +4,6 @@ import HeraldCore
 import HeraldProvider
 import HeraldRuntime
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// Prints a value as pretty JSON (ISO 8601 dates, sorted keys).
 func printJSON(_ value: some Encodable) throws {
     let encoder = JSONEncoder.appLink

@@ -1,16 +1,20 @@
+import AsyncHTTPClient
 import ArgumentParser
 import Foundation
 import HeraldCore
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
+import NIOCore
+import NIOSSL
 
 /// A tiny JSON-over-HTTP client for the device API and the admin API: bodies are encoded and
 /// answers decoded as the types the caller names (dates in ISO 8601, as both APIs write them).
+/// On AsyncHTTPClient rather than Foundation's URLSession, whose Linux implementation would make
+/// the binary need libcurl and its forty libraries.
 struct HTTPJSONClient {
     let base: String
     var bearer: String?
+    /// The CA certificate (PEM file) that signed an `https://` server's certificate: a gateway's
+    /// admin API off loopback is served over TLS with the gateway's own CA.
+    var ca: String?
 
     /// An error answer: `{"error":{"message":…}}`.
     private struct ErrorAnswer: Decodable {
@@ -21,22 +25,34 @@ struct HTTPJSONClient {
     /// Sends a request and returns the status and body; a status of 400 or more throws with the
     /// server's message.
     func send(_ method: String, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
-        guard let url = URL(string: base + path) else { throw ValidationError("bad URL \(base + path)") }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "authorization") }
+        guard URL(string: base + path) != nil else { throw ValidationError("bad URL \(base + path)") }
+        var request = HTTPClientRequest(url: base + path)
+        request.method = .RAW(value: method)
+        if let bearer { request.headers.add(name: "authorization", value: "Bearer \(bearer)") }
         if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "content-type")
+            request.body = .bytes(ByteBuffer(bytes: body))
+            request.headers.add(name: "content-type", value: "application/json")
         }
         let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await URLSession.shared.data(for: request)
-        } catch {
-            throw ValidationError("\(method) \(base + path): \(error.localizedDescription)")
+        let status: Int
+        // The shared client trusts the system's CAs; a gateway's own CA needs a client of its own.
+        var own: HTTPClient?
+        if let ca, base.hasPrefix("https://") {
+            var configuration = HTTPClient.Configuration()
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(ca)
+            configuration.tlsConfiguration = tls
+            own = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        do {
+            let response = try await (own ?? HTTPClient.shared).execute(request, timeout: .seconds(120))
+            status = Int(response.status.code)
+            data = Data(buffer: try await response.body.collect(upTo: 256 * 1024 * 1024))
+            try? await own?.shutdown()
+        } catch {
+            try? await own?.shutdown()
+            throw ValidationError("\(method) \(base + path): \(error)")
+        }
         guard status < 400 else {
             let message = (try? JSONDecoder().decode(ErrorAnswer.self, from: data))?.error?.message
             throw ValidationError(

@@ -7,10 +7,12 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Apple's local and remote notification system, open and self-hostable.",
+        version: BuildInfo.description,
         subcommands: [
             UpCommand.self, GatewayCommand.self, DeviceCommand.self, PushCommand.self, FeedbackCommand.self,
             AppCommand.self,
             RespondCommand.self, KeysCommand.self, TestDeviceCommand.self, TriggerCommand.self, ChannelCommand.self,
+            ProbeCommand.self,
         ])
 
     /// swift-argument-parser's `main`, with the configuration file and the environment written into

@@ -65,4 +65,50 @@ import Testing
         }
         #expect(messages.contains("gateway ready"), "\(messages)")
     }
+
+    /// The gateway and a device as an unprivileged user (`nobody`, through `setpriv` when the tests run
+    /// as root), as the packaged service and the container run them. The listeners once asked for
+    /// SO_DEBUG (TCP_NODELAY's number at the socket level), which only root may set: every connection
+    /// of an unprivileged gateway was closed as it was accepted.
+    @Test func aGatewayAndADeviceRunAsAnUnprivilegedUser() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-nobody-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let unprivileged = geteuid() == 0
+        if unprivileged { #expect(chown(state.path, 65534, 65534) == 0) }
+        func command(_ arguments: [String]) throws -> (URL, [String]) {
+            let herald = try heraldExecutable()
+            guard unprivileged else { return (herald, arguments) }
+            return (
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                ["--reuid=65534", "--regid=65534", "--clear-groups", "--", herald.path] + arguments
+            )
+        }
+        let gatewayState = state.appendingPathComponent("gateway")
+        let (executable, arguments) = try command([
+            "gateway", "--state", gatewayState.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
+            "--link-port", "0", "--binary-port", "0", "--feedback-port", "0", "--channels-port", "0",
+            "--channels-dev-port", "0",
+        ])
+        let gateway = try Child(executable, arguments)
+        defer { kill(gateway.process.processIdentifier, SIGTERM) }
+        #expect(gateway.waitForLine(containing: "herald gateway ready").last?.contains("ready") == true)
+        let info = try GatewayInfo.read(directory: gatewayState)
+        // The provider API answers as APNs does (400 with a reason), over h2c and over TLS.
+        let development = try curl([
+            "--http2-prior-knowledge", "-d", "{}", try #require(info.developmentURL) + "/3/device/ab",
+        ])
+        #expect(development.status == 400 && development.body.contains(#""reason":"#), "\(development)")
+        let tls = try curl(["--cacert", info.caCertificate, "-d", "{}", info.providerURL + "/3/device/ab"])
+        #expect(tls.status == 400 && tls.body.contains(#""reason":"#), "\(tls)")
+        // A device links (its client socket is unprivileged too) and gets its token.
+        let (deviceExecutable, deviceArguments) = try command([
+            "test-device", "--gateway", info.linkDevelopmentURL, "--identity",
+            state.appendingPathComponent("identity.json").path, "--json",
+        ])
+        let device = try Child(deviceExecutable, deviceArguments)
+        let ready = device.reader.json()
+        #expect(ready?["device"] is String, "the device linked: \(String(describing: ready))")
+        kill(device.process.processIdentifier, SIGTERM)
+    }
 }

@@ -66,7 +66,7 @@ public final class GatewayLinkClient: Sendable {
         let loop = group.any()
         let welcome = loop.makePromise(of: LinkClientHandler.Welcome.self)
         var bootstrap = ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -44,7 +44,7 @@ public final class LegacyServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // A provider's TLS close_notify ends its input only: what it sent is processed, and
             // the connection closes once that has been routed (or after an error packet).
             .childChannelOption(.allowRemoteHalfClosure, value: true)
