@@ -32,6 +32,7 @@ extension LinkMessage {
         var ticketSecret: Data?
         var ticketExpires: Int64?
         var proof: Data?
+        var reconnectWithin: Int?
 
         /// The fields by name, as `Codable` reads and writes them; the flat reader knows them by
         /// their bytes and their position (a bit each).
@@ -39,7 +40,7 @@ extension LinkMessage {
             case type, request, nonce, device, generation, registrations, topic, environment, token, code,
                 message, publicKey, signature, ids, apnsID, uniqueID, pushType, priority, expiration,
                 collapseID, payload, channelID, channels, scope, installation, ticket, ticketSecret, ticketExpires,
-                proof
+                proof, reconnectWithin
         }
 
         init(type: String) { self.type = type }
@@ -95,6 +96,9 @@ extension LinkMessage {
             case (.installation, .integer(let v)):
                 guard let v = Int(exactly: v) else { return false }
                 installation = v
+            case (.reconnectWithin, .integer(let v)):
+                guard let v = Int(exactly: v) else { return false }
+                reconnectWithin = v
             case (.expiration, .integer(let v)): expiration = v
             case (.ticketExpires, .integer(let v)): ticketExpires = v
             case (.priority, .integer(let v)):

@@ -28,6 +28,7 @@ extension LinkMessage.Envelope {
         if let proof { o.base64("proof", proof) }
         if let publicKey { o.base64("publicKey", publicKey) }
         if let pushType { o.string("pushType", pushType.rawValue) }
+        if let reconnectWithin { o.integer("reconnectWithin", Int64(reconnectWithin)) }
         if registrations != nil { o.strings("registrations", []) }
         if let request { o.integer("request", Int64(request)) }
         if let scope { o.string("scope", scope.rawValue) }

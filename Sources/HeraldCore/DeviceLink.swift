@@ -143,6 +143,10 @@ public enum LinkMessage: Sendable, Equatable {
     case broadcast(LinkBroadcast)
     /// A request failed (`request` says which), or the connection is refused (`request` nil).
     case error(request: Int?, code: LinkErrorCode, message: String)
+    /// The gateway is stopping and closes the link next (1001): the device connects again after a
+    /// random wait of up to `reconnectWithin` milliseconds, to another node of the push service when
+    /// it knows one, so that the devices of a stopping node do not all come back at once.
+    case goAway(reconnectWithin: Int)
 
     // Device → gateway
     /// Authentication: the device id (nil on first contact = let the gateway choose), its public key
@@ -240,6 +244,9 @@ extension LinkMessage {
             e.request = request
             e.code = code.rawValue
             e.message = message
+        case .goAway(let within):
+            e = Envelope(type: "goaway")
+            e.reconnectWithin = within
         case .hello(let device, let publicKey, let signature):
             e = Envelope(type: "hello")
             e.device = device
@@ -361,6 +368,10 @@ extension LinkMessage {
                 request: e.request, topic: try need(e.topic, "topic"),
                 environment: try need(e.environment, "environment"))
         case "reset": self = .reset(request: e.request, generation: try need(e.generation, "generation"))
+        case "goaway":
+            let within = try need(e.reconnectWithin, "reconnectWithin")
+            guard within >= 0 else { throw LinkMessageError("goaway needs \"reconnectWithin\" of 0 or more") }
+            self = .goAway(reconnectWithin: within)
         case "error":
             self = .error(
                 request: e.request, code: LinkErrorCode(rawValue: try need(e.code, "code")), message: e.message ?? "")

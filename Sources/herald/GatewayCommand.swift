@@ -104,6 +104,13 @@ struct GatewayCommand: AsyncParsableCommand {
             (0 = no tickets: every device signs).
             """)
     var linkTicketHours: Double = 168
+    @Option(
+        name: .long,
+        help: """
+            Seconds over which the devices of a stopping gateway are told to come back (each waits a random \
+            part of it, then connects to another node if it knows one; 0 = at once).
+            """)
+    var drainWindow: Double = 10
     @Option(name: .long, help: "Seconds an admin API connection may stay idle between requests (0 = never).")
     var adminIdleTimeout: Double = 60
     @Option(name: .long, help: "Event-loop threads for provider connections (default: one per core).")
@@ -150,6 +157,7 @@ struct GatewayCommand: AsyncParsableCommand {
         guard firstBytesTimeout > 0 else { throw ValidationError("--first-bytes-timeout must be more than 0 seconds") }
         guard linkIdleTimeout >= 0 else { throw ValidationError("--link-idle-timeout must not be negative") }
         guard linkTicketHours >= 0 else { throw ValidationError("--link-ticket-hours must not be negative") }
+        guard drainWindow >= 0 else { throw ValidationError("--drain-window must not be negative") }
         guard adminIdleTimeout >= 0 else { throw ValidationError("--admin-idle-timeout must not be negative") }
         guard !listen.isEmpty else { throw ValidationError("--listen needs an address, such as 127.0.0.1 or 0.0.0.0") }
         if let clusterAddress, clusterAddress.isEmpty || clusterAddress.contains(where: { $0 == "/" || $0 == " " }) {
@@ -192,6 +200,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.link.firstBytesTimeout = configuration.firstBytesTimeout
         configuration.link.idleTimeout = Self.seconds(linkIdleTimeout)
         configuration.link.ticketLifetime = Self.seconds(linkTicketHours * 3600)
+        configuration.link.drainWindow = .milliseconds(Int64((drainWindow * 1000).rounded()))
         configuration.adminIdleTimeout = Self.seconds(adminIdleTimeout)
         configuration.offline = OfflinePolicy(depth: offlineDepth)
         configuration.durability = durability

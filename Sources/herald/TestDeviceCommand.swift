@@ -118,6 +118,8 @@ struct TestDeviceCommand: AsyncParsableCommand {
         var received = 0
         var duplicates = 0
         var closedReason: String?
+        // The window a stopping gateway gave (goaway), until the device has moved.
+        var drain: Duration?
         // Across connections: a push the gateway sends again after a crash is dropped here.
         var seen = Set<String>()
         // Read once: an option's value is slow to read, and this loop runs for every notification.
@@ -146,6 +148,14 @@ struct TestDeviceCommand: AsyncParsableCommand {
                     } else {
                         write("reset: generation \(generation)\n")
                     }
+                case .goAway(let within):
+                    drain = within
+                    if json {
+                        emit([
+                            "event": .string("goaway"),
+                            "reconnectWithin": .int(Int64(within.timeInterval * 1000)),
+                        ])
+                    }
                 case .closed(let reason):
                     closedReason = reason
                 }
@@ -155,9 +165,15 @@ struct TestDeviceCommand: AsyncParsableCommand {
             // and goes on.
             await client.close()
             if json { emit(["event": .string("disconnected"), "reason": .string(closedReason ?? "closed")]) }
+            if let window = drain {
+                // As the daemon does: a random part of the stopping node's window, then the next node.
+                let wait = ReconnectBackoff.drainDelay(within: window.timeInterval, jitter: Double.random(in: 0...1))
+                try await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
+            }
             (client, linked) = try await relink(
-                urls: urls, after: linked, identity: me, pem: pem, subscription: subscription)
+                urls: urls, after: linked, identity: me, pem: pem, subscription: subscription, afterDrain: drain != nil)
             closedReason = nil
+            drain = nil
             if json { emit(["event": .string("reconnected"), "device": .string(client.deviceID)]) }
         }
         finished(received: received, duplicates: duplicates)
@@ -195,14 +211,16 @@ struct TestDeviceCommand: AsyncParsableCommand {
     /// After the link dropped: the same device connects again, registers again (the same tokens) and
     /// subscribes again; returns the link and the index of the address it reached.
     func relink(
-        urls: [String], after linked: Int, identity me: DeviceIdentity, pem: String?, subscription: Subscription?
+        urls: [String], after linked: Int, identity me: DeviceIdentity, pem: String?, subscription: Subscription?,
+        afterDrain: Bool = false
     ) async throws -> (GatewayLinkClient, Int) {
         var linked = linked
         while true {
             // The next address first: the node this one was on may be gone.
             let client: GatewayLinkClient
+            // After a goaway the wait was the drain's: the first attempt goes at once.
             (client, linked) = try await Self.connect(
-                urls: urls, from: linked + 1, identity: me, pem: pem, ack: !noAck, retry: true, failed: true)
+                urls: urls, from: linked + 1, identity: me, pem: pem, ack: !noAck, retry: true, failed: !afterDrain)
             do {
                 for t in topic { _ = try await client.register(topic: t, environment: environment) }
                 if let subscription { try await subscription.apply(to: client) }

@@ -14,6 +14,8 @@ import Testing
         .token(request: 4, LinkRegistration(topic: "com.example.a", environment: .development, token: token)),
         .unregistered(request: 5, topic: "com.example.a", environment: .development),
         .reset(request: nil, generation: 3),
+        .goAway(reconnectWithin: 10_000),
+        .goAway(reconnectWithin: 0),
         .error(request: 6, code: "NotFound", message: "app com.example.a on device d-1 in development not found"),
         .hello(device: nil, publicKey: Data([4, 5]), signature: Data([6])),
         .hello(device: "d-1", publicKey: nil, signature: Data([6])),
@@ -234,5 +236,18 @@ import Testing
         #expect(throws: LinkMessageError("field \"environment\" is malformed")) {
             try LinkMessage(json: Data(#"{"type":"register","topic":"a","environment":"staging"}"#.utf8))
         }
+    }
+
+    /// `goaway` needs its window, and not a negative one.
+    @Test func aGoAwayWithoutAWindowIsRefused() throws {
+        #expect(throws: LinkMessageError("goaway needs \"reconnectWithin\"")) {
+            try LinkMessage(json: Data(#"{"type":"goaway"}"#.utf8))
+        }
+        #expect(throws: LinkMessageError("goaway needs \"reconnectWithin\" of 0 or more")) {
+            try LinkMessage(json: Data(#"{"type":"goaway","reconnectWithin":-5}"#.utf8))
+        }
+        #expect(
+            try LinkMessage(json: Data(#"{"reconnectWithin":2500,"type":"goaway"}"#.utf8))
+                == .goAway(reconnectWithin: 2500))
     }
 }

@@ -219,6 +219,15 @@ import Testing
         #expect(link.wake == nil)
     }
 
+    /// A link still greeting (no device yet) has no one to tell: it only closes.
+    @Test func aStoppingGatewayClosesALinkThatHasNoDeviceYet() {
+        var machine = DeviceLinkStateMachine(
+            configuration: DeviceLinkConfiguration(), broadcasts: false, nonce: Data(repeating: 1, count: 32))
+        let actions = machine.goAway(at: Link.startDate)
+        #expect(actions.first == .close(code: 1001))
+        #expect(!actions.contains { if case .send = $0 { true } else { false } })
+    }
+
     @Test func whenTheLinkClosesWaitingProvidersAreAnsweredAndTheDeviceDetached() {
         var link = Link.online()
         link.offer(Link.push("written"))
@@ -227,9 +236,11 @@ import Testing
         #expect(link.answered() == [Link.answer(3, .hold)])
         link.record(link.machine.goAway(at: link.at))
         let actions = link.take()
+        // The device is told when to come back (the drain window, 10 s by default), then the close.
         #expect(
-            Array(actions.prefix(3)) == [
-                .close(code: 1001), .cancelTimers, .detach(device: "phone", at: Link.startDate),
+            Array(actions.prefix(4)) == [
+                .send(.goAway(reconnectWithin: 10_000)), .close(code: 1001), .cancelTimers,
+                .detach(device: "phone", at: Link.startDate),
             ])
         #expect(actions.last == .logDisconnected(device: "phone"))
         // The written ones were not acknowledged (the router stores them); the held one is stored already.

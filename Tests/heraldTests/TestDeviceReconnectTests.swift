@@ -6,7 +6,8 @@ import Testing
 @Suite(.serialized, .ownThread) struct TestDeviceReconnectTests {
     @Test func aTestDeviceComesBackAfterARestartAndDropsWhatItAlreadyHad() throws {
         let linkPort = try portOutsideTheEphemeralRange()
-        let p = try Provisioned(arguments: ["--link-port", "\(linkPort)", "--ack-timeout", "0.2"])
+        let options = ["--link-port", "\(linkPort)", "--ack-timeout", "0.2", "--drain-window", "0.2"]
+        let p = try Provisioned(arguments: options)
         let identity = p.gateway.state.appendingPathComponent("device.json").path
         // It never acknowledges: every push is stored once its acknowledgement is overdue, and sent again
         // on the next connection.
@@ -24,12 +25,14 @@ import Testing
         #expect(try p.push(token: token, headers: ["apns-id: \(first)"]).status == 200)
         #expect(device.reader.json()?["apnsID"] as? String == first)
 
-        // The gateway goes down and comes back on the same state and port; the device reconnects by itself
-        // and is sent the stored push again, which it drops as a duplicate.
+        // The gateway goes down (telling the device to come back within its drain window) and comes back
+        // on the same state and port; the device reconnects by itself and is sent the stored push again,
+        // which it drops as a duplicate.
         #expect(p.gateway.stop() == 0)
+        let goaway = device.reader.json() ?? [:]
+        #expect(goaway["event"] as? String == "goaway" && goaway["reconnectWithin"] as? Int == 200, "\(goaway)")
         #expect(device.reader.json()?["event"] as? String == "disconnected")
-        let again = try Provisioned(
-            arguments: ["--link-port", "\(linkPort)", "--ack-timeout", "0.2"], state: p.gateway.state, existing: p)
+        let again = try Provisioned(arguments: options, state: p.gateway.state, existing: p)
         #expect(device.reader.json()?["event"] as? String == "reconnected")
         let duplicate = device.reader.json() ?? [:]
         #expect(duplicate["event"] as? String == "duplicate" && duplicate["apnsID"] as? String == first, "\(duplicate)")

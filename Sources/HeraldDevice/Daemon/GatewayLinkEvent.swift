@@ -91,6 +91,9 @@ public enum GatewayLinkEvent: Sendable, Equatable {
     case broadcast(LinkBroadcast)
     /// The device was reset: every token it had is void.
     case reset(generation: Int)
+    /// The gateway is stopping and closes the link next: connect again after a random wait of up
+    /// to `reconnectWithin`, to another node when there is one (docs/device-link.md, "Draining").
+    case goAway(reconnectWithin: Duration)
     /// The link closed; `reason` says why when the gateway said.
     case closed(reason: String?)
 }

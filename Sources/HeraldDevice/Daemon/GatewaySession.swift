@@ -311,6 +311,8 @@ actor GatewaySession {
         var next = 0
         while !Task.isCancelled {
             let url = urls[next % urls.count]
+            // The window of a gateway that said it is stopping (goaway), if the last link ended so.
+            var drain: Duration?
             do {
                 let client = try await GatewayLinkClient.connect(
                     url: url, identity: identity, caCertificatePEM: ca, autoAcknowledge: false)
@@ -323,6 +325,8 @@ actor GatewaySession {
                     case .reset: await registerAll(client)
                     case .broadcast(let broadcast):
                         await host?.take(broadcast)
+                    case .goAway(let within):
+                        drain = within
                     case .closed(let reason):
                         logger.notice("device link closed", metadata: ["reason": "\(reason ?? "none")"])
                     }
@@ -335,13 +339,20 @@ actor GatewaySession {
                 logger.warning("device link failed", metadata: ["url": "\(url)", "error": "\(error)"])
             }
             if Task.isCancelled { break }
-            failures += 1
             next += 1
-            let delay = ReconnectBackoff.delay(
-                failures: failures, base: configuration.reconnectBase, maximum: configuration.reconnectMaximum,
-                jitter: Double.random(in: 0...1))
+            let delay: TimeInterval
+            if let drain {
+                // Not a failure: the node is stopping. A random part of its window spreads its devices.
+                failures = 0
+                delay = ReconnectBackoff.drainDelay(within: drain.timeInterval, jitter: Double.random(in: 0...1))
+            } else {
+                failures += 1
+                delay = ReconnectBackoff.delay(
+                    failures: failures, base: configuration.reconnectBase, maximum: configuration.reconnectMaximum,
+                    jitter: Double.random(in: 0...1))
+            }
             logger.info(
-                "reconnecting to the push service",
+                drain == nil ? "reconnecting to the push service" : "the push service's node is stopping; moving",
                 metadata: ["in": "\(String(format: "%.2f", delay)) s", "url": "\(urls[next % urls.count])"])
             do { try await clock.sleep(until: clock.now().addingTimeInterval(delay)) } catch { break }
         }

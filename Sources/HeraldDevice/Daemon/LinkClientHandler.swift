@@ -136,6 +136,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
             if let request { pending.removeValue(forKey: request)?.succeed(message) }
             handOver()
             events.yield(.reset(generation: generation))
+        case .goAway(let within):
+            handOver()
+            events.yield(.goAway(reconnectWithin: .milliseconds(within)))
         case .error(nil, let code, let text):
             closeReason = "\(code): \(text)"
             welcome.fail(GatewayLinkFailure(code: code, message: text))

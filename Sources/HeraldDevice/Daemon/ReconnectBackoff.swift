@@ -9,4 +9,10 @@ public enum ReconnectBackoff {
         let raw = min(maximum, base * pow(2, Double(max(0, min(failures - 1, 30)))))
         return raw * (0.5 + 0.5 * min(max(jitter, 0), 1))
     }
+
+    /// The wait after a stopping gateway's `goaway`: a point of its window, uniformly (`jitter` is
+    /// 0…1), so that its devices come back spread over the window rather than together.
+    public static func drainDelay(within window: Double, jitter: Double) -> Double {
+        max(0, window) * min(max(jitter, 0), 1)
+    }
 }

@@ -15,6 +15,11 @@ public struct DeviceLinkConfiguration: Sendable {
     /// signature (docs/device-link.md, "Resuming"); `nil`: no tickets, every device signs. A week
     /// by default.
     public var ticketLifetime: Duration? = .seconds(7 * 86400)
+    /// When the gateway stops, each authenticated device is told (`goaway`) to connect again after a
+    /// random wait of up to this long, to another node if it knows one, before its link is closed:
+    /// the devices of a stopping node come back spread over this window instead of all at once.
+    /// Zero: they are told to come back at once. Ten seconds by default.
+    public var drainWindow: Duration = .seconds(10)
 
     /// The defaults.
     public init() {}

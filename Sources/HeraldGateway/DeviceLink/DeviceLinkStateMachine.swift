@@ -48,6 +48,8 @@ struct DeviceLinkStateMachine {
 
     /// ``DeviceLinkConfiguration/idleTimeout`` on the event loop's clock, converted once.
     let idleTimeout: TimeAmount?
+    /// ``DeviceLinkConfiguration/drainWindow`` in milliseconds, as `goaway` carries it.
+    let drainWindow: Int
     /// Whether the gateway has broadcast channels (without, subscriptions are refused).
     let broadcasts: Bool
     var phase: Phase
@@ -92,6 +94,9 @@ struct DeviceLinkStateMachine {
     /// A link that will greet the device with `nonce`.
     init(configuration: DeviceLinkConfiguration, broadcasts: Bool, nonce: Data) {
         self.idleTimeout = configuration.idleTimeout.map { TimeAmount($0) }
+        self.drainWindow =
+            Int(configuration.drainWindow.components.seconds * 1000)
+            + Int(configuration.drainWindow.components.attoseconds / 1_000_000_000_000_000)
         self.broadcasts = broadcasts
         self.phase = .greeting(nonce: nonce)
         self.qos = LinkQoS(configuration: configuration.qos)
@@ -322,8 +327,12 @@ struct DeviceLinkStateMachine {
         [.send(.error(request: nil, code: code, message: message))] + close(code: 1008, at: at)
     }
 
-    /// The gateway is stopping (1001, going away).
-    mutating func goAway(at: Date) -> [Action] { close(code: 1001, at: at) }
+    /// The gateway is stopping: an authenticated device is told when to come back (`goaway`, with
+    /// the drain window), then the link closes (1001, going away).
+    mutating func goAway(at: Date) -> [Action] {
+        guard deviceID != nil else { return close(code: 1001, at: at) }
+        return [.send(.goAway(reconnectWithin: drainWindow))] + close(code: 1001, at: at)
+    }
 
     mutating func close(code: UInt16, at: Date) -> [Action] { [.close(code: code)] + closed(at: at) }
 
