@@ -24,11 +24,15 @@ struct ConfiguredArguments {
     static func schema(for path: [String]) -> OptionSchema? {
         switch path {
         case ["gateway"]:
-            .of(GatewayCommand.self, command: "herald gateway", groups: [GatewayPorts.self], secrets: ["database"])
+            .of(
+                GatewayCommand.self, command: "herald gateway", groups: [GatewayPorts.self, ServiceOptions.self],
+                secrets: ["database"])
         case ["up"]:
-            .of(UpCommand.self, command: "herald up", groups: [GatewayPorts.self], secrets: ["database"])
+            .of(
+                UpCommand.self, command: "herald up", groups: [GatewayPorts.self, ServiceOptions.self],
+                secrets: ["database"])
         case ["device"], ["device", "run"]:
-            .of(DeviceRun.self, command: "herald device", secrets: ["passcode"])
+            .of(DeviceRun.self, command: "herald device", groups: [ServiceOptions.self], secrets: ["passcode"])
         default: nil
         }
     }

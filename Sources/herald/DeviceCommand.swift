@@ -92,18 +92,7 @@ struct DeviceRun: AsyncParsableCommand {
     var noBanner = false
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "notice"
-    @Option(
-        name: .long,
-        help: "Log format: text (a line of words) or json (one JSON object a line, the metadata as fields).")
-    var logFormat: LogFormat = .text
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "A TOML file of settings, the options' long names as keys (also HERALD_CONFIG).",
-            discussion: "Every option can also be set by HERALD_<OPTION> (docs/configuration.md).", valueName: "file"))
-    var config: String?
-    @Flag(name: .long, help: "Print the effective configuration and where each value came from, then exit.")
-    var printConfig = false
+    @OptionGroup var service: ServiceOptions
 
     func validate() throws {
         if let timeZone, TimeZone(identifier: timeZone) == nil {
@@ -132,7 +121,7 @@ struct DeviceRun: AsyncParsableCommand {
     }
 
     func run() async throws {
-        logFormat.bootstrap()
+        service.logFormat.bootstrap()
         var logger = Logger(label: "herald.device")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
         ParentWatch.start(logger: logger)

@@ -133,18 +133,7 @@ struct GatewayCommand: AsyncParsableCommand {
     var capture: String?
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
-    @Option(
-        name: .long,
-        help: "Log format: text (a line of words) or json (one JSON object a line, the metadata as fields).")
-    var logFormat: LogFormat = .text
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "A TOML file of settings, the options' long names as keys (also HERALD_CONFIG).",
-            discussion: "Every option can also be set by HERALD_<OPTION> (docs/configuration.md).", valueName: "file"))
-    var config: String?
-    @Flag(name: .long, help: "Print the effective configuration and where each value came from, then exit.")
-    var printConfig = false
+    @OptionGroup var service: ServiceOptions
 
     func validate() throws {
         guard logRetentionDays > 0 else { throw ValidationError("--log-retention-days must be more than 0") }
@@ -182,7 +171,7 @@ struct GatewayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        logFormat.bootstrap()
+        service.logFormat.bootstrap()
         var logger = Logger(label: "herald.gateway")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         ParentWatch.start(logger: logger)

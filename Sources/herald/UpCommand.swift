@@ -58,18 +58,7 @@ struct UpCommand: AsyncParsableCommand {
                 + "--nodes above 1: a private server started with initdb and pg_ctl in <state>/postgres.",
             valueName: "url"))
     var database: String?
-    @Option(
-        name: .long,
-        help: "Log format of the gateways' and the device's logs (gateway.log, device.log): text or json.")
-    var logFormat: LogFormat = .text
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "A TOML file of settings, the options' long names as keys (also HERALD_CONFIG).",
-            discussion: "Every option can also be set by HERALD_<OPTION> (docs/configuration.md).", valueName: "file"))
-    var config: String?
-    @Flag(name: .long, help: "Print the effective configuration and where each value came from, then exit.")
-    var printConfig = false
+    @OptionGroup var service: ServiceOptions
 
     func validate() throws {
         guard (1...9).contains(nodes) else { throw ValidationError("--nodes: between 1 and 9, not \(nodes)") }
@@ -146,7 +135,7 @@ struct UpCommand: AsyncParsableCommand {
             let gateway = try children.start(
                 name, executable: executable,
                 arguments: ["gateway", "--state", state.path] + ports.arguments(node: node) + [
-                    "--log-level", "notice", "--log-format", logFormat.rawValue,
+                    "--log-level", "notice", "--log-format", service.logFormat.rawValue,
                 ] + (database.map { ["--database", $0.url] } ?? []),
                 log: log, stdout: false, events: sink)
             nodeInfos.append(
@@ -208,7 +197,7 @@ struct UpCommand: AsyncParsableCommand {
         } catch {}
         var deviceArguments = [
             "device", "--state", deviceState.path, "--api-port", "\(devicePort)", "--no-banner", "--log-level",
-            "notice", "--log-format", logFormat.rawValue, "--permission", "interactive",
+            "notice", "--log-format", service.logFormat.rawValue, "--permission", "interactive",
         ]
         // The last node first; the others in turn if it goes away.
         for node in (1...nodes).reversed() {
