@@ -143,9 +143,8 @@ public enum LinkMessage: Sendable, Equatable {
     case broadcast(LinkBroadcast)
     /// A request failed (`request` says which), or the connection is refused (`request` nil).
     case error(request: Int?, code: LinkErrorCode, message: String)
-    /// The gateway is stopping and closes the link next (1001): the device connects again after a
-    /// random wait of up to `reconnectWithin` milliseconds, to another node of the push service when
-    /// it knows one, so that the devices of a stopping node do not all come back at once.
+    /// The gateway is stopping and closes the link next (1001): connect again after a random wait of
+    /// up to `reconnectWithin` ms, to another node when there is one (docs/device-link.md, "Draining").
     case goAway(reconnectWithin: Int)
 
     // Device → gateway

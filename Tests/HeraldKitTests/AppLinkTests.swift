@@ -405,15 +405,6 @@ struct TestDevice {
         #expect(ReconnectBackoff.delay(failures: 1000, base: 0.5, maximum: 30, jitter: 0.5) == 22.5)
     }
 
-    /// After a stopping gateway's `goaway`: anywhere in its window, uniformly, never outside it.
-    @Test func aDrainWaitIsAPointOfTheWindow() {
-        #expect(ReconnectBackoff.drainDelay(within: 10, jitter: 0) == 0)
-        #expect(ReconnectBackoff.drainDelay(within: 10, jitter: 0.25) == 2.5)
-        #expect(ReconnectBackoff.drainDelay(within: 10, jitter: 1) == 10)
-        #expect(ReconnectBackoff.drainDelay(within: 10, jitter: 7) == 10)
-        #expect(ReconnectBackoff.drainDelay(within: -1, jitter: 0.5) == 0)
-    }
-
     @Test func preferredLanguagesComeFromTheLocaleEnvironment() {
         #expect(UserNotificationCenter.preferredLanguages(environment: [:]) == ["en"])
         #expect(UserNotificationCenter.preferredLanguages(environment: ["LANG": "fr_CA.UTF-8"]) == ["fr-CA"])

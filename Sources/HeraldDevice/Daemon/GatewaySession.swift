@@ -340,17 +340,9 @@ actor GatewaySession {
             }
             if Task.isCancelled { break }
             next += 1
-            let delay: TimeInterval
-            if let drain {
-                // Not a failure: the node is stopping. A random part of its window spreads its devices.
-                failures = 0
-                delay = ReconnectBackoff.drainDelay(within: drain.timeInterval, jitter: Double.random(in: 0...1))
-            } else {
-                failures += 1
-                delay = ReconnectBackoff.delay(
-                    failures: failures, base: configuration.reconnectBase, maximum: configuration.reconnectMaximum,
-                    jitter: Double.random(in: 0...1))
-            }
+            let delay = ReconnectBackoff.wait(
+                drain: drain?.timeInterval, failures: &failures, base: configuration.reconnectBase,
+                maximum: configuration.reconnectMaximum, jitter: Double.random(in: 0...1))
             logger.info(
                 drain == nil ? "reconnecting to the push service" : "the push service's node is stopping; moving",
                 metadata: ["in": "\(String(format: "%.2f", delay)) s", "url": "\(urls[next % urls.count])"])

@@ -15,4 +15,18 @@ public enum ReconnectBackoff {
     public static func drainDelay(within window: Double, jitter: Double) -> Double {
         max(0, window) * min(max(jitter, 0), 1)
     }
+
+    /// The wait before the next connection: after a stopping gateway's `goaway`, a point of its
+    /// window (`drain`), which is no failure (`failures` starts again); else the backoff after one
+    /// failure more.
+    public static func wait(drain: Double?, failures: inout Int, base: Double, maximum: Double, jitter: Double)
+        -> Double
+    {
+        if let drain {
+            failures = 0
+            return drainDelay(within: drain, jitter: jitter)
+        }
+        failures += 1
+        return delay(failures: failures, base: base, maximum: maximum, jitter: jitter)
+    }
 }
