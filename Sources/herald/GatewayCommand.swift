@@ -160,9 +160,10 @@ struct GatewayCommand: AsyncParsableCommand {
         _ = try databaseURL()
     }
 
-    /// The PostgreSQL URL to use, or `nil` for SQLite: `--database`, else `$HERALD_DATABASE`.
+    /// The PostgreSQL URL to use, or `nil` for SQLite: `--database` (which `$HERALD_DATABASE` sets
+    /// like every `HERALD_` variable, ``ConfiguredArguments``).
     func databaseURL() throws -> String? {
-        let value = database ?? ProcessInfo.processInfo.environment["HERALD_DATABASE"] ?? "sqlite"
+        let value = database ?? "sqlite"
         if value == "sqlite" { return nil }
         guard value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") else {
             throw ValidationError("--database must be sqlite or a postgres:// URL, not \(PostgresURL.redacted(value))")

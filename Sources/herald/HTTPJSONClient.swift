@@ -25,6 +25,20 @@ struct HTTPJSONClient {
     /// Sends a request and returns the status and body; a status of 400 or more throws with the
     /// server's message.
     func send(_ method: String, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
+        let (status, data) = try await exchange(method, path, body: body)
+        guard status < 400 else {
+            let message = (try? JSONDecoder().decode(ErrorAnswer.self, from: data))?.error?.message
+            throw ValidationError(
+                "\(method) \(path): HTTP \(status): \(message ?? String(decoding: data, as: UTF8.self))")
+        }
+        return (status, data)
+    }
+
+    /// Sends a request and returns whatever status and body came back; throws only when no answer
+    /// came within `timeout`.
+    func exchange(_ method: String, _ path: String, body: Data? = nil, timeout: TimeAmount = .seconds(120))
+        async throws -> (Int, Data)
+    {
         guard URL(string: base + path) != nil else { throw ValidationError("bad URL \(base + path)") }
         var request = HTTPClientRequest(url: base + path)
         request.method = .RAW(value: method)
@@ -45,18 +59,13 @@ struct HTTPJSONClient {
             own = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         }
         do {
-            let response = try await (own ?? HTTPClient.shared).execute(request, timeout: .seconds(120))
+            let response = try await (own ?? HTTPClient.shared).execute(request, timeout: timeout)
             status = Int(response.status.code)
             data = Data(buffer: try await response.body.collect(upTo: 256 * 1024 * 1024))
             try? await own?.shutdown()
         } catch {
             try? await own?.shutdown()
             throw ValidationError("\(method) \(base + path): \(error)")
-        }
-        guard status < 400 else {
-            let message = (try? JSONDecoder().decode(ErrorAnswer.self, from: data))?.error?.message
-            throw ValidationError(
-                "\(method) \(path): HTTP \(status): \(message ?? String(decoding: data, as: UTF8.self))")
         }
         return (status, data)
     }

@@ -1,9 +1,7 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import HeraldRuntime
 import NIOCore
-import NIOSSL
 
 /// `herald probe`: the gateway's `/readyz` from the command line, for a container's health check or
 /// a script that waits for a gateway.
@@ -44,27 +42,16 @@ struct ProbeCommand: AsyncParsableCommand {
             base = info.adminURL
             caPath = caPath ?? info.caCertificate
         }
-        var configuration = HTTPClient.Configuration()
-        if let caPath, base?.hasPrefix("https://") == true {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .file(caPath)
-            configuration.tlsConfiguration = tls
-        }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let verdict: (Int, String)
+        let verdict: (Int, Data)
         do {
-            let response = try await client.execute(
-                HTTPClientRequest(url: base! + "/readyz"), timeout: .nanoseconds(Int64(timeout * 1e9)))
-            let body = try await response.body.collect(upTo: 64 * 1024)
-            verdict = (Int(response.status.code), String(buffer: body))
+            verdict = try await HTTPJSONClient(base: base!, ca: caPath).exchange(
+                "GET", "/readyz", timeout: .nanoseconds(Int64(timeout * 1e9)))
         } catch {
-            try? await client.shutdown()
             print("not ready: \(base!)/readyz did not answer (\(error))")
             throw ExitCode.failure
         }
-        try? await client.shutdown()
         guard verdict.0 == 200 else {
-            print("not ready: \(verdict.0) \(verdict.1)")
+            print("not ready: \(verdict.0) \(String(decoding: verdict.1, as: UTF8.self))")
             throw ExitCode.failure
         }
         print("ready")

@@ -151,8 +151,7 @@ import Testing
             if let info = try? GatewayInfo.read(directory: state) { return info }
             let running = try Self.podman(["inspect", container, "--format", "{{.State.Running}}"])
             if running.stdout.hasPrefix("false") { break }
-            // Polling a file another process writes when it is ready: it has no other way to say so.
-            usleep(50_000)
+            usleep(50_000)  // polling a file the container's gateway writes when ready: it has no other signal
         }
         let logs = try Self.podman(["logs", container])
         throw CocoaError(.fileReadUnknown, userInfo: ["gateway.json never came": logs.stdout + logs.stderr])

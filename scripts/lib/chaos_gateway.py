@@ -276,6 +276,25 @@ class Sender(threading.Thread):
             sock.close()
 
 
+def start_cluster(herald, work, nodes, database, extra=()):
+    """Starts `nodes` gateways in `work` (the first in `gateway`, node k in `gateway-k`), on
+    `database`: a private PostgreSQL server when it is "postgres", SQLite when None. Returns the
+    private server (or None), the database URL and the gateways."""
+    taken = set()
+    postgres = None
+    if database == "postgres":
+        postgres = PrivatePostgres(work, free_port(taken))
+        database = postgres.url
+    gateways = []
+    for node in range(nodes):
+        ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
+        state = os.path.join(work, "gateway" if node == 0 else f"gateway-{node + 1}")
+        # One after the other: the first node's secrets become the cluster's.
+        gateways.append(Gateway(herald, state, ports, database, extra))
+        gateways[-1].start()
+    return postgres, database, gateways
+
+
 def main():
     herald, cycles = sys.argv[1], int(sys.argv[2])
 
@@ -289,18 +308,7 @@ def main():
         raise SystemExit("--nodes: 1 or more")
     rng = random.Random(seed)
     work = tempfile.mkdtemp(prefix="herald-chaos-")
-    taken = set()
-    postgres = None
-    if database == "postgres":
-        postgres = PrivatePostgres(work, free_port(taken))
-        database = postgres.url
-    gateways = []
-    for node in range(nodes):
-        ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
-        state = os.path.join(work, "gateway" if node == 0 else f"gateway-{node + 1}")
-        # One after the other: the first node's secrets become the cluster's.
-        gateways.append(Gateway(herald, state, ports, database))
-        gateways[-1].start()
+    postgres, database, gateways = start_cluster(herald, work, nodes, database)
     gateway = gateways[0]
     jwt = provision(herald, gateway, work, TEAM, KEY, TOPIC)
     links = [f"ws://127.0.0.1:{g.ports['link']}/device/v1" for g in gateways]

@@ -35,7 +35,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chaos_gateway import TEAM, KEY, TOPIC, Device, Gateway, PrivatePostgres, free_port, provision  # noqa: E402
+from chaos_gateway import TEAM, KEY, TOPIC, Device, provision, start_cluster  # noqa: E402
 
 
 class Sender(threading.Thread):
@@ -144,17 +144,7 @@ def main():
         raise SystemExit("--nodes: a rolling restart needs 2 or more")
     rng = random.Random(seed)
     work = tempfile.mkdtemp(prefix="herald-rolling-")
-    taken = set()
-    postgres = None
-    if database == "postgres":
-        postgres = PrivatePostgres(work, free_port(taken))
-        database = postgres.url
-    gateways = []
-    for node in range(nodes):
-        ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
-        state = os.path.join(work, f"gateway-{node + 1}")
-        gateways.append(Gateway(herald, state, ports, database, ["--drain-window", window]))
-        gateways[-1].start()
+    postgres, database, gateways = start_cluster(herald, work, nodes, database, ["--drain-window", window])
     jwt = provision(herald, gateways[0], work, TEAM, KEY, TOPIC)
     p8 = os.path.join(work, "key.p8")
     links = [f"ws://127.0.0.1:{g.ports['link']}/device/v1" for g in gateways]

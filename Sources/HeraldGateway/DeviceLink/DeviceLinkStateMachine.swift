@@ -94,9 +94,7 @@ struct DeviceLinkStateMachine {
     /// A link that will greet the device with `nonce`.
     init(configuration: DeviceLinkConfiguration, broadcasts: Bool, nonce: Data) {
         self.idleTimeout = configuration.idleTimeout.map { TimeAmount($0) }
-        self.drainWindow =
-            Int(configuration.drainWindow.components.seconds * 1000)
-            + Int(configuration.drainWindow.components.attoseconds / 1_000_000_000_000_000)
+        self.drainWindow = Int((configuration.drainWindow.timeInterval * 1000).rounded())
         self.broadcasts = broadcasts
         self.phase = .greeting(nonce: nonce)
         self.qos = LinkQoS(configuration: configuration.qos)
