@@ -1,9 +1,10 @@
 /// A single-pass, allocation-free check of a push payload for the provider API's hot path.
 ///
 /// It verifies the body is one well-formed JSON object (RFC 8259) and notes what the gateway
-/// needs to know from `aps`: whether it has an alert, sound or badge (to infer the push type)
-/// and whether `content-available` is 1. The bytes themselves are forwarded unchanged; the
-/// device parses them fully (HeraldCore's `Payload`).
+/// needs to know from `aps`: whether it has an alert, sound or badge (to infer the push type),
+/// whether `content-available` is 1, and the facts ``PushWarnings`` judges a push by (what the
+/// alert shows and how long it is, the Live Activity keys, the badge's kind). The bytes
+/// themselves are forwarded unchanged; the device parses them fully (HeraldCore's `Payload`).
 public struct PayloadSummary: Sendable, Equatable {
     /// `aps.alert` is present.
     public var hasAlert = false
@@ -13,6 +14,34 @@ public struct PayloadSummary: Sendable, Equatable {
     public var hasBadge = false
     /// `aps.content-available` is a number other than 0 (`1`, as Apple documents it).
     public var contentAvailable = false
+    /// The alert has text to show: a non-empty string, or an object with a non-empty `title`,
+    /// `subtitle`, `body` or one of their `*loc-key`s.
+    public var alertHasText = false
+    /// `aps.badge` is a whole number of at least 0 (false when there is no badge).
+    public var badgeIsCount = false
+    /// `aps.mutable-content` is a number other than 0.
+    public var mutableContent = false
+    /// `aps.timestamp` is present.
+    public var hasTimestamp = false
+    /// `aps.event` is present.
+    public var hasEvent = false
+    /// `aps.event` is `"start"`.
+    public var startsActivity = false
+    /// `aps.content-state` is present.
+    public var hasContentState = false
+    /// `aps.attributes-type` is present.
+    public var hasAttributesType = false
+    /// `aps.attributes` is present.
+    public var hasAttributes = false
+    /// `aps.content-changed` is present (widgets and controls pushes).
+    public var hasContentChanged = false
+    /// The alert's title, subtitle and body in Unicode scalars (an escape counts as what it
+    /// stands for); 0 when absent. A string alert is the body.
+    public var titleLength = 0
+    /// See ``titleLength``.
+    public var subtitleLength = 0
+    /// See ``titleLength``.
+    public var bodyLength = 0
 
     /// Alert, sound or badge: what makes APNs infer `alert` when `apns-push-type` is absent.
     public var hasUserVisibleContent: Bool { hasAlert || hasSound || hasBadge }
@@ -45,7 +74,7 @@ public struct PayloadSummary: Sendable, Equatable {
         return try result.get()
     }
 
-    private struct Scanner {
+    struct Scanner {
         let bytes: UnsafeRawBufferPointer
         var i = 0
         var summary = PayloadSummary()
@@ -68,16 +97,24 @@ public struct PayloadSummary: Sendable, Equatable {
             guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else {
                 throw fail("the payload must be a JSON object")
             }
-            try object(depth: 0, isRoot: true, isAPS: false)
+            try object(depth: 0, level: .root)
             skipSpace()
             guard i == bytes.count else { throw fail("unexpected data after the JSON object") }
             return summary
         }
 
-        /// Key classification inside `aps` and at the root.
-        enum Key { case other, aps, alert, sound, badge, contentAvailable }
+        /// Which object's keys are being read: only these three have keys that mean something here.
+        enum Level { case root, aps, alert, other }
 
-        mutating func object(depth: Int, isRoot: Bool, isAPS: Bool) throws(ScanError) {
+        /// Key classification at the root, inside `aps` and inside `aps.alert`.
+        enum Key {
+            case other, aps
+            case alert, sound, badge, contentAvailable, mutableContent, timestamp, event, contentState
+            case attributesType, attributes, contentChanged
+            case title, subtitle, body, textKey
+        }
+
+        mutating func object(depth: Int, level: Level) throws(ScanError) {
             guard depth < 64 else { throw fail("JSON nested too deeply") }
             i += 1  // {
             skipSpace()
@@ -92,8 +129,7 @@ public struct PayloadSummary: Sendable, Equatable {
                 let keyStart = i + 1
                 try string()
                 let keyEnd = i - 1
-                var key = Key.other
-                if isRoot || isAPS { key = classify(keyStart, keyEnd, isRoot: isRoot) }
+                let key = level == .other ? Key.other : classify(keyStart, keyEnd, level: level)
                 if key == .aps {
                     // Decoders differ on which of two keys wins: a payload with two is refused.
                     if sawAPS {
@@ -107,24 +143,10 @@ public struct PayloadSummary: Sendable, Equatable {
                 i += 1
                 skipSpace()
                 guard i < bytes.count else { throw fail("unexpected end of the payload") }
-                switch key {
-                case .aps where bytes[i] == UInt8(ascii: "{"):
-                    try object(depth: depth + 1, isRoot: false, isAPS: true)
-                case .alert:
-                    summary.hasAlert = true
+                if key == .other {
                     try value(depth: depth + 1)
-                case .sound:
-                    summary.hasSound = true
-                    try value(depth: depth + 1)
-                case .badge:
-                    summary.hasBadge = true
-                    try value(depth: depth + 1)
-                case .contentAvailable:
-                    let start = i
-                    try value(depth: depth + 1)
-                    summary.contentAvailable = isNonZeroNumber(start, i)
-                default:
-                    try value(depth: depth + 1)
+                } else {
+                    try known(key, depth: depth)
                 }
                 skipSpace()
                 guard i < bytes.count else { throw fail("unexpected end of the payload") }
@@ -140,6 +162,75 @@ public struct PayloadSummary: Sendable, Equatable {
             }
         }
 
+        /// Reads the value of a key that means something, noting what it says.
+        mutating func known(_ key: Key, depth: Int) throws(ScanError) {
+            let start = i
+            let isString = bytes[i] == UInt8(ascii: "\"")
+            switch key {
+            case .aps where bytes[i] == UInt8(ascii: "{"):
+                try object(depth: depth + 1, level: .aps)
+                return
+            case .alert:
+                summary.hasAlert = true
+                if bytes[i] == UInt8(ascii: "{") {
+                    try object(depth: depth + 1, level: .alert)
+                    return
+                }
+            default: break
+            }
+            try value(depth: depth + 1)
+            let nonEmptyText = isString && i - start > 2
+            switch key {
+            case .alert:
+                if nonEmptyText {
+                    summary.alertHasText = true
+                    summary.bodyLength = scalars(start, i)
+                }
+            case .sound: summary.hasSound = true
+            case .badge:
+                summary.hasBadge = true
+                summary.badgeIsCount = (start..<i).allSatisfy { (0x30...0x39).contains(bytes[$0]) }
+            case .contentAvailable: summary.contentAvailable = isNonZeroNumber(start, i)
+            case .mutableContent: summary.mutableContent = isNonZeroNumber(start, i)
+            case .timestamp: summary.hasTimestamp = true
+            case .event:
+                summary.hasEvent = true
+                summary.startsActivity = equals(start, i, "\"start\"")
+            case .contentState: summary.hasContentState = true
+            case .attributesType: summary.hasAttributesType = true
+            case .attributes: summary.hasAttributes = true
+            case .contentChanged: summary.hasContentChanged = true
+            case .title, .subtitle, .body, .textKey:
+                guard nonEmptyText else { break }
+                summary.alertHasText = true
+                switch key {
+                case .title: summary.titleLength = scalars(start, i)
+                case .subtitle: summary.subtitleLength = scalars(start, i)
+                case .body: summary.bodyLength = scalars(start, i)
+                default: break
+                }
+            case .other, .aps: break
+            }
+        }
+
+        /// The Unicode scalars of the string literal at `start..<end` (quotes included): UTF-8 lead
+        /// bytes, with each escape counted once (a surrogate pair as two; they are rare in alerts).
+        func scalars(_ start: Int, _ end: Int) -> Int {
+            var count = 0
+            var k = start + 1
+            while k < end - 1 {
+                let b = bytes[k]
+                if b == UInt8(ascii: "\\") {
+                    k += bytes[k + 1] == UInt8(ascii: "u") ? 6 : 2
+                } else {
+                    k += 1
+                    if b & 0xC0 == 0x80 { continue }
+                }
+                count += 1
+            }
+            return count
+        }
+
         func equals(_ start: Int, _ end: Int, _ literal: StaticString) -> Bool {
             guard end - start == literal.utf8CodeUnitCount else { return false }
             let p = literal.utf8Start
@@ -147,7 +238,27 @@ public struct PayloadSummary: Sendable, Equatable {
             return true
         }
 
-        func classify(_ start: Int, _ end: Int, isRoot: Bool) -> Key {
+        /// The names looked for at each level.
+        static let root: [(StaticString, Key)] = [("aps", .aps)]
+        static let aps: [(StaticString, Key)] = [
+            ("alert", .alert), ("sound", .sound), ("badge", .badge), ("content-available", .contentAvailable),
+            ("mutable-content", .mutableContent), ("timestamp", .timestamp), ("event", .event),
+            ("content-state", .contentState), ("attributes-type", .attributesType), ("attributes", .attributes),
+            ("content-changed", .contentChanged),
+        ]
+        static let alert: [(StaticString, Key)] = [
+            ("title", .title), ("subtitle", .subtitle), ("body", .body), ("loc-key", .textKey),
+            ("title-loc-key", .textKey), ("subtitle-loc-key", .textKey),
+        ]
+
+        func classify(_ start: Int, _ end: Int, level: Level) -> Key {
+            let names: [(StaticString, Key)]
+            switch level {
+            case .root: names = Self.root
+            case .aps: names = Self.aps
+            case .alert: names = Self.alert
+            case .other: return .other
+            }
             var escaped = false
             for k in start..<end where bytes[k] == UInt8(ascii: "\\") {
                 escaped = true
@@ -155,16 +266,7 @@ public struct PayloadSummary: Sendable, Equatable {
             }
             if !escaped {
                 // The usual case, without allocating.
-                if isRoot { return equals(start, end, "aps") ? .aps : .other }
-                switch end - start {
-                case 5:
-                    if equals(start, end, "alert") { return .alert }
-                    if equals(start, end, "sound") { return .sound }
-                    if equals(start, end, "badge") { return .badge }
-                case 17:
-                    if equals(start, end, "content-available") { return .contentAvailable }
-                default: break
-                }
+                for (name, key) in names where equals(start, end, name) { return key }
                 return .other
             }
             // A key written with escapes (`"ap\u0073"`) is the same key to a JSON decoder: compare
@@ -190,18 +292,14 @@ public struct PayloadSummary: Sendable, Equatable {
                     return .other  // \b, \f, \n, \r, \t: in no key looked for
                 }
             }
-            func named(_ literal: StaticString) -> Bool {
-                name.count == literal.utf8CodeUnitCount
-                    && name.withUnsafeBufferPointer {
-                        $0.elementsEqual(
-                            UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
-                    }
+            for (literal, key) in names
+            where name.count == literal.utf8CodeUnitCount
+                && name.withUnsafeBufferPointer({
+                    $0.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+                })
+            {
+                return key
             }
-            if isRoot { return named("aps") ? .aps : .other }
-            if named("alert") { return .alert }
-            if named("sound") { return .sound }
-            if named("badge") { return .badge }
-            if named("content-available") { return .contentAvailable }
             return .other
         }
 
@@ -224,7 +322,7 @@ public struct PayloadSummary: Sendable, Equatable {
             guard depth < 64 else { throw fail("JSON nested too deeply") }
             guard i < bytes.count else { throw fail("unexpected end of the payload") }
             switch bytes[i] {
-            case UInt8(ascii: "{"): try object(depth: depth, isRoot: false, isAPS: false)
+            case UInt8(ascii: "{"): try object(depth: depth, level: .other)
             case UInt8(ascii: "["): try array(depth: depth)
             case UInt8(ascii: "\""): try string()
             case UInt8(ascii: "t"): try literal("true")
@@ -233,166 +331,6 @@ public struct PayloadSummary: Sendable, Equatable {
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
             default: throw fail("unexpected character")
             }
-        }
-
-        mutating func array(depth: Int) throws(ScanError) {
-            i += 1
-            skipSpace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
-                i += 1
-                return
-            }
-            while true {
-                skipSpace()
-                try value(depth: depth + 1)
-                skipSpace()
-                guard i < bytes.count else { throw fail("unexpected end of the payload") }
-                if bytes[i] == UInt8(ascii: ",") {
-                    i += 1
-                    continue
-                }
-                if bytes[i] == UInt8(ascii: "]") {
-                    i += 1
-                    return
-                }
-                throw fail("expected ',' or ']'")
-            }
-        }
-
-        mutating func literal(_ word: StaticString) throws(ScanError) {
-            let n = word.utf8CodeUnitCount
-            guard i + n <= bytes.count, equals(i, i + n, word) else { throw fail("invalid literal") }
-            i += n
-        }
-
-        mutating func digits() -> Int {
-            let start = i
-            while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39 { i += 1 }
-            return i - start
-        }
-
-        mutating func number() throws(ScanError) {
-            let start = i
-            var integerDigits = 0
-            if bytes[i] == UInt8(ascii: "-") { i += 1 }
-            guard i < bytes.count else { throw fail("invalid number") }
-            if bytes[i] == UInt8(ascii: "0") {
-                i += 1
-            } else {
-                integerDigits = digits()
-                if integerDigits == 0 { throw fail("invalid number") }
-            }
-            if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
-                i += 1
-                guard digits() > 0 else { throw fail("invalid number") }
-            }
-            var exponent = false
-            if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
-                exponent = true
-                i += 1
-                if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
-                guard digits() > 0 else { throw fail("invalid number") }
-            }
-            // A number no double can hold (1e999) is well-formed JSON that no decoder reads: refused
-            // like malformed JSON. Only numbers that could be that large are looked at again.
-            if exponent || integerDigits > 300 {
-                let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
-                guard let value = Double(text), value.isFinite else {
-                    i = start
-                    throw fail("number out of range")
-                }
-            }
-        }
-
-        /// A string, including UTF-8 well-formedness (APNs payloads are UTF-8 JSON).
-        mutating func string() throws(ScanError) {
-            i += 1
-            while i < bytes.count {
-                let c = bytes[i]
-                switch c {
-                case UInt8(ascii: "\""):
-                    i += 1
-                    return
-                case UInt8(ascii: "\\"):
-                    i += 1
-                    guard i < bytes.count else { break }
-                    switch bytes[i] {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-                        UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-                        i += 1
-                    case UInt8(ascii: "u"):
-                        // An escaped UTF-16 unit; a surrogate must come in a pair (high, then low),
-                        // or the string is no Unicode text at all and no JSON decoder will read it.
-                        let unit = try hexUnit(at: i + 1)
-                        i += 5
-                        if (0xDC00...0xDFFF).contains(unit) { throw fail("unpaired surrogate escape") }
-                        if (0xD800...0xDBFF).contains(unit) {
-                            guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"),
-                                bytes[i + 1] == UInt8(ascii: "u"),
-                                (0xDC00...0xDFFF).contains(try hexUnit(at: i + 2))
-                            else { throw fail("unpaired surrogate escape") }
-                            i += 6
-                        }
-                    default:
-                        throw fail("invalid escape")
-                    }
-                case 0x00..<0x20:
-                    throw fail("control character in a string")
-                case 0x80...:
-                    try utf8Sequence()
-                default:
-                    i += 1
-                }
-            }
-            throw fail("unterminated string")
-        }
-
-        /// The four hex digits at `at` as a UTF-16 unit.
-        func hexUnit(at start: Int) throws(ScanError) -> UInt16 {
-            guard start + 3 < bytes.count else { throw fail("invalid \\u escape") }
-            var unit: UInt16 = 0
-            for k in 0..<4 {
-                let h = bytes[start + k]
-                let digit: UInt8
-                switch h {
-                case 0x30...0x39: digit = h - 0x30
-                case 0x41...0x46: digit = h - 0x41 + 10
-                case 0x61...0x66: digit = h - 0x61 + 10
-                default: throw fail("invalid \\u escape")
-                }
-                unit = unit << 4 | UInt16(digit)
-            }
-            return unit
-        }
-
-        mutating func utf8Sequence() throws(ScanError) {
-            let c = bytes[i]
-            let length: Int
-            var low: UInt8 = 0x80
-            var high: UInt8 = 0xBF
-            switch c {
-            case 0xC2...0xDF: length = 2
-            case 0xE0:
-                length = 3
-                low = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: length = 3
-            case 0xED:
-                length = 3
-                high = 0x9F
-            case 0xF0:
-                length = 4
-                low = 0x90
-            case 0xF1...0xF3: length = 4
-            case 0xF4:
-                length = 4
-                high = 0x8F
-            default: throw fail("invalid UTF-8")
-            }
-            guard i + length <= bytes.count else { throw fail("invalid UTF-8") }
-            let second = bytes[i + 1]
-            guard second >= low, second <= high else { throw fail("invalid UTF-8") }
-            for k in 2..<length where bytes[i + k] & 0xC0 != 0x80 { throw fail("invalid UTF-8") }
-            i += length
         }
     }
 }

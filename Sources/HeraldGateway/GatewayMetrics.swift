@@ -23,6 +23,8 @@ public final class GatewayMetrics: Sendable {
     private let refusedConnections = Mutex<[String: Counter]>([:])
     private let signedIn: Counter
     private let resumedIn: Counter
+    /// One per ``PushWarning``, in `allCases` order.
+    private let warnings: [Counter]
 
     /// Creates the metrics in a registry of their own.
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -65,6 +67,13 @@ public final class GatewayMetrics: Sendable {
             "link_authentications", "total", "Devices let onto the device link, by a signature or a resumption ticket")
         signedIn = registry.makeCounter(descriptor: authentications, labels: [("method", "signature")])
         resumedIn = registry.makeCounter(descriptor: authentications, labels: [("method", "ticket")])
+        let warned = Self.name(
+            "push_warnings", "total",
+            "Pushes answered with a warning: accepted (or, with --strict, refused) though Apple would handle them quietly"
+        )
+        warnings = PushWarning.allCases.map {
+            registry.makeCounter(descriptor: warned, labels: [("kind", $0.rawValue)])
+        }
     }
 
     /// Counts a device let onto the link: with a resumption ticket, or with a signature.
@@ -128,6 +137,11 @@ public final class GatewayMetrics: Sendable {
             counter.increment()
         }
         latency.record(Duration.nanoseconds(elapsed.nanoseconds))
+        if !response.warnings.isEmpty {
+            for (index, warning) in PushWarning.allCases.enumerated() where response.warnings.contains(warning) {
+                warnings[index].increment()
+            }
+        }
     }
 
     /// Counts a notification written to a device.

@@ -42,6 +42,12 @@ struct GatewayCommand: AsyncParsableCommand {
     var tokenRate: Double = 0
     @Option(name: .long, help: "Burst allowed to one device token.")
     var tokenBurst: Double = 100
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Refuse pushes Apple would accept and then handle quietly (a background push with an alert, a badge "
+                + "as a string, …): 400 with the warning as the reason, instead of 200 with a herald-warnings header."))
+    var strict = false
     @Option(name: .long, help: "Notifications kept per device and topic while the device is offline (APNs keeps 1).")
     var offlineDepth = 1
     @Option(name: .long, help: "SQLite durability: full (survives power loss) or normal (survives a killed process).")
@@ -185,6 +191,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.environment = environment
         configuration.provider.tokenRate = tokenRate
         configuration.provider.tokenBurst = tokenBurst
+        configuration.provider.strict = strict
         configuration.provider.idleTimeout = Self.seconds(idleTimeout)
         configuration.firstBytesTimeout = Self.seconds(firstBytesTimeout) ?? .seconds(10)
         configuration.link.firstBytesTimeout = configuration.firstBytesTimeout

@@ -43,6 +43,10 @@ struct UpCommand: AsyncParsableCommand {
             "Also install an app of yours: BUNDLE=EXECUTABLE (repeatable). Its topic joins the demo team, so a push "
                 + "signed with the demo key reaches it once it registers.", valueName: "bundle=executable"))
     var installs: [String] = []
+    @Flag(
+        name: .long,
+        help: "The gateways refuse pushes Apple would handle quietly, naming the warning (herald gateway --strict).")
+    var strict = false
 
     @Option(
         name: .long,
@@ -136,7 +140,7 @@ struct UpCommand: AsyncParsableCommand {
                 name, executable: executable,
                 arguments: ["gateway", "--state", state.path] + ports.arguments(node: node) + [
                     "--log-level", "notice", "--log-format", service.logFormat.rawValue,
-                ] + (database.map { ["--database", $0.url] } ?? []),
+                ] + (database.map { ["--database", $0.url] } ?? []) + (strict ? ["--strict"] : []),
                 log: log, stdout: false, events: sink)
             nodeInfos.append(
                 try await Self.waitForRuntime(
@@ -159,8 +163,12 @@ struct UpCommand: AsyncParsableCommand {
     ) async throws {
         let first = nodeInfos[0]
         let demo = UpDemo(root: root, app: app, installs: installs.compactMap(Self.install), executable: executable)
-        let credentials = try await demo.provision(
-            AdminClient(url: first.adminURL, token: first.adminToken), previous: try? UpInfo.read(directory: root))
+        let admin = AdminClient(url: first.adminURL, token: first.adminToken)
+        let credentials = try await demo.provision(admin, previous: try? UpInfo.read(directory: root))
+        // The console's Send form starts with the demo key's .p8 (the banner's console is node 1's).
+        _ = try await admin.http.send(
+            "PUT", "/console/keys/\(credentials.keyID)",
+            body: try Data(contentsOf: URL(fileURLWithPath: credentials.p8)))
         let device = try await startDevice(
             root: root, nodeInfos: nodeInfos, deviceState: deviceState, executable: executable, children: children,
             events: events, sink: sink)

@@ -2,18 +2,22 @@
 """Drives the push console of a running `herald up` in headless Chromium, the way a person uses it.
 
     console.py CONSOLE_URL SIGN_IN_LINK ADMIN_TOKEN P8_FILE DEVICE_API SHOTS
+    console.py --drop SIGN_IN_LINK SHOTS GATEWAY_PID
 
-CONSOLE_URL and SIGN_IN_LINK are what `herald up` printed; P8_FILE is the demo key's .p8 (chosen in
-the page's file picker, as a person would); DEVICE_API is the device's API, read to see what the device
-was shown. Prints one JSON object per step: a wrong token refused; the sign-in link; a push sent from
-the form (its answer, and the device showing it); its delivery log and history; a bad payload named by
-its key; a fault rule added in the page and the next push's answer; the live counters; the devices;
-cross-site posts refused. Saves console-*.png in SHOTS and exits 1 naming the step that failed. Needs
-Debian's chromium, chromium-driver and python3-selenium.
+CONSOLE_URL and SIGN_IN_LINK are what `herald up` printed; P8_FILE is the demo key's .p8 (the Send form
+should already hold it); DEVICE_API is the device's API, read to see what the device was shown. Prints
+one JSON object per step: a wrong token refused; the sign-in link; the form holding the demo key; a push
+sent from the form (its answer, and the device showing it); its delivery log and history; a push with a
+warning, named in Send; a bad payload named as it is typed; a fault rule added in the page, the next
+push's answer and its rejected line in the log; the live counters; the devices; cross-site posts
+refused. With --drop: the live indicator, green, turning red when the event stream drops (the gateway,
+GATEWAY_PID, gets SIGTERM; run it last). Saves console-*.png in SHOTS and exits 1
+naming the step that failed. Needs Debian's chromium, chromium-driver and python3-selenium.
 """
 import http.server
 import json
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -26,7 +30,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as shown
 from selenium.webdriver.support.ui import Select
 
-CONSOLE, LINK, TOKEN, P8, DEVICE_API, SHOTS = sys.argv[1:7]
+DROP = sys.argv[1] == "--drop"
+if DROP:
+    LINK, SHOTS, GATEWAY_PID = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    CONSOLE, TOKEN, P8, DEVICE_API = LINK.split("#", 1)[0], "", "", ""
+else:
+    CONSOLE, LINK, TOKEN, P8, DEVICE_API, SHOTS = sys.argv[1:7]
 ADMIN = CONSOLE.rsplit("/console", 1)[0]
 DEMO = "dev.herald.demo"
 
@@ -114,6 +123,18 @@ attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
 threading.Thread(target=attacker.serve_forever, daemon=True).start()
 step = "wrong token"
 try:
+    if DROP:
+        step = "stream dropped"
+        driver.get(LINK)
+        wait.until(lambda d: "ok" in (d.find_element(By.ID, "live-status").get_attribute("class") or ""))
+        live = text("#live-status")
+        os.kill(GATEWAY_PID, signal.SIGTERM)
+        wait.until(lambda d: "fail" in (d.find_element(By.ID, "live-status").get_attribute("class") or ""))
+        emit(step="dropped", live=live, status=text("#live-status"),
+             color=driver.execute_script("return getComputedStyle(document.getElementById('live-status')).color"))
+        shot("dropped")
+        sys.exit(0)
+
     # A wrong token is refused, and nothing but the sign-in shows.
     driver.get(CONSOLE)
     typed("#signin-token", "not-the-token")
@@ -131,9 +152,12 @@ try:
          httpOnly=cookie.get("httpOnly"), sameSite=cookie.get("sameSite"))
 
     step = "send"
-    # The key's .p8, chosen in the file picker; the demo app and its device are chosen already.
-    driver.find_element(By.ID, "p8-file").send_keys(os.path.abspath(P8))
-    wait.until(lambda d: "BEGIN PRIVATE KEY" in d.find_element(By.ID, "private-key").get_attribute("value"))
+    # The demo app, its device and the demo key's .p8 are in the form already: `herald up` gave the
+    # gateway the key, so a new user's first Send needs nothing found or pasted.
+    with open(P8) as key_file:
+        demo_key = key_file.read()
+    prefilled = wait.until(lambda d: d.find_element(By.ID, "private-key").get_attribute("value") or False)
+    emit(step="prefilled", same=prefilled.strip() == demo_key.strip())
     title = f"From the console {os.getpid()}"
     typed("#payload", json.dumps({"aps": {"alert": {"title": title, "body": "sent from the form"}, "sound": "default"}}))
     status = send_and_wait()
@@ -162,15 +186,25 @@ try:
          history=history)
     shot("log")
 
-    step = "bad payload"
+    step = "warning"
+    # A badge as a string: Apple answers 200 and leaves the badge as it was. The gateway says so.
     tab("send")
-    typed("#payload", '{"aps":{"badge":"seven"}}')
-    click("#send")
-    wait.until(lambda d: "aps.badge" in (text("#payload-error") or ""))
-    badge = text("#payload-error")
+    typed("#payload", '{"aps":{"alert":"a badge in words","badge":"seven"}}')
+    warned = send_and_wait()
+    names = wait.until(lambda d: [li.get_attribute("data-warning")
+                                  for li in d.find_elements(By.CSS_SELECTOR, "#send-warnings li")] or False)
+    emit(step="warning", status=warned, warnings=names, text=text("#send-warnings"),
+         header=text("#answer-herald-warnings"))
+    driver.execute_script("document.getElementById('send-warnings').scrollIntoView({block: 'center'})")
+    shot("warning")
+
+    step = "bad payload"
+    # Broken JSON is named as the user types, and Send sends nothing.
+    answered = text("#answer-fields")
     typed("#payload", '{"aps":{"alert":"unfinished"')
     wait.until(lambda d: (text("#payload-error") or "").startswith("payload:"))
-    emit(step="bad", badge=badge, syntax=text("#payload-error"), answerHidden=not driver.find_element(By.ID, "send-result").is_displayed())
+    click("#send")
+    emit(step="bad", syntax=text("#payload-error"), unchanged=text("#answer-fields") == answered)
 
     step = "fault"
     tab("faults")
@@ -183,8 +217,13 @@ try:
     tab("send")
     typed("#payload", json.dumps({"aps": {"alert": "answered by the fault rule"}}))
     faulted = send_and_wait()
+    # The refused push is in the delivery log too, with what answered it.
+    click("#answer-log")
+    visible("#view-log")
+    rejected = wait.until(lambda d: next((li.text for li in d.find_elements(By.CSS_SELECTOR, "#timeline li.rejected")), False))
+    tab("send")
     after = send_and_wait()
-    emit(step="fault", rule=rule_cells, faulted=faulted, after=after)
+    emit(step="fault", rule=rule_cells, faulted=faulted, after=after, rejected=rejected)
 
     step = "live"
     tab("live")
@@ -195,7 +234,8 @@ try:
         return answers if int(answers.get("200", 0)) >= 2 and "410 Unregistered" in answers else False
     totals = wait.until(counted)
     legends = driver.execute_script("return [...document.querySelectorAll('#legend-gauges li')].map(l => l.textContent)")
-    emit(step="live", totals=totals, gauges=legends, status=text("#live-status"))
+    emit(step="live", totals=totals, gauges=legends, status=text("#live-status"),
+         statusClass=driver.find_element(By.ID, "live-status").get_attribute("class"))
     shot("live")
 
     step = "devices"

@@ -205,11 +205,14 @@ struct Exchange {
         let productionAnswer = try #require(production["answer"] as? [String: Any])
         #expect(productionAnswer["status"] as? Int == 400 && productionAnswer["reason"] as? String == "BadDeviceToken")
 
-        // Checked before sending, naming the key or field; nothing goes out.
+        // Checked before sending, naming the key or field: what the gateway would refuse; nothing goes out.
         let checks: [([String: Any], String)] = [
-            (["payload": #"{"aps":{"badge":"seven"}}"#], "aps.badge"),
             (["payload": #"{"aps":{"alert":"hi"}"#], "payload"),
-            (["pushType": "background", "payload": #"{"aps":{"alert":"hi"}}"#], "aps.content-available"),
+            (["payload": #"{"aps":{"alert":""# + String(repeating: "x", count: 4100) + #""}}"#], "payload"),
+            (
+                ["pushType": "background", "priority": 10, "payload": #"{"aps":{"content-available":1}}"#],
+                "apns-priority"
+            ),
             (["priority": 7], "apns-priority"),
             (["pushType": "fax"], "apns-push-type"),
             (["token": "not-hex"], "token"),
@@ -239,6 +242,38 @@ struct Exchange {
         let dry = try await send(["dryRun": true])
         #expect(
             dry["answer"] == nil && dry["invalid"] == nil && (dry["herald"] as? String)?.contains("--key-id") == true)
+        #expect(dry["warnings"] == nil)
+
+        // What Apple accepts and handles quietly is not refused but named: by the console's own check
+        // on a dry run, and by the gateway's herald-warnings header on a send.
+        func warned(_ result: [String: Any]) -> [String] {
+            (result["warnings"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        }
+        let background = try await send([
+            "pushType": "background", "priority": 5, "payload": #"{"aps":{"alert":"hi"}}"#, "dryRun": true,
+        ])
+        #expect(background["invalid"] == nil && background["answer"] == nil, "\(background)")
+        #expect(warned(background) == ["BackgroundWithAlert", "BackgroundWithoutContentAvailable"], "\(background)")
+        let badge = try await send(["payload": #"{"aps":{"alert":"hi","badge":"seven"}}"#])
+        let badgeAnswer = try #require(badge["answer"] as? [String: Any])
+        #expect(badgeAnswer["status"] as? Int == 200 && badgeAnswer["warnings"] as? String == "BadgeNotANumber")
+        #expect(warned(badge) == ["BadgeNotANumber"], "\(badge)")
+        let explained = (badge["warnings"] as? [[String: Any]])?.first
+        #expect((explained?["source"] as? String) == "Generating a remote notification", "\(badge)")
+
+        // A key's .p8 given to the console (as `herald up` gives the demo key's) is what the Send form
+        // starts with; only the private half of one of this gateway's keys is taken.
+        let keys = admin + "/console/keys/"
+        let wrongHalf = try await Exchange.curl(
+            "PUT", keys + TestGateway.keyID, headers: [bearer], body: P256.Signing.PrivateKey().pemRepresentation)
+        #expect(wrongHalf.status == 400 && wrongHalf.body.contains("not the private half"), "\(wrongHalf)")
+        let unknown = try await Exchange.curl("PUT", keys + "NOSUCHKEY1", headers: [bearer], body: gateway.p8)
+        #expect(unknown.status == 404, "\(unknown)")
+        let kept = try await Exchange.curl("PUT", keys + TestGateway.keyID, headers: [bearer], body: gateway.p8)
+        #expect(kept.status == 204, "\(kept)")
+        let settings = try await Exchange.curl("GET", admin + "/console/settings", headers: [bearer]).json
+        #expect((settings["signingKeys"] as? [String: String])?[TestGateway.keyID] == gateway.p8)
+        #expect((settings["warnings"] as? [[String: Any]])?.count == PushWarning.allCases.count)
 
         // The app removed from the device: its token is on the feedback list, which reading leaves as it is.
         let token = try #require(DeviceToken(hex: deviceToken))

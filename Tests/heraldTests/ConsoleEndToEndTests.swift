@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRuntime
 import Testing
 
 /// The push console as a person uses it: `herald up` prints its address and a sign-in link, headless
@@ -39,6 +40,9 @@ import Testing
         #expect(signIn["scriptSeesCookie"] as? String == "")
         #expect(signIn["httpOnly"] as? Bool == true && signIn["sameSite"] as? String == "Strict")
 
+        // The form starts with the demo key's .p8: `herald up` gave it to the gateway.
+        #expect(steps["prefilled"]?["same"] as? Bool == true, "\(steps["prefilled"] ?? [:])")
+
         // The form's push: 200 with its ids and latency, and the device shows it.
         let send = try #require(steps["send"])
         #expect(send["status"] as? String == "200", "\(send)")
@@ -76,16 +80,30 @@ import Testing
         #expect(history.count == 6 && history[1] == apnsID && history[2] == "dev.herald.demo", "\(history)")
         #expect(history[3] == up.info.deviceID && history[4] == "acknowledged", "\(history)")
 
-        // A bad payload is named by its key before anything is sent; broken JSON as the user types.
+        // A badge in words: Apple would answer 200 and leave the badge as it was; the gateway answers 200
+        // with herald-warnings, and Send names the warning with what Apple does and where it says so.
+        let warning = try #require(steps["warning"])
+        #expect(warning["status"] as? String == "200", "\(warning)")
+        #expect(warning["warnings"] as? [String] == ["BadgeNotANumber"], "\(warning)")
+        #expect(warning["header"] as? String == "BadgeNotANumber", "\(warning)")
+        #expect(
+            (warning["text"] as? String)?.contains("the badge is left as it was") == true
+                && (warning["text"] as? String)?.contains("Generating a remote notification") == true, "\(warning)")
+        // Broken JSON is named as the user types, and Send then sends nothing.
         let bad = try #require(steps["bad"])
-        #expect(bad["badge"] as? String == #"aps.badge: must be a non-negative integer, not "seven""#)
         #expect((bad["syntax"] as? String)?.hasPrefix("payload: ") == true)
-        #expect(bad["answerHidden"] as? Bool == true)
+        #expect(bad["unchanged"] as? Bool == true)
 
         // A fault rule added in the page answers the next push with its reason; then it is used up.
         let fault = try #require(steps["fault"])
         #expect((fault["rule"] as? [String])?.contains("Unregistered") == true)
         #expect(fault["faulted"] as? String == "410 Unregistered" && fault["after"] as? String == "200", "\(fault)")
+        // The refused push has its line in the delivery log: what answered it, and for which device and app.
+        let rejected = try #require(fault["rejected"] as? String)
+        #expect(
+            rejected.contains("410 Unregistered") && rejected.contains("answered by fault rule")
+                && rejected.contains("device \(up.info.deviceID ?? "")") && rejected.contains("topic dev.herald.demo"),
+            "\(rejected)")
 
         // The live counters are those of /metrics: this run's answers, the device online.
         let live = try #require(steps["live"])
@@ -93,6 +111,10 @@ import Testing
         #expect(totals["410 Unregistered"] == "1", "\(totals)")
         #expect(Int(totals["200"] ?? "") ?? 0 >= 2, "\(totals)")
         #expect((live["gauges"] as? [String])?.contains("devices online: 1") == true, "\(live)")
+        // The header says what is live, in green; when the stream drops it says so, in red.
+        #expect((live["status"] as? String)?.contains("live: the gateway's counters") == true, "\(live)")
+        #expect(live["statusClass"] as? String == "live ok", "\(live)")
+
 
         // Devices and apps: the device online with its token; the key without its private half.
         let devices = try #require(steps["devices"])
@@ -122,7 +144,16 @@ import Testing
         #expect((forged["sameSite"] as? String)?.contains("may not change this gateway") == true, "\(forged)")
         #expect(forged["rulesBefore"] as? Int == forged["rulesAfter"] as? Int)
 
-        for name in ["signin", "send", "log", "faults", "live", "devices"] {
+        // Last, as it stops the gateway: the event stream drops, and the header says so in red.
+        let pid = try GatewayInfo.read(directory: state.appendingPathComponent("gateway")).pid
+        let drop = try run("/usr/bin/python3", [Self.script, "--drop", link, shots.path, pid])
+        #expect(drop.status == 0, "\(drop.stdout)\n\(drop.stderr)")
+        let dropped = try #require(WebDeviceEndToEndTests.steps(drop.stdout)["dropped"])
+        #expect((dropped["live"] as? String)?.contains("live: the gateway's counters") == true, "\(dropped)")
+        #expect((dropped["status"] as? String)?.contains("not live") == true, "\(dropped)")
+        #expect(dropped["color"] as? String == "rgb(196, 39, 29)", "\(dropped)")
+
+        for name in ["signin", "send", "log", "warning", "faults", "live", "devices", "dropped"] {
             let png = try Data(contentsOf: shots.appendingPathComponent("console-\(name).png"))
             #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name) is a PNG")
         }

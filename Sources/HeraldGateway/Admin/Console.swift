@@ -22,6 +22,8 @@ struct Console: Sendable {
     let caCertificatePath: String
     /// How long the delivery log keeps a push.
     let logRetention: TimeInterval
+    /// The `.p8` keys the Send form starts with (the demo key's, under `herald up`).
+    var signingKeys = ConsoleSigningKeys()
 
     static let files = WebResources(bundle: "Herald_HeraldGateway", folder: "Console")
 
@@ -76,6 +78,7 @@ struct Console: Sendable {
             return response
         }
         api.get("/console/settings") { _, _ -> Response in try PreciseJSON.response(self.settings) }
+        signingKeys.addRoutes(to: api, registry: directory.registry)
         api.post("/console/send") { request, context -> Response in
             let form = try await request.decode(as: SendForm.self, context: context)
             return try PreciseJSON.response(try await self.send(form))
@@ -110,6 +113,10 @@ struct Console: Sendable {
         var caCertificate: String
         var logRetentionDays: Double
         var historyRows: Int
+        /// Every ``PushWarning``, for the Send view and the delivery log.
+        var warnings: [WarningView]
+        /// Private keys the Send form starts with, by key id (``ConsoleSigningKeys``).
+        var signingKeys: [String: String]
     }
 
     var settings: Settings {
@@ -121,47 +128,27 @@ struct Console: Sendable {
             providerURL: "https://localhost:\(sender.targets.tlsPort)",
             developmentURL: sender.targets.developmentPort.map { "http://127.0.0.1:\($0)" },
             caCertificate: caCertificatePath, logRetentionDays: logRetention / 86400,
-            historyRows: DeliveryHistory.rowsRead)
+            historyRows: DeliveryHistory.rowsRead, warnings: PushWarning.allCases.map(WarningView.init),
+            signingKeys: signingKeys.all)
     }
 
     // MARK: Send
 
-    /// The Send form.
-    struct SendForm: Codable {
-        /// `token` (a provider token signed with `privateKey`) or `certificate` (one the gateway issues
-        /// for `app`).
-        var authentication: String
-        var keyID: String?
-        /// The `.p8` key (PEM), used to sign and forgotten.
-        var privateKey: String?
-        var environment: APNsEnvironment
-        /// The app (bundle id); the topic is it plus the push type's suffix unless `topic` says otherwise.
-        var app: String
-        var topic: String?
-        var token: String
-        var pushType: String?
-        var priority: Int?
-        var expiration: Int64?
-        var collapseID: String?
-        var payload: String
-        /// Only check the form and give the commands; send nothing.
-        var dryRun: Bool?
-    }
+    /// The Send form (``ConsoleSendForm``).
+    typealias SendForm = ConsoleSendForm
+    /// A check that failed (``ConsoleInvalid``).
+    typealias Invalid = ConsoleInvalid
 
     /// What the page shows after Send.
     struct SendResult: Codable {
         /// The payload or form failed its checks: nothing was sent.
         var invalid: Invalid?
+        /// What Apple would do quietly with the push: as the gateway answered (`herald-warnings`),
+        /// or, for a dry run, as the console's own check found.
+        var warnings: [WarningView]?
         var answer: ConsoleSender.Answer?
         var curl: String
         var herald: String
-    }
-
-    /// A check that failed, naming the key (`aps.badge`) or the form's field (`token`).
-    struct Invalid: Codable {
-        var key: String
-        var rule: String
-        var reason: String?
     }
 
     func send(_ form: SendForm) async throws -> SendResult {
@@ -176,13 +163,16 @@ struct Console: Sendable {
         if let collapse = form.collapseID, !collapse.isEmpty { headers.append(("apns-collapse-id", collapse)) }
         let body = Data(form.payload.utf8)
         let path = "/3/device/\(form.token)"
+        let (invalid, warnings) = ConsoleCheck.check(form)
         func result(_ invalid: Invalid?, _ answer: ConsoleSender.Answer?, jwt: String?) -> SendResult {
-            SendResult(
-                invalid: invalid, answer: answer,
+            let said = answer.map { PushWarnings(headerValue: $0.warnings ?? "") } ?? warnings
+            return SendResult(
+                invalid: invalid, warnings: invalid == nil && !said.isEmpty ? said.map(WarningView.init) : nil,
+                answer: answer,
                 curl: curl(path: path, headers: headers, payload: form.payload, form: form, jwt: jwt),
                 herald: herald(form, topic: topic))
         }
-        if let invalid = Self.check(form) { return result(invalid, nil, jwt: nil) }
+        if let invalid { return result(invalid, nil, jwt: nil) }
         guard ["token", "certificate"].contains(form.authentication) else {
             return result(Invalid(key: "authentication", rule: "token or certificate"), nil, jwt: nil)
         }
@@ -228,30 +218,6 @@ struct Console: Sendable {
             throw HTTPError(
                 .badGateway, message: "no answer from the gateway's provider API: \(error)")
         }
-    }
-
-    /// The checks a push passes before the console sends it: a token, and a payload that parses and
-    /// keeps the rules of its push type, each failure naming its key.
-    static func check(_ form: SendForm) -> Invalid? {
-        guard DeviceToken(hex: form.token) != nil else {
-            return Invalid(key: "token", rule: "a device token is hex (64 characters for Herald's tokens)")
-        }
-        if let priority = form.priority, PushPriority(rawValue: priority) == nil {
-            return Invalid(key: "apns-priority", rule: "must be 10, 5 or 1", reason: APNsReason.badPriority.rawValue)
-        }
-        if let type = form.pushType, !type.isEmpty, PushType(rawValue: type) == nil {
-            return Invalid(
-                key: "apns-push-type", rule: "\(type) is not a push type", reason: APNsReason.invalidPushType.rawValue)
-        }
-        do {
-            let payload = try Payload(data: Data(form.payload.utf8))
-            try payload.validate(
-                pushType: form.pushType.flatMap(PushType.init(rawValue:)),
-                priority: form.priority.flatMap(PushPriority.init(rawValue:)))
-        } catch {
-            return Invalid(key: error.key, rule: error.rule, reason: error.reason?.rawValue)
-        }
-        return nil
     }
 
     /// The same push as a `curl` command.

@@ -38,6 +38,8 @@ struct ConsoleSender: Sendable {
         var timestamp: Int64?
         var apnsID: String?
         var uniqueID: String?
+        /// `herald-warnings`: what Apple would do quietly with the push (``PushWarning`` names).
+        var warnings: String?
         /// From the request's first byte to the answer's last, in milliseconds.
         var milliseconds: Double
         /// Which listener it went to (`https://…` or `http://…`).
@@ -107,6 +109,7 @@ struct ConsoleSender: Sendable {
                         case ":status": answer.status = Int(value) ?? 0
                         case "apns-id": answer.apnsID = value
                         case "apns-unique-id": answer.uniqueID = value
+                        case "herald-warnings": answer.warnings = value
                         default: break
                         }
                     }

@@ -31,4 +31,7 @@ public struct AcceptedPush: Sendable {
     /// Whether another node of the cluster accepted it and forwarded it here: it goes to a device
     /// linked here or to the store, never on to a third node.
     public var forwarded = false
+    /// What Apple would do quietly with it (``PushWarning``): in its delivery log and, on its 200,
+    /// the `herald-warnings` header.
+    public var warnings = PushWarnings()
 }

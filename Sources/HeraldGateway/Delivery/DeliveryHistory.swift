@@ -21,6 +21,8 @@ public struct PushHistoryEntry: Sendable, Codable, Equatable {
     public var reason: String?
     /// Its steps, in order.
     public var steps: [DeliveryEvent.Kind]
+    /// What Apple would do quietly with it (``PushWarning`` names), when anything.
+    public var warnings: [String]?
 }
 
 /// What the history is narrowed to; every field left `nil` matches everything.
@@ -81,13 +83,28 @@ public enum DeliveryHistory {
             // each run's own order.
             let steps = byPush[key]!.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }
                 .map(\.element)
-            guard let first = steps.first, let last = steps.last else { continue }
-            let target = steps.first { $0.kind == .accepted }.flatMap { DeliveredPush.target(ofAccepted: $0.detail) }
-            let explains: Set<DeliveryEvent.Kind> = [.discarded, .refused, .replaced, .delivered]
+            // A warning is said of the push, not a step it took: the latest step is another.
+            guard let first = steps.first, let last = steps.last(where: { $0.kind != .warning }) ?? steps.last
+            else { continue }
+            let target: (device: String?, topic: String?)? =
+                if let accepted = steps.first(where: { $0.kind == .accepted }) {
+                    DeliveredPush.target(ofAccepted: accepted.detail).map { ($0.device, $0.topic) }
+                } else if let rejected = steps.first(where: { $0.kind == .rejected }),
+                    let detail = rejected.detail.flatMap(RejectedDetail.init(text:))
+                {
+                    (detail.device, detail.topic)
+                } else {
+                    nil
+                }
+            let explains: Set<DeliveryEvent.Kind> = [.discarded, .refused, .replaced, .delivered, .rejected]
+            let warnings = steps.filter { $0.kind == .warning }.compactMap {
+                $0.detail?.split(separator: ":", maxSplits: 1).first.map(String.init)
+            }
             let entry = PushHistoryEntry(
                 apnsID: first.apnsID, uniqueID: first.uniqueID, device: target?.device, topic: target?.topic,
                 firstAt: first.at, status: last.kind, at: last.at,
-                reason: explains.contains(last.kind) ? last.detail : nil, steps: steps.map(\.kind))
+                reason: explains.contains(last.kind) ? last.detail : nil, steps: steps.map(\.kind),
+                warnings: warnings.isEmpty ? nil : warnings)
             if filter.matches(entry) { entries.append(entry) }
         }
         entries.sort { $0.firstAt > $1.firstAt }

@@ -20,6 +20,13 @@ public struct DeliveryEvent: Sendable, Codable, Equatable {
         /// The device acknowledged it but could not use it (the detail says why, naming the key
         /// when the payload is at fault).
         case refused
+        /// Accepted, but Apple would handle it quietly in a way its sender probably did not mean
+        /// (the detail names the ``PushWarning`` and says what happens): one line per warning,
+        /// beside `accepted`.
+        case warning
+        /// The provider API refused it (400, 403, 410, 429, …): the detail gives the status and
+        /// reason, what it was for, and why when the gateway knows more than the reason says.
+        case rejected
     }
     /// `apns-id`.
     public var apnsID: String
@@ -116,12 +123,15 @@ public struct DeliveredPush: Sendable, Equatable {
     public var deliveredAt: Date
     /// When the device acknowledged it.
     public var acknowledgedAt: Date
+    /// What Apple would do quietly with it: a `warning` line each, after `accepted`.
+    public var warnings: PushWarnings
 
     /// Creates a record.
     public init(
         apnsID: String, uniqueID: String?, deviceID: String, topic: String, binaryIdentifier: UInt32? = nil,
-        acceptedAt: Date, deliveredAt: Date, acknowledgedAt: Date
+        acceptedAt: Date, deliveredAt: Date, acknowledgedAt: Date, warnings: PushWarnings = PushWarnings()
     ) {
+        self.warnings = warnings
         self.apnsID = apnsID
         self.uniqueID = uniqueID
         self.deviceID = deviceID
@@ -148,15 +158,19 @@ public struct DeliveredPush: Sendable, Equatable {
         return detail
     }
 
-    /// Its delivery-log steps: accepted, delivered, acknowledged.
+    /// Its delivery-log steps: accepted, a warning each, delivered, acknowledged.
     public var events: [DeliveryEvent] {
         [
             DeliveryEvent(
                 apnsID: apnsID, uniqueID: uniqueID, kind: .accepted, at: acceptedAt,
-                detail: Self.acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier)),
-            DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .delivered, at: deliveredAt),
-            DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .acknowledged, at: acknowledgedAt),
+                detail: Self.acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier))
         ]
+            + warnings.map {
+                DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .warning, at: acceptedAt, detail: $0.detail)
+            } + [
+                DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .delivered, at: deliveredAt),
+                DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .acknowledged, at: acknowledgedAt),
+            ]
     }
 
     /// ``events`` as ``DeliveryEvent/writeRun(_:to:)`` writes them, straight from the fields.
@@ -171,10 +185,67 @@ public struct DeliveredPush: Sendable, Equatable {
             w.raw(", binary interface identifier ")
             w.integer(Int64(binaryIdentifier))
         }
-        w.raw(#""},{"kind":"delivered","at":"#)
+        w.raw(#""}"#)
+        for warning in warnings {
+            w.raw(#",{"kind":"warning","at":"#)
+            w.integer(Int64((acceptedAt.timeIntervalSince1970 * 1000).rounded()))
+            w.raw(#","detail":"#)
+            w.string(warning.detail)
+            w.raw("}")
+        }
+        w.raw(#",{"kind":"delivered","at":"#)
         w.integer(Int64((deliveredAt.timeIntervalSince1970 * 1000).rounded()))
         w.raw(#"},{"kind":"acknowledged","at":"#)
         w.integer(Int64((acknowledgedAt.timeIntervalSince1970 * 1000).rounded()))
         w.raw("}]")
+    }
+}
+
+/// The detail of a `rejected` line: "STATUS REASON; device D, topic T, token X; why", each part
+/// present when known (the device when the token is one of this gateway's, the why when the
+/// gateway knows more than the reason says, as for a body that is no JSON object).
+struct RejectedDetail: Equatable {
+    var status: Int
+    var reason: String
+    var device: String?
+    var topic: String?
+    var token: String?
+    var why: String?
+
+    init(response: ProviderResponse, refused: RefusedPush) {
+        status = response.status
+        reason = response.reasonText ?? ""
+        device = refused.device
+        topic = refused.topic
+        token = refused.token
+        why = response.note
+    }
+
+    var text: String {
+        var target: [String] = []
+        if let device { target.append("device " + device) }
+        if let topic { target.append("topic " + topic) }
+        if let token { target.append("token " + token) }
+        var text = "\(status) \(reason)"
+        if !target.isEmpty || why != nil { text += "; " + target.joined(separator: ", ") }
+        if let why { text += "; " + why }
+        return text
+    }
+
+    /// Reads ``text`` back (the history's device and topic).
+    init?(text: String) {
+        let parts = text.split(separator: "; ", maxSplits: 2, omittingEmptySubsequences: false)
+        let head = parts[0].split(separator: " ", maxSplits: 1)
+        guard head.count == 2, let status = Int(head[0]) else { return nil }
+        self.status = status
+        reason = String(head[1])
+        if parts.count > 1 {
+            for field in parts[1].split(separator: ", ") {
+                if field.hasPrefix("device ") { device = String(field.dropFirst(7)) }
+                if field.hasPrefix("topic ") { topic = String(field.dropFirst(6)) }
+                if field.hasPrefix("token ") { token = String(field.dropFirst(6)) }
+            }
+        }
+        if parts.count > 2 { why = String(parts[2]) }
     }
 }

@@ -87,6 +87,16 @@ public final class OfflineStore: Sendable {
         ])
     }
 
+    /// A push the provider API refused: a `rejected` line in the delivery log, saying why (the
+    /// reason and, when the gateway knows more, the cause), with what it was for.
+    func logRejected(_ response: ProviderResponse, _ refused: RefusedPush) {
+        committer.submitLog([
+            DeliveryEvent(
+                apnsID: response.apnsID, uniqueID: nil, kind: .rejected, at: refused.at,
+                detail: RejectedDetail(response: response, refused: refused).text)
+        ])
+    }
+
     /// A delivered push's lines for the delivery log; nobody waits for them.
     func logDelivered(_ delivered: DeliveredPush) {
         committer.submitLog(delivered)
@@ -133,6 +143,7 @@ public final class OfflineStore: Sendable {
         let ok = ProviderResponse.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)
         var batch = StoreBatch()
         batch.events = [accepted(push)]
+        for warning in push.warnings { batch.events.append(event(push, .warning, push.receivedAt, warning.detail)) }
         if let deliveredAt {
             batch.events.append(event(push, .delivered, deliveredAt, "not acknowledged in time"))
         }

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 
 /// What the provider API answers.
@@ -24,9 +25,19 @@ public struct ProviderResponse: Sendable, Equatable {
     public var broadcastReason: BroadcastReason?
     /// A JSON body other than a reason's (a channel's settings, a list of channels).
     public var json: String?
+    /// What Apple would do quietly with the push (``PushWarning``): sent as the `herald-warnings`
+    /// header on its answer, counted in `/metrics`.
+    public var warnings = PushWarnings()
+    /// Under `--strict`: the warning the push was refused for (400, this as its `reason`).
+    public var warningReason: PushWarning?
+    /// Set by a fault rule: the answer is the rule's, not the push's own.
+    public var injected = false
+    /// For a push to a device refused by the provider API: what the delivery log's `rejected` line
+    /// says of it (``ProviderAPI/handle(_:connection:now:)`` sets it); never sent.
+    public var subject: RefusedPush?
 
-    /// The reason's name, whichever API's it is.
-    public var reasonText: String? { reason?.rawValue ?? broadcastReason?.rawValue }
+    /// The reason's name, whichever API's (or, under `--strict`, Herald's) it is.
+    public var reasonText: String? { reason?.rawValue ?? broadcastReason?.rawValue ?? warningReason?.rawValue }
 
     /// An answer of the channel management or broadcast API.
     public static func request(
@@ -64,6 +75,16 @@ public struct ProviderResponse: Sendable, Equatable {
         ProviderResponse(status: 200, apnsID: apnsID, uniqueID: uniqueID, reason: nil, timestamp: nil)
     }
 
+    /// Under `--strict`: a push refused for what Apple would do quietly with it, 400 with the first
+    /// warning as its reason and all of them in `herald-warnings`.
+    public static func refused(for warnings: PushWarnings, apnsID: String) -> ProviderResponse {
+        var response = ProviderResponse(status: 400, apnsID: apnsID, uniqueID: nil, reason: nil, timestamp: nil)
+        response.warnings = warnings
+        response.warningReason = warnings.first
+        response.note = warnings.map(\.detail).joined(separator: "; ")
+        return response
+    }
+
     /// An error answer.
     public static func error(_ reason: APNsReason, apnsID: String, timestamp: Int64? = nil, note: String? = nil)
         -> ProviderResponse
@@ -77,9 +98,30 @@ public struct ProviderResponse: Sendable, Equatable {
     /// channel's settings or a list of channels for those answers.
     public var body: String? {
         if let json { return json }
+        if let warningReason { return #"{"reason":"\#(warningReason.rawValue)"}"# }
         if let broadcastReason { return #"{"reason":"\#(broadcastReason.rawValue)"}"# }
         guard let reason else { return nil }
         if let timestamp { return #"{"reason":"\#(reason.rawValue)","timestamp":\#(timestamp)}"# }
         return #"{"reason":"\#(reason.rawValue)"}"#
+    }
+}
+
+/// A push the provider API refused, as the delivery log records it (docs/admin-api.md).
+public struct RefusedPush: Sendable, Equatable {
+    /// `apns-topic` as sent (or the certificate's), when there was one.
+    public var topic: String?
+    /// The device token's hex, when the path had a well-formed one.
+    public var token: String?
+    /// The device the token belongs to, when it is one of this gateway's.
+    public var device: String?
+    /// When the request arrived.
+    public var at: Date
+
+    /// Creates a record.
+    public init(topic: String?, token: String?, device: String?, at: Date) {
+        self.topic = topic
+        self.token = token
+        self.device = device
+        self.at = at
     }
 }

@@ -8,7 +8,8 @@ extension PushRouter {
     /// Counts an answer, and logs why it was given when the provider API left a note (a body that
     /// is no JSON object, say): the client sees only the reason.
     func answered(_ response: ProviderResponse, after elapsed: TimeAmount) {
-        if let note = response.note {
+        if let refused = response.subject { offline.logRejected(response, refused) }
+        if let note = response.note, !response.injected {
             logger.notice(
                 "provider request refused",
                 metadata: [
@@ -49,9 +50,13 @@ extension PushRouter {
         case .accept(let push, let delay):
             let bound = NIOLoopBound(answer, eventLoop: loop)
             // One closure per push carries the answer back to the connection's loop (and counts it).
-            let respond: @Sendable (ProviderResponse) -> Void = { response in
+            let warnings = push.forwarded ? PushWarnings() : push.warnings
+            let respond: @Sendable (ProviderResponse) -> Void = { answer in
+                var response = answer
+                if response.status == 200 { response.warnings = warnings }
+                let final = response
                 metrics.answered(response, after: loop.now - start)
-                if loop.inEventLoop { bound.value(response) } else { loop.execute { bound.value(response) } }
+                if loop.inEventLoop { bound.value(final) } else { loop.execute { bound.value(final) } }
             }
             if let delay {
                 loop.scheduleTask(in: delay) { [self] in route(push, respond: respond) }

@@ -47,7 +47,7 @@ public final class PushRouter: Sendable {
                     DeliveredPush(
                         apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
                         topic: push.topic, binaryIdentifier: push.binaryIdentifier, acceptedAt: push.receivedAt,
-                        deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt))
+                        deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt, warnings: push.warnings))
                 respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
             case .notAcknowledged(let deliveredAt):
                 keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond)

@@ -26,6 +26,9 @@ public struct ProviderAPI: Sendable {
         /// PING counts as activity; one that goes quiet longer reconnects on its next push. `nil` =
         /// never.
         public var idleTimeout: Duration? = .seconds(3600)
+        /// Refuse pushes with a ``PushWarning`` (400, the warning as the reason) instead of
+        /// accepting them with a `herald-warnings` header: for a CI that should fail on them.
+        public var strict = false
 
         /// The defaults.
         public init() {}
@@ -51,6 +54,8 @@ public struct ProviderAPI: Sendable {
     /// How long a connection may stay idle before it is closed (`nil` = never), on the event
     /// loop's clock (``Configuration/idleTimeout``, converted once).
     public let idleTimeout: TimeAmount?
+    /// Whether pushes with warnings are refused (``Configuration/strict``).
+    public let strict: Bool
     /// With a cluster: the credential a push forwarded by another node carries
     /// (``ClusterForwarding``); without, such a request is answered 404 `BadPath` like any
     /// unknown path.
@@ -72,6 +77,7 @@ public struct ProviderAPI: Sendable {
         self.limiter = TokenRateLimiter(ratePerSecond: configuration.tokenRate, burst: configuration.tokenBurst)
         self.shuttingDown = ShutdownFlag()
         self.idleTimeout = configuration.idleTimeout.map { TimeAmount($0) }
+        self.strict = configuration.strict
     }
 
     /// From now on every request answers 503 `Shutdown` (graceful stop).
@@ -99,9 +105,38 @@ public struct ProviderAPI: Sendable {
         return api
     }
 
-    /// Decides a request.
+    /// Decides a request. A push refused carries what the delivery log records of it
+    /// (``ProviderResponse/subject``).
     public func handle(_ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date) -> Decision {
         if let decision = handleOtherAPIs(request, connection: &connection, now: now) { return decision }
+        let decision = handlePush(request, connection: &connection, now: now)
+        guard case .respond(var response, let delay) = decision, response.status != 200,
+            !request.path.utf8.starts(with: ClusterForwarding.pathPrefix.utf8)
+        else { return decision }
+        var token: Substring?
+        if request.path.utf8.starts(with: "/3/device/".utf8) {
+            var path = request.path.dropFirst(10)
+            if let q = path.firstIndex(of: "?") { path = path[..<q] }
+            token = path
+        }
+        response.subject = refused(
+            topic: request.topic ?? connection.certificate?.impliedTopic, token: token,
+            environment: Self.environment(authority: request.authority, default: connection.defaultEnvironment),
+            at: now)
+        return .respond(response, delay: delay)
+    }
+
+    /// What the delivery log records of a refused push: its topic, token and, when the token is
+    /// one of this gateway's, its device.
+    private func refused(topic: String?, token: Substring?, environment: APNsEnvironment, at now: Date) -> RefusedPush {
+        let parsed = token.flatMap { DeviceToken(hex: $0) }
+        let device = parsed.flatMap { registry.registration($0, in: environment)?.deviceID }
+        return RefusedPush(topic: topic, token: parsed?.hex, device: device, at: now)
+    }
+
+    private func handlePush(_ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date)
+        -> Decision
+    {
         // apns-id: echoed, or generated.
         let apnsID: String
         if let given = request.apnsID {
@@ -212,6 +247,11 @@ public struct ProviderAPI: Sendable {
             priority: notification.priority.flatMap { PushPriority(rawValue: Int($0)) }, pushType: nil,
             expiration: notification.expiration.map(Int64.init), collapseID: nil,
             body: ByteBuffer(bytes: notification.payload), authorization: nil, connection: &connection, now: now)
+        if case .respond(var response, let delay) = decision, response.status != 200 {
+            response.subject = refused(
+                topic: topic, token: Substring(token.hex), environment: connection.defaultEnvironment, at: now)
+            return .respond(response, delay: delay)
+        }
         guard case .accept(var push, let delay) = decision else { return decision }
         push.binaryIdentifier = notification.identifier
         return .accept(push, delay: delay)
@@ -230,7 +270,10 @@ public struct ProviderAPI: Sendable {
             if let ms = rule.delayMilliseconds, ms > 0 { delay = .milliseconds(Int64(ms)) }
             if let reason = rule.reason {
                 let stamp = reason.status == 410 ? Int64(now.timeIntervalSince1970 * 1000) : nil
-                return .respond(.error(reason, apnsID: apnsID, timestamp: stamp), delay: delay)
+                var response = ProviderResponse.error(
+                    reason, apnsID: apnsID, timestamp: stamp, note: "answered by fault rule \(rule.id)")
+                response.injected = true
+                return .respond(response, delay: delay)
             }
         }
         func failLater(_ reason: APNsReason, timestamp: Int64? = nil, note: String? = nil) -> Decision {
@@ -291,12 +334,17 @@ public struct ProviderAPI: Sendable {
 
         guard limiter.allow(token, now: now) else { return failLater(.tooManyRequests) }
 
-        let push = AcceptedPush(
+        // What Apple would accept and then handle quietly.
+        let warnings = PushWarnings(summary: summary, pushType: type)
+        if strict, !warnings.isEmpty { return .respond(.refused(for: warnings, apnsID: apnsID), delay: delay) }
+
+        var push = AcceptedPush(
             apnsID: apnsID,
             uniqueID: environment == .development ? RandomUUID.timeOrderedLowercaseString(at: now) : nil,
             registration: registration, topic: topic, pushType: type, priority: effectivePriority,
             expiration: expiration, collapseID: collapseID, payload: body,
             contentAvailable: summary.contentAvailable, receivedAt: now)
+        push.warnings = warnings
         return .accept(push, delay: delay)
     }
 
@@ -341,6 +389,8 @@ public struct ProviderAPI: Sendable {
             contentAvailable: summary.contentAvailable, receivedAt: fields.acceptedAt,
             binaryIdentifier: fields.binaryIdentifier)
         push.forwarded = true
+        // For this node's delivery log; the node that accepted it answers and counts them.
+        push.warnings = PushWarnings(summary: summary, pushType: type)
         return .accept(push, delay: nil)
     }
 

@@ -159,9 +159,11 @@ function chooseDevices() {
   if ($("device").value) $("token").value = $("device").value;
 }
 
+// The key's .p8: what this tab last used with it, else what the gateway was given for it (herald up
+// gives the demo key's), else empty.
 function restoreKey() {
   const saved = sessionStorage.getItem(`p8:${$("key").value}`);
-  $("private-key").value = saved || "";
+  $("private-key").value = saved || (settings && settings.signingKeys[$("key").value]) || "";
 }
 
 function checkPayload() {
@@ -198,6 +200,7 @@ async function send(dryRun) {
     $("commands").hidden = false;
     $("curl").textContent = result.curl;
     $("herald").textContent = result.herald;
+    showWarnings(result.warnings || []);
     if (result.invalid) {
       $("payload-error").textContent = `${result.invalid.key}: ${result.invalid.rule}` +
         (result.invalid.reason ? ` (the gateway would answer ${result.invalid.reason})` : "");
@@ -213,6 +216,14 @@ async function send(dryRun) {
   }
 }
 
+// What Apple would accept and then handle quietly, as the gateway (or, for a dry run, the console)
+// named it: one line each, with the page of Apple's documentation that says so.
+function showWarnings(warnings) {
+  $("send-warnings").hidden = warnings.length === 0;
+  $("send-warnings").replaceChildren(...warnings.map((w) => el("li", { "data-warning": w.name },
+    el("strong", {}, w.name), ` ${w.explanation} `, el("span", { class: "muted" }, `(Apple: ${w.source})`))));
+}
+
 function showAnswer(answer) {
   $("send-result").hidden = false;
   const status = $("answer-status");
@@ -220,12 +231,14 @@ function showAnswer(answer) {
   status.className = `status ${answer.status === 200 ? "ok" : "fail"}`;
   const rows = [
     ["apns-id", answer.apnsID], ["apns-unique-id", answer.uniqueID], ["reason", answer.reason],
+    ["herald-warnings", answer.warnings],
     ["timestamp", answer.timestamp ? when(answer.timestamp) : undefined],
     ["latency", `${answer.milliseconds.toFixed(1)} ms`], ["sent to", answer.url],
   ].filter(([, value]) => value);
   $("answer-fields").replaceChildren(...rows.flatMap(([name, value]) => [el("dt", {}, name), el("dd", { id: `answer-${name}` }, value)]));
   const id = answer.uniqueID || answer.apnsID;
-  $("answer-log").hidden = !(answer.status === 200 && id);
+  // Refused pushes are in the log too, with why.
+  $("answer-log").hidden = !id;
   $("answer-log").onclick = () => { show("log"); lookup(id); };
 }
 
@@ -273,7 +286,13 @@ async function loadHistory() {
   fill($("history").tBodies[0], entries.map((e) => el("tr", {},
     el("td", {}, when(e.firstAt)),
     el("td", {}, el("a", { onclick: () => lookup(e.uniqueID || e.apnsID) }, e.apnsID)),
-    el("td", {}, e.topic || ""), el("td", {}, e.device || ""), el("td", {}, badge(e.status)), el("td", {}, e.reason || ""))));
+    el("td", {}, e.topic || ""), el("td", {}, e.device || ""), el("td", {}, badge(e.status)),
+    el("td", {}, e.reason || "", ...(e.warnings || []).map((w) => el("span", { class: "badge warning", title: warningText(w) }, w))))));
+}
+
+function warningText(name) {
+  const warning = settings.warnings.find((w) => w.name === name);
+  return warning ? warning.explanation : name;
 }
 
 $("history-filter").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
@@ -462,11 +481,16 @@ function totals(values) {
 function listen() {
   if (events) events.close();
   events = new EventSource("/console/events");
+  // The header's indicator: what streams, and red (with why) from the moment the stream drops.
   events.addEventListener("metrics", (event) => {
-    $("live-status").textContent = "live";
+    $("live-status").textContent = "● live: the gateway's counters, every second";
+    $("live-status").className = "live ok";
     sample(parseMetrics(event.data));
   });
-  events.onerror = () => { $("live-status").textContent = "reconnecting…"; };
+  events.onerror = () => {
+    $("live-status").textContent = "● not live: the counters' stream dropped; reconnecting…";
+    $("live-status").className = "live fail";
+  };
 }
 
 // --- Start ---------------------------------------------------------------------------------------

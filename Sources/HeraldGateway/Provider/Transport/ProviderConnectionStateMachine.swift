@@ -319,6 +319,9 @@ struct ProviderConnectionStateMachine {
                 name: "apns-unique-id", value: unique, indexing: uniqueIDNameIndexed ? .nonIndexable : .indexable)
             uniqueIDNameIndexed = true
         }
+        if !response.warnings.isEmpty {
+            headers.add(name: Self.warningsHeader, value: response.warnings.headerValue, indexing: .nonIndexable)
+        }
         if let body {
             headers.add(name: "content-type", value: "application/json")
             headers.add(name: "content-length", value: String(body.utf8.count), indexing: .nonIndexable)
@@ -355,6 +358,9 @@ struct ProviderConnectionStateMachine {
         stallTimerArmed = true
         return .arm(.stall, in: oldest + stallDeadline - now)
     }
+
+    /// The answer header naming a push's ``PushWarning``s (docs/provider-api.md).
+    static let warningsHeader = "herald-warnings"
 
     static func statusText(_ status: Int) -> String {
         switch status {

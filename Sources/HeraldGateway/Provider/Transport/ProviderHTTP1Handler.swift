@@ -136,6 +136,9 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
         headers.add(name: response.identifiesRequest ? "apns-request-id" : "apns-id", value: response.apnsID)
         if let channel = response.channelID { headers.add(name: "apns-channel-id", value: channel) }
         if let unique = response.uniqueID { headers.add(name: "apns-unique-id", value: unique) }
+        if !response.warnings.isEmpty {
+            headers.add(name: ProviderConnectionStateMachine.warningsHeader, value: response.warnings.headerValue)
+        }
         let body = response.body
         if body != nil { headers.add(name: "content-type", value: "application/json") }
         // A 204 (a channel deleted) has no body and, by RFC 9110, no content-length either.
