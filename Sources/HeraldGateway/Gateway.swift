@@ -199,10 +199,12 @@ public final class Gateway: Sendable {
         let api = ProviderAPI(
             registry: directory.registry, faults: faults, configuration: configuration.provider, cluster: credential
         ).broadcasting(through: broadcasts, logger: logger)
+        let metrics = GatewayMetrics()
         let router = PushRouter(
-            committer: GroupCommitter(store: store, policy: configuration.offline, logBatch: 4096),
+            committer: GroupCommitter(
+                store: store, policy: configuration.offline, logBatch: 4096, counted: metrics.deliveryStates),
             links: DeviceLinks(presence: presence),
-            metrics: GatewayMetrics(), forwarder: forwarder, logger: logger)
+            metrics: metrics, forwarder: forwarder, logger: logger)
         var followers: [any Service] = []
         if let postgres {
             followers = [

@@ -23,6 +23,8 @@ public final class GatewayMetrics: Sendable {
     private let refusedConnections = Mutex<[String: Counter]>([:])
     private let signedIn: Counter
     private let resumedIn: Counter
+    /// By app and Apple's delivery state, made as they first occur.
+    private let states = Mutex<[DeliveryCount.Key: Counter]>([:])
     /// One per ``PushWarning``, in `allCases` order.
     private let warnings: [Counter]
 
@@ -140,6 +142,26 @@ public final class GatewayMetrics: Sendable {
         if !response.warnings.isEmpty {
             for (index, warning) in PushWarning.allCases.enumerated() where response.warnings.contains(warning) {
                 warnings[index].increment()
+            }
+        }
+    }
+
+    /// Counts pushes that reached Apple's delivery states (``AppleDeliveryState``), as the store
+    /// wrote them: the same counts as the console's Metrics view, since this node started.
+    @Sendable public func deliveryStates(_ counts: [DeliveryCount.Key: Int]) {
+        states.withLock { counters in
+            for (key, count) in counts {
+                // A counter per app and state: the day is the store's business, not Prometheus's.
+                let label = DeliveryCount.Key(day: "", app: key.app, state: key.state)
+                let counter =
+                    counters[label]
+                    ?? registry.makeCounter(
+                        descriptor: Self.name(
+                            "delivery_states", "total",
+                            "Pushes by app and the delivery state Apple's Push Notifications Console would report"),
+                        labels: [("app", key.app), ("state", key.state.rawValue)])
+                counters[label] = counter
+                counter.increment(by: Int64(count))
             }
         }
     }

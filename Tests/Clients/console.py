@@ -9,7 +9,8 @@ should already hold it); DEVICE_API is the device's API, read to see what the de
 one JSON object per step: a wrong token refused; the sign-in link; the form holding the demo key; a push
 sent from the form (its answer, and the device showing it); its delivery log and history; a push with a
 warning, named in Send; a bad payload named as it is typed; a fault rule added in the page, the next
-push's answer and its rejected line in the log; the live counters; the devices; cross-site posts
+push's answer and its rejected line in the log; the live counters; Apple's delivery states in the
+Metrics view; the devices; cross-site posts
 refused. With --drop: the live indicator, green, turning red when the event stream drops (the gateway,
 GATEWAY_PID, gets SIGTERM; run it last). Saves console-*.png in SHOTS and exits 1
 naming the step that failed. Needs Debian's chromium, chromium-driver and python3-selenium.
@@ -237,6 +238,19 @@ try:
     emit(step="live", totals=totals, gauges=legends, status=text("#live-status"),
          statusClass=driver.find_element(By.ID, "live-status").get_attribute("class"))
     shot("live")
+
+    step = "metrics"
+    # Apple's delivery states by day: this run's pushes, as Apple's console would count them.
+    tab("metrics")
+
+    def states(d):
+        click("#metrics-filter button")  # the last lines are written within 100 ms of the answers
+        totals = {r[0]: r[-1] for r in rows("#metrics-table")}
+        return totals if totals.get("Received by APNs") == "3" and totals.get("Discarded - Disabled") == "1" else False
+    totals = wait.until(states)
+    heads = driver.execute_script("return [...document.querySelectorAll('#metrics-table thead th')].map(c => c.textContent)")
+    emit(step="metrics", totals=totals, heads=heads)
+    shot("metrics")
 
     step = "devices"
     tab("devices")

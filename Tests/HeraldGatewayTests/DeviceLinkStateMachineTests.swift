@@ -156,7 +156,9 @@ import Testing
             ])
         link.receive(.refused(apnsID: "a", reason: "no such app"))
         #expect(
-            link.take() == [.recordRefused(apnsID: "a", device: "phone", reason: "no such app", at: Link.startDate)])
+            link.take() == [
+                .recordRefused(apnsID: "a", device: "phone", reason: "no such app", at: Link.startDate, refusal: nil)
+            ])
         link.receive(.challenge(nonce: Data()))
         #expect(
             link.take() == [

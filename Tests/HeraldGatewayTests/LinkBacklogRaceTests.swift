@@ -83,6 +83,9 @@ final class GatedStore: GatewayStore {
     }
     func purgeExpired(now: Date) async throws -> [StoredPush] { try await inner.purgeExpired(now: now) }
     func deliveryLog(id: String) async throws -> [DeliveryEvent] { try await inner.deliveryLog(id: id) }
+    func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
+        try await inner.deliveryCounts(since: day)
+    }
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
         try await inner.takeFeedback(bundleID: bundleID, environment: environment)
     }

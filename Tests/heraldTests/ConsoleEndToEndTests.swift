@@ -78,7 +78,8 @@ import Testing
                 == true)
         let history = try #require(log["history"] as? [String])
         #expect(history.count == 6 && history[1] == apnsID && history[2] == "dev.herald.demo", "\(history)")
-        #expect(history[3] == up.info.deviceID && history[4] == "acknowledged", "\(history)")
+        // Its status, and the state Apple's console would show for it.
+        #expect(history[3] == up.info.deviceID && history[4] == "acknowledgedDelivered to Device", "\(history)")
 
         // A badge in words: Apple would answer 200 and leave the badge as it was; the gateway answers 200
         // with herald-warnings, and Send names the warning with what Apple does and where it says so.
@@ -115,6 +116,14 @@ import Testing
         #expect((live["status"] as? String)?.contains("live: the gateway's counters") == true, "\(live)")
         #expect(live["statusClass"] as? String == "live ok", "\(live)")
 
+
+        // Metrics: Apple's delivery states today. Three pushes received and delivered (the faulted one was
+        // refused, so never received); the badge in words was then refused by the device ("Disabled").
+        let metrics = try #require(steps["metrics"])
+        let states = try #require(metrics["totals"] as? [String: String])
+        #expect(states["Received by APNs"] == "3" && states["Delivered to Device"] == "3", "\(states)")
+        #expect(states["Discarded - Disabled"] == "1" && states["Stored - Device Offline"] == "0", "\(states)")
+        #expect((metrics["heads"] as? [String])?.first == "state" && (metrics["heads"] as? [String])?.count == 9)
 
         // Devices and apps: the device online with its token; the key without its private half.
         let devices = try #require(steps["devices"])
@@ -153,7 +162,7 @@ import Testing
         #expect((dropped["status"] as? String)?.contains("not live") == true, "\(dropped)")
         #expect(dropped["color"] as? String == "rgb(196, 39, 29)", "\(dropped)")
 
-        for name in ["signin", "send", "log", "warning", "faults", "live", "devices", "dropped"] {
+        for name in ["signin", "send", "log", "warning", "faults", "live", "metrics", "devices", "dropped"] {
             let png = try Data(contentsOf: shots.appendingPathComponent("console-\(name).png"))
             #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name) is a PNG")
         }

@@ -71,16 +71,46 @@ import Testing
             // in words), delivered, acknowledged, then refused by the device with the reason.
             var kinds: [String] = []
             var detail = ""
+            var state = ""
             try eventually("the refusal in the delivery log") {
                 let log = try p.gateway.adminCall("GET", "/deliveries/\(id)")
                 let events = (try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? []
                 kinds = events.compactMap { $0["kind"] as? String }
                 detail = events.last?["detail"] as? String ?? ""
+                state = events.last?["state"] as? String ?? ""
                 return kinds.last == "refused"
             }
             #expect(kinds == ["accepted", "warning", "delivered", "acknowledged", "refused"], "\(kinds)")
             #expect(detail.contains(key), "\(detail)")
+            #expect(state == "discarded-disabled", "Apple's state for what the device would not present")
         }
+        // An app the device does not have, registered for it by the admin API: refused as not installed,
+        // which is Apple's "Discarded - Token Unregistered".
+        let absent = "com.example.absent"
+        #expect(
+            try p.gateway.adminCall("POST", "/apps", #"{"bundleID":"\#(absent)","teamID":"\#(Provisioned.team)"}"#)
+                .status == 201)
+        let devices =
+            (try? JSONSerialization.jsonObject(with: Data(p.gateway.adminCall("GET", "/devices").body.utf8)))
+            as? [[String: Any]] ?? []
+        let daemonID = try #require(devices.first { $0["online"] as? Bool == true }?["id"] as? String)
+        let absentToken =
+            try p.gateway.adminCall("POST", "/devices/\(daemonID)/apps", #"{"bundleID":"\#(absent)"}"#)
+            .json?["token"] as? String ?? ""
+        let absentID = UUID().uuidString.lowercased()
+        #expect(
+            try p.push(token: absentToken, topic: absent, headers: ["apns-id: \(absentID)"]).status == 200)
+        var absentState: String?
+        try eventually("the not-installed refusal in the delivery log") {
+            let log = try p.gateway.adminCall("GET", "/deliveries/\(absentID)")
+            let events = (try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? []
+            absentState = events.last { $0["kind"] as? String == "refused" }?["state"] as? String
+            return absentState != nil
+        }
+        #expect(absentState == "discarded-token-unregistered")
+        let counts = try deliveryCounts(p.gateway)
+        #expect(counts["\(app) discarded-disabled"] == 2 && counts["\(absent) received"] == 1, "\(counts)")
+        #expect(counts["\(absent) discarded-token-unregistered"] == 1, "\(counts)")
         #expect(try device.delivered(app).isEmpty)
 
         // A body that is no JSON object is answered PayloadEmpty, and the gateway's log says why.

@@ -20,7 +20,8 @@ extension AdminAPI {
                     throw HTTPError(
                         .badRequest,
                         message:
-                            "status: one of accepted, stored, delivered, acknowledged, replaced, discarded, refused")
+                            "status: one of accepted, stored, delivered, acknowledged, replaced, discarded, refused, rejected"
+                    )
                 }
                 filter.status = kind
             }
@@ -29,13 +30,25 @@ extension AdminAPI {
             let events = try await pushes.recentDeliveryEvents(rows: DeliveryHistory.rowsRead)
             return try PreciseJSON.response(DeliveryHistory.entries(events, filter: filter, limit: limit))
         }
+        let clock = self.clock
+        routes.get("/delivery-metrics") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            let days = query.get("days").map { Int($0) ?? 0 } ?? 7
+            guard (1...366).contains(days) else { throw HTTPError(.badRequest, message: "days: 1 to 366") }
+            let today = clock.now()
+            let from = DeliveryCount.day(of: today.addingTimeInterval(-Double(days - 1) * 86400))
+            var counts = try await pushes.deliveryCounts(since: from)
+            if let app = query.get("app"), !app.isEmpty { counts = counts.filter { $0.app == app } }
+            return try PreciseJSON.response(
+                DeliveryMetricsView(from: from, to: DeliveryCount.day(of: today), counts: counts))
+        }
         routes.get("/deliveries/{id}") { _, context -> Response in
             let id = try context.parameters.require("id")
             let events = try await pushes.deliveryLog(id: id)
             guard !events.isEmpty else {
                 throw HTTPError(.notFound, message: "no push with apns-id or apns-unique-id \(id)")
             }
-            return try PreciseJSON.response(events)
+            return try PreciseJSON.response(events.map(DeliveryEventView.init))
         }
         return routes
     }

@@ -117,6 +117,8 @@ struct Console: Sendable {
         var warnings: [WarningView]
         /// Private keys the Send form starts with, by key id (``ConsoleSigningKeys``).
         var signingKeys: [String: String]
+        /// Apple's delivery states with Apple's names for them.
+        var states: [DeliveryMetricsView.StateView]
     }
 
     var settings: Settings {
@@ -129,7 +131,8 @@ struct Console: Sendable {
             developmentURL: sender.targets.developmentPort.map { "http://127.0.0.1:\($0)" },
             caCertificate: caCertificatePath, logRetentionDays: logRetention / 86400,
             historyRows: DeliveryHistory.rowsRead, warnings: PushWarning.allCases.map(WarningView.init),
-            signingKeys: signingKeys.all)
+            signingKeys: signingKeys.all,
+            states: AppleDeliveryState.allCases.map { .init(name: $0, title: $0.title) })
     }
 
     // MARK: Send

@@ -23,6 +23,8 @@ public struct PushHistoryEntry: Sendable, Codable, Equatable {
     public var steps: [DeliveryEvent.Kind]
     /// What Apple would do quietly with it (``PushWarning`` names), when anything.
     public var warnings: [String]?
+    /// The latest of Apple's delivery states its steps reached (``AppleDeliveryState``).
+    public var state: AppleDeliveryState?
 }
 
 /// What the history is narrowed to; every field left `nil` matches everything.
@@ -53,7 +55,7 @@ public struct PushHistoryFilter: Sendable, Equatable {
         return true
     }
 
-    static let suffixes = PushType.allCases.compactMap(\.topicSuffix).filter { !$0.isEmpty }
+    static var suffixes: [String] { DeliveryCount.suffixes }
 
     static func topic(_ topic: String, isOf app: String) -> Bool {
         topic == app
@@ -104,7 +106,8 @@ public enum DeliveryHistory {
                 apnsID: first.apnsID, uniqueID: first.uniqueID, device: target?.device, topic: target?.topic,
                 firstAt: first.at, status: last.kind, at: last.at,
                 reason: explains.contains(last.kind) ? last.detail : nil, steps: steps.map(\.kind),
-                warnings: warnings.isEmpty ? nil : warnings)
+                warnings: warnings.isEmpty ? nil : warnings,
+                state: steps.lazy.reversed().compactMap(AppleDeliveryState.init).first)
             if filter.matches(entry) { entries.append(entry) }
         }
         entries.sort { $0.firstAt > $1.firstAt }

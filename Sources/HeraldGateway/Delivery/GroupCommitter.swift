@@ -56,13 +56,19 @@ public final class GroupCommitter: Sendable {
     let policy: OfflinePolicy
     /// How many log lines may wait for a group of their own; 0 writes each at once.
     let logBatch: Int
+    /// Told the counts of Apple's states each group wrote (``StoreBatch/counts``), once written.
+    let counted: (@Sendable ([DeliveryCount.Key: Int]) -> Void)?
     private let state = Mutex(State())
 
-    /// Creates a committer over a store.
-    public init(store: any PushStore, policy: OfflinePolicy, logBatch: Int = 0) {
+    /// Creates a committer over a store; `counted` hears the state counts of every group written.
+    public init(
+        store: any PushStore, policy: OfflinePolicy, logBatch: Int = 0,
+        counted: (@Sendable ([DeliveryCount.Key: Int]) -> Void)? = nil
+    ) {
         self.store = store
         self.policy = policy
         self.logBatch = logBatch
+        self.counted = counted
     }
 
     /// Queues a batch; `completion` runs once it is durable (with the `apns-id`s the policy replaced).
@@ -118,9 +124,11 @@ public final class GroupCommitter: Sendable {
             // need not be forced to disk: the promise is about pushes, not their log.
             let durable =
                 !merged.pushes.isEmpty || !merged.removals.isEmpty || items.contains { $0.completion != nil }
+            merged.tallyDelivered()
             let result: Result<[String], any Error>
             do {
                 result = .success(try await store.commit(merged, policy: policy, durable: durable))
+                if let counted, !merged.counts.isEmpty { counted(merged.counts) }
             } catch {
                 result = .failure(error)
             }

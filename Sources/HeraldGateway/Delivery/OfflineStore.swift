@@ -60,9 +60,10 @@ public final class OfflineStore: Sendable {
         batch.events = [
             DeliveryEvent(
                 apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .delivered, at: deliveredAt,
-                detail: "from the offline store"),
+                detail: AppleDeliveryState.fromStorage),
             DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .acknowledged, at: acknowledgedAt),
         ]
+        batch.count(.deliveredFromStorage, topic: push.topic, at: deliveredAt)
         committer.submit(batch)
         metrics.delivered(acknowledged: true)
     }
@@ -76,15 +77,26 @@ public final class OfflineStore: Sendable {
                 apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: at,
                 detail: "its token was invalidated (app removed or device reset) before delivery")
         }
+        for push in pushes { batch.count(.discardedTokenUnregisteredFromStorage, topic: push.topic, at: at) }
         committer.submit(batch)
     }
 
     /// The device refused a push it had acknowledged (its app is not installed, say): a line in the
     /// delivery log.
-    func refused(_ apnsID: String, device: String, reason: String, at: Date) {
-        committer.submitLog([
-            DeliveryEvent(apnsID: apnsID, uniqueID: nil, kind: .refused, at: at, detail: "device \(device): \(reason)")
-        ])
+    /// `refusal` is what the link knew of the push it had acknowledged (its topic, whether it came
+    /// from the store), when it still did: then it is counted in Apple's states too.
+    func refused(_ apnsID: String, device: String, reason: String, at: Date, refusal: LinkRefusal? = nil) {
+        var detail = "device \(device): \(reason)"
+        if refusal?.fromStorage == true { detail += " (\(AppleDeliveryState.fromStorage))" }
+        let event = DeliveryEvent(apnsID: apnsID, uniqueID: nil, kind: .refused, at: at, detail: detail)
+        guard let refusal, let state = AppleDeliveryState(event) else {
+            committer.submitLog([event])
+            return
+        }
+        var batch = StoreBatch()
+        batch.events = [event]
+        batch.count(state, topic: refusal.topic, at: at)
+        committer.submit(batch)
     }
 
     /// A push the provider API refused: a `rejected` line in the delivery log, saying why (the
@@ -114,6 +126,7 @@ public final class OfflineStore: Sendable {
                 apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: now,
                 detail: "expired in the offline store")
         }
+        for push in expired { batch.count(.discardedExpired, topic: push.topic, at: now) }
         _ = try await committer.commit(batch)
         logger.info("purged expired pushes", metadata: ["count": "\(expired.count)"])
         return expired.count
@@ -135,7 +148,7 @@ public final class OfflineStore: Sendable {
     /// Stores a push under the offline policy (or, with no expiry, discards it) and answers 200
     /// once that is durable.
     func keep(
-        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?,
+        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?, held: Bool = false,
         respond: @escaping @Sendable (ProviderResponse) -> Void,
         whenStored: @escaping @Sendable (StoredPush) -> Void
     ) {
@@ -143,6 +156,7 @@ public final class OfflineStore: Sendable {
         let ok = ProviderResponse.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)
         var batch = StoreBatch()
         batch.events = [accepted(push)]
+        batch.count(.received, topic: push.topic, at: push.receivedAt)
         for warning in push.warnings { batch.events.append(event(push, .warning, push.receivedAt, warning.detail)) }
         if let deliveredAt {
             batch.events.append(event(push, .delivered, deliveredAt, "not acknowledged in time"))
@@ -155,6 +169,7 @@ public final class OfflineStore: Sendable {
                     deliveredAt == nil
                         ? "expiration 0 or past and the device is offline"
                         : "expiration 0 or past and the device did not acknowledge it"))
+            batch.count(.discardedExpired, topic: push.topic, at: push.receivedAt)
             // The 200 waits for this line to be durable: after a crash, the delivery log still says
             // what became of every push answered 200 (it is rare: the device was not connected).
             metrics.discarded()
@@ -175,8 +190,15 @@ public final class OfflineStore: Sendable {
             expiration: push.expiration, expiresAt: expiresAt, receivedAt: push.receivedAt,
             payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable)
         batch.pushes = [stored]
+        let why =
+            held
+            ? AppleDeliveryState.heldForPower + " (priority 5 or 1, or the background budget)"
+            : deliveredAt == nil ? "the device is offline" : "the device did not acknowledge it in time"
         batch.events.append(
-            event(push, .stored, push.receivedAt, "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds)"))
+            event(
+                push, .stored, push.receivedAt, "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds); \(why)"
+            ))
+        batch.count(held ? .storedPowerConsiderations : .storedDeviceOffline, topic: push.topic, at: push.receivedAt)
         let logger = self.logger
         let metrics = self.metrics
         committer.submit(batch) { result in
@@ -193,4 +215,12 @@ public final class OfflineStore: Sendable {
             }
         }
     }
+}
+
+/// What a device link remembers of a push it had acknowledged when the device then refuses it.
+public struct LinkRefusal: Sendable, Equatable {
+    /// `apns-topic`.
+    public var topic: String
+    /// Whether it was delivered from the offline store.
+    public var fromStorage: Bool
 }

@@ -52,7 +52,7 @@ public final class PushRouter: Sendable {
             case .notAcknowledged(let deliveredAt):
                 keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond)
             case .hold:
-                keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+                keep(push, expiresAt: expiresAt, deliveredAt: nil, held: true, respond: respond)
             }
         }
         guard !offered else { return }
@@ -80,11 +80,11 @@ public final class PushRouter: Sendable {
     /// Stores or discards a push the link could not deliver, and offers a stored one to the device's
     /// link once durable, in case the device connected meanwhile.
     private func keep(
-        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?,
+        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?, held: Bool = false,
         respond: @escaping @Sendable (ProviderResponse) -> Void
     ) {
         let links = self.links
-        offline.keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond) { stored in
+        offline.keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, held: held, respond: respond) { stored in
             links.offerStored([stored], to: stored.deviceID)
         }
     }

@@ -102,8 +102,8 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             service.links.saw(device, at: at)
         case .recordAcknowledged(let push, let device, let deliveredAt, let acknowledgedAt):
             service.offline.acknowledged(push, device: device, deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt)
-        case .recordRefused(let apnsID, let device, let reason, let at):
-            service.offline.refused(apnsID, device: device, reason: reason, at: at)
+        case .recordRefused(let apnsID, let device, let reason, let at, let refusal):
+            service.offline.refused(apnsID, device: device, reason: reason, at: at, refusal: refusal)
         case .discard(let pushes, let device, let at): service.offline.discard(pushes, device: device, at: at)
         case .logRefused(let code, let message):
             service.logger.notice("device refused", metadata: ["code": "\(code)", "reason": "\(message)"])

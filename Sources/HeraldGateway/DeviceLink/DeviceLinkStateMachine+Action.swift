@@ -65,7 +65,7 @@ extension DeviceLinkStateMachine {
         /// The device acknowledged a stored push: it leaves the store; the delivery log says so.
         case recordAcknowledged(LinkPush, device: String, deliveredAt: Date, acknowledgedAt: Date)
         /// The device refused a push it had acknowledged (the delivery log says why).
-        case recordRefused(apnsID: String, device: String, reason: String, at: Date)
+        case recordRefused(apnsID: String, device: String, reason: String, at: Date, refusal: LinkRefusal?)
         /// Stored pushes that have no one to go to any more (the app was removed, the device reset).
         case discard([StoredPush], device: String, at: Date)
         /// Answers a provider waiting for its push.

@@ -123,6 +123,18 @@ extension DeviceLinkStateMachine {
     // MARK: Acknowledgements
 
     /// The device acknowledged these `apns-id`s.
+    /// What the link knows of a push the device refuses: it is still awaiting its acknowledgement
+    /// (the device reports a refusal first) or was acknowledged lately.
+    func refusal(of apnsID: String) -> LinkRefusal? {
+        if let entry = awaiting[apnsID] { return Self.refusal(entry) }
+        return lastAcknowledged[apnsID]
+    }
+
+    static func refusal(_ entry: Entry) -> LinkRefusal {
+        if case .stored = entry.origin { return LinkRefusal(topic: entry.push.topic, fromStorage: true) }
+        return LinkRefusal(topic: entry.push.topic, fromStorage: false)
+    }
+
     mutating func acknowledge(_ ids: [String], at: Date) -> [Action] {
         guard let device = deviceID else { return [] }
         var actions: [Action] = []
@@ -138,6 +150,7 @@ extension DeviceLinkStateMachine {
 
     private mutating func acknowledged(_ entry: Entry, device: String, at: Date, into actions: inout [Action]) {
         let deliveredAt = entry.deliveredAt ?? at
+        lastAcknowledged.append(entry.push.apnsID, Self.refusal(entry))
         switch entry.origin {
         case .direct(let completion):
             actions.append(.answer(completion, .acknowledged(deliveredAt: deliveredAt, acknowledgedAt: at)))

@@ -70,6 +70,9 @@ struct DeviceLinkStateMachine {
     /// `apns-id`s of stored pushes acknowledged on this link lately: a stored push offered again
     /// once its commit lands is not sent a second time.
     var recentlyAcknowledged = RecentIDs(capacity: 4096)
+    /// The last pushes acknowledged, for a refusal that follows (the device refuses after its
+    /// acknowledgement): their topic and origin count the refusal in Apple's states.
+    var lastAcknowledged = LastAcknowledged()
     /// Written to the device, waiting for its acknowledgement, by `apns-id`: almost always one
     /// each, so the first has a dictionary of its own and no array is made per notification.
     var awaiting: [String: Entry] = [:]
@@ -169,7 +172,10 @@ struct DeviceLinkStateMachine {
             return acknowledge(ids, at: at)
         case (.online(let device), .refused(let apnsID, let reason)):
             // Acknowledged already; the delivery log says what became of it on the device.
-            return [.recordRefused(apnsID: apnsID, device: device, reason: reason, at: at)]
+            return [
+                .recordRefused(
+                    apnsID: apnsID, device: device, reason: reason, at: at, refusal: refusal(of: apnsID))
+            ]
         case (.online, .subscribe(let request, let topic, let environment, let channels)):
             return subscribe(request: request, Subscription(topic: topic, environment: environment), channels, at: at)
         case (.online, .unsubscribe(let request, let topic, let environment, let channels)):

@@ -43,6 +43,8 @@ public protocol PushStore: Sendable {
     func purgeExpired(now: Date) async throws -> [StoredPush]
     /// The delivery log of one push, by `apns-id` or `apns-unique-id`, in order.
     func deliveryLog(id: String) async throws -> [DeliveryEvent]
+    /// Pushes by day, app and Apple's delivery state, from `day` (`YYYY-MM-DD`, UTC) on.
+    func deliveryCounts(since day: String) async throws -> [DeliveryCount]
     /// Reads and empties a topic's feedback list for one environment.
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// How many pushes are stored.

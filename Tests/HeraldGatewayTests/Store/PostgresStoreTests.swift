@@ -19,12 +19,14 @@ import Testing
         _ = try await PostgresGatewayStore.forTests(url: url)
         #expect(
             try server.sql("SELECT version || ':' || name FROM herald_schema ORDER BY version", database: database)
-                .split(separator: "\n") == ["1:gateway", "2:fault rules", "3:nodes", "4:broadcast channels"])
+                .split(separator: "\n") == [
+                    "1:gateway", "2:fault rules", "3:nodes", "4:broadcast channels", "5:delivery counts",
+                ])
         try server.sql("INSERT INTO herald_schema (version, name) VALUES (99, 'from the future')", database: database)
         let error = await #expect(throws: PostgresGatewayStore.OpenError.self) {
             _ = try await PostgresGatewayStore.forTests(url: url)
         }
-        #expect(error?.description.contains("schema is at version 99, newer than this herald knows (4)") == true)
+        #expect(error?.description.contains("schema is at version 99, newer than this herald knows (5)") == true)
     }
 
     @Test func badURLsNameWhatIsWrong() async throws {

@@ -104,7 +104,7 @@ function show(view) {
     button.classList.toggle("active", button.dataset.view === view);
   }
   for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${view}`;
-  const load = { log: loadHistory, devices: loadDevices, faults: loadFaults, feedback: loadFeedback }[view];
+  const load = { log: loadHistory, devices: loadDevices, faults: loadFaults, feedback: loadFeedback, metrics: loadMetrics }[view];
   if (load) load().catch((error) => console.error(error));
 }
 
@@ -267,7 +267,9 @@ async function lookup(id) {
   try {
     const events = await api("GET", `/deliveries/${encodeURIComponent(id)}`);
     $("timeline").replaceChildren(...events.map((e) =>
-      el("li", { class: e.kind }, badge(e.kind), el("time", {}, when(e.at)), e.detail ? el("div", { class: "muted" }, e.detail) : "")));
+      el("li", { class: e.kind, "data-state": e.state || "" }, badge(e.kind), el("time", {}, when(e.at)),
+        e.state ? el("span", { class: "apple-state" }, stateTitle(e.state)) : "",
+        e.detail ? el("div", { class: "muted" }, e.detail) : "")));
   } catch (error) {
     $("timeline").replaceChildren(el("li", { class: "refused" }, error.message));
   }
@@ -286,8 +288,15 @@ async function loadHistory() {
   fill($("history").tBodies[0], entries.map((e) => el("tr", {},
     el("td", {}, when(e.firstAt)),
     el("td", {}, el("a", { onclick: () => lookup(e.uniqueID || e.apnsID) }, e.apnsID)),
-    el("td", {}, e.topic || ""), el("td", {}, e.device || ""), el("td", {}, badge(e.status)),
+    el("td", {}, e.topic || ""), el("td", {}, e.device || ""),
+    el("td", {}, badge(e.status), e.state ? el("div", { class: "apple-state" }, stateTitle(e.state)) : ""),
     el("td", {}, e.reason || "", ...(e.warnings || []).map((w) => el("span", { class: "badge warning", title: warningText(w) }, w))))));
+}
+
+// Apple's name for one of its delivery states, as its Push Notifications Console shows it.
+function stateTitle(name) {
+  const state = settings.states.find((s) => s.name === name);
+  return state ? state.title : name;
 }
 
 function warningText(name) {
@@ -296,6 +305,29 @@ function warningText(name) {
 }
 
 $("history-filter").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
+
+// --- Metrics: Apple's delivery states by day ----------------------------------------------------
+
+async function loadMetrics() {
+  options($("metrics-app"), [["", "(all)"], ...apps.map((a) => [a.bundleID, a.bundleID])]);
+  const query = new URLSearchParams({ days: $("metrics-days").value });
+  if ($("metrics-app").value) query.set("app", $("metrics-app").value);
+  const metrics = await api("GET", `/delivery-metrics?${query}`);
+  const days = [];
+  for (let day = new Date(`${metrics.from}T00:00:00Z`); day.toISOString().slice(0, 10) <= metrics.to;
+    day = new Date(day.getTime() + 86400000)) days.push(day.toISOString().slice(0, 10));
+  const count = {};
+  for (const c of metrics.counts) count[`${c.state} ${c.day}`] = (count[`${c.state} ${c.day}`] || 0) + c.count;
+  $("metrics-table").tHead.replaceChildren(el("tr", {}, el("th", {}, "state"), ...days.map((d) => el("th", { class: "number" }, d.slice(5))), el("th", { class: "number" }, "total")));
+  fill($("metrics-table").tBodies[0], metrics.states.map((s) => {
+    const cells = days.map((d) => count[`${s.name} ${d}`] || 0);
+    const total = cells.reduce((a, b) => a + b, 0);
+    return el("tr", { "data-state": s.name, class: total ? "" : "muted" }, el("td", {}, s.title),
+      ...cells.map((n) => el("td", { class: "number" }, n ? n.toLocaleString() : "·")), el("td", { class: "number total" }, total.toLocaleString()));
+  }));
+}
+
+$("metrics-filter").addEventListener("submit", (event) => { event.preventDefault(); loadMetrics(); });
 
 // --- Devices and apps ----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ extension PostgresGatewayStore: PushStore {
         let pushes = try survivors.map { ($0, try records.metadata(of: $0)) }
         let logRows = LogRow.rows(of: batch)
         let removals = batch.removals
+        let counts = batch.counts.map { (key: $0.key, count: $0.value) }
         // The queues this batch stores into, locked in one order by every node (no deadlock).
         let queueLocks = Array(Set(survivors.map { Self.queueLock(device: $0.deviceID, topic: $0.topic) })).sorted()
         return try await transaction { connection in
@@ -45,6 +46,15 @@ extension PostgresGatewayStore: PushStore {
             // What the policy pushed out is logged in this same transaction.
             let all = replaced.isEmpty ? logRows : logRows + LogRow.rows(of: replaced)
             if !all.isEmpty { try await self.appendLog(all, on: connection) }
+            if !counts.isEmpty {
+                try await self.drain(
+                    """
+                    INSERT INTO delivery_count (day, app, state, count)
+                    SELECT * FROM unnest(\(counts.map(\.key.day))::text[], \(counts.map(\.key.app))::text[],
+                        \(counts.map(\.key.state.rawValue))::text[], \(counts.map { Int64($0.count) })::bigint[])
+                    ON CONFLICT (day, app, state) DO UPDATE SET count = delivery_count.count + excluded.count
+                    """, on: connection)
+            }
             return replaced.map(\.apnsID)
         }
     }
@@ -181,7 +191,19 @@ extension PostgresGatewayStore: PushStore {
                 as: Int.self, on: connection
             ).first
             try await self.drain("DELETE FROM event_mark WHERE at < \(due.0)", on: connection)
+            try await self.drain(
+                "DELETE FROM delivery_count WHERE day < \(DeliveryCount.day(of: cutoff))", on: connection)
             return deleted ?? 0
+        }
+    }
+
+    public func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
+        let found: [(String, String, String, Int64)] = try await rows(
+            "SELECT day, app, state, count FROM delivery_count WHERE day >= \(day) ORDER BY day, app, state",
+            as: (String, String, String, Int64).self)
+        return found.compactMap { (day: String, app: String, state: String, count: Int64) -> DeliveryCount? in
+            guard let state = AppleDeliveryState(rawValue: state) else { return nil }
+            return DeliveryCount(day: day, app: app, state: state, count: Int(count))
         }
     }
 

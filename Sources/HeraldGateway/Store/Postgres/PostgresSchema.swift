@@ -112,6 +112,16 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX broadcast_channel ON broadcast (channel_id, environment, sent_at)",
             ]),
+        Migration(
+            version: 5, name: "delivery counts",
+            statements: [
+                // Pushes by day, app and Apple's delivery state (``DeliveryCount``).
+                """
+                CREATE TABLE delivery_count (
+                    day text NOT NULL, app text NOT NULL, state text NOT NULL, count bigint NOT NULL,
+                    PRIMARY KEY (day, app, state))
+                """
+            ]),
     ]
 
     /// The newest version this binary knows.

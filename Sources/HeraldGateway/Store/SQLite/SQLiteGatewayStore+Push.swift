@@ -12,6 +12,7 @@ extension SQLiteGatewayStore: PushStore {
         let pushes = try survivors.map { ($0, try records.metadata(of: $0)) }
         let events = LogRow.rows(of: batch)
         let removals = batch.removals
+        let counts = batch.counts
         let write = { @Sendable (db: Database) throws -> [String] in
             // Cached statements: this runs for every group commit, and parsing the SQL each time
             // costs more than executing it.
@@ -64,6 +65,12 @@ extension SQLiteGatewayStore: PushStore {
                     sql: count == Self.eventRowsPerInsert ? Self.insertFullEventRun : Self.insertEvents(count))
                 try Self.insert(rows[next..<next + count], with: insert, in: db, arena: &arena)
                 next += count
+            }
+            for (key, count) in counts {
+                try db.cachedStatement(
+                    sql: "INSERT INTO deliveryCount (day, app, state, count) VALUES (?, ?, ?, ?) "
+                        + "ON CONFLICT (day, app, state) DO UPDATE SET count = count + excluded.count"
+                ).execute(arguments: [key.day, key.app, key.state.rawValue, count])
             }
             return replaced.map(\.apnsID)
         }
@@ -237,7 +244,23 @@ extension SQLiteGatewayStore: PushStore {
             try db.execute(sql: "DELETE FROM event WHERE seq <= ?", arguments: [due["seq"] as Int64])
             let deleted = db.changesCount
             try db.execute(sql: "DELETE FROM eventMark WHERE at < ?", arguments: [due["at"] as Double])
+            // The counts go by whole days, those wholly before the cutoff.
+            try db.execute(
+                sql: "DELETE FROM deliveryCount WHERE day < ?", arguments: [DeliveryCount.day(of: cutoff)])
             return deleted
+        }
+    }
+
+    public func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
+        try await writer.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT day, app, state, count FROM deliveryCount WHERE day >= ? ORDER BY day, app, state",
+                arguments: [day]
+            ).compactMap { row in
+                AppleDeliveryState(rawValue: row["state"]).map {
+                    DeliveryCount(day: row["day"], app: row["app"], state: $0, count: row["count"])
+                }
+            }
         }
     }
 

@@ -79,6 +79,16 @@ extension SQLiteGatewayStore {
             }
             try db.create(index: "broadcast_channel", on: "broadcast", columns: ["channelID", "environment", "sentAt"])
         }
+        // Pushes by day, app and Apple's delivery state (``DeliveryCount``).
+        migrator.registerMigration("gateway-v4-delivery-counts") { db in
+            try db.create(table: "deliveryCount") { t in
+                t.column("day", .text).notNull()
+                t.column("app", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("count", .integer).notNull()
+                t.primaryKey(["day", "app", "state"])
+            }
+        }
         return migrator
     }
 }
