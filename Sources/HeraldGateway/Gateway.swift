@@ -202,7 +202,8 @@ public final class Gateway: Sendable {
         let metrics = GatewayMetrics()
         let router = PushRouter(
             committer: GroupCommitter(
-                store: store, policy: configuration.offline, logBatch: 4096, counted: metrics.deliveryStates),
+                store: store, policy: configuration.offline, logBatch: 4096,
+                committed: { batch in if !batch.counts.isEmpty { metrics.deliveryStates(batch.counts) } }),
             links: DeviceLinks(presence: presence),
             metrics: metrics, forwarder: forwarder, logger: logger)
         var followers: [any Service] = []

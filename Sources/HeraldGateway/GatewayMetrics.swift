@@ -148,7 +148,7 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts pushes that reached Apple's delivery states (``AppleDeliveryState``), as the store
     /// wrote them: the same counts as the console's Metrics view, since this node started.
-    @Sendable public func deliveryStates(_ counts: [DeliveryCount.Key: Int]) {
+    public func deliveryStates(_ counts: [DeliveryCount.Key: Int]) {
         states.withLock { counters in
             for (key, count) in counts {
                 // A counter per app and state: the day is the store's business, not Prometheus's.

@@ -83,6 +83,7 @@ final class GatedStore: GatewayStore {
     }
     func purgeExpired(now: Date) async throws -> [StoredPush] { try await inner.purgeExpired(now: now) }
     func deliveryLog(id: String) async throws -> [DeliveryEvent] { try await inner.deliveryLog(id: id) }
+    func eraseTestData() async throws { try await inner.eraseTestData() }
     func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
         try await inner.deliveryCounts(since: day)
     }

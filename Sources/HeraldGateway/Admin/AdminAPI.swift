@@ -77,6 +77,7 @@ public struct AdminAPI: Sendable {
         api.addRoutes(deliveryRoutes())
         api.addRoutes(feedbackRoutes())
         api.addRoutes(faultRoutes())
+        api.addRoutes(testRoutes())
         return router
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import NIOCore
 
@@ -6,8 +7,8 @@ import NIOCore
 /// milliseconds apart, where the admin API's other routes give whole seconds. The console's routes
 /// answer with it too.
 enum PreciseJSON {
-    /// `value` as a 200 JSON response, not to be cached.
-    static func response(_ value: some Encodable) throws -> Response {
+    /// `value` as a JSON response (200 unless `status` says), not to be cached.
+    static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
@@ -15,7 +16,7 @@ enum PreciseJSON {
         }
         encoder.outputFormatting = .sortedKeys
         return Response(
-            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
     }
 }

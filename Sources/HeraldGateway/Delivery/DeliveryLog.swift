@@ -4,7 +4,7 @@ import HeraldCore
 /// One step in a push's life, for the delivery log (lookup by `apns-id` or `apns-unique-id`).
 public struct DeliveryEvent: Sendable, Codable, Equatable {
     /// The steps.
-    public enum Kind: String, Sendable, Codable {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
         /// The provider API answered 200.
         case accepted
         /// Written to the offline store.

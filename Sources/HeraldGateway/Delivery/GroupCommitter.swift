@@ -56,19 +56,22 @@ public final class GroupCommitter: Sendable {
     let policy: OfflinePolicy
     /// How many log lines may wait for a group of their own; 0 writes each at once.
     let logBatch: Int
-    /// Told the counts of Apple's states each group wrote (``StoreBatch/counts``), once written.
-    let counted: (@Sendable ([DeliveryCount.Key: Int]) -> Void)?
+    /// Told of each group once written (its counts of Apple's states, ``StoreBatch/counts``, are then
+    /// complete).
+    let committed: (@Sendable (StoreBatch) -> Void)?
+    /// Signalled after each group written: what the test API's long polls wait on.
+    public let commits = CommitSignal()
     private let state = Mutex(State())
 
-    /// Creates a committer over a store; `counted` hears the state counts of every group written.
+    /// Creates a committer over a store; `committed` hears of every group written.
     public init(
         store: any PushStore, policy: OfflinePolicy, logBatch: Int = 0,
-        counted: (@Sendable ([DeliveryCount.Key: Int]) -> Void)? = nil
+        committed: (@Sendable (StoreBatch) -> Void)? = nil
     ) {
         self.store = store
         self.policy = policy
         self.logBatch = logBatch
-        self.counted = counted
+        self.committed = committed
     }
 
     /// Queues a batch; `completion` runs once it is durable (with the `apns-id`s the policy replaced).
@@ -128,7 +131,8 @@ public final class GroupCommitter: Sendable {
             let result: Result<[String], any Error>
             do {
                 result = .success(try await store.commit(merged, policy: policy, durable: durable))
-                if let counted, !merged.counts.isEmpty { counted(merged.counts) }
+                committed?(merged)
+                commits.signal()
             } catch {
                 result = .failure(error)
             }

@@ -18,6 +18,8 @@ public final class OfflineStore: Sendable {
     public var policy: OfflinePolicy { committer.policy }
     let metrics: GatewayMetrics
     let logger: Logger
+    /// What devices acknowledged lately, for the test API.
+    public let received = ReceivedPushes()
     /// The policy's ``OfflinePolicy/maximumAge`` and ``OfflinePolicy/defaultAge`` in seconds,
     /// converted once.
     private let maximumAge: TimeInterval
@@ -64,6 +66,10 @@ public final class OfflineStore: Sendable {
             DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .acknowledged, at: acknowledgedAt),
         ]
         batch.count(.deliveredFromStorage, topic: push.topic, at: deliveredAt)
+        received.record(
+            .init(
+                apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: device, topic: push.topic, payload: push.payload,
+                deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt, fromStorage: true))
         committer.submit(batch)
         metrics.delivered(acknowledged: true)
     }

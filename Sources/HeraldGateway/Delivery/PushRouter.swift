@@ -42,6 +42,11 @@ public final class PushRouter: Sendable {
         let offered = links.offer(offer, to: push.registration.deviceID) { [self] outcome in
             switch outcome {
             case .acknowledged(let deliveredAt, let acknowledgedAt):
+                offline.received.record(
+                    .init(
+                        apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
+                        topic: push.topic, payload: offer.push.payload, deliveredAt: deliveredAt,
+                        acknowledgedAt: acknowledgedAt, fromStorage: false))
                 // The device has it: the 200 need not wait for the log.
                 offline.logDelivered(
                     DeliveredPush(

@@ -288,6 +288,11 @@ public struct GatewayDirectory: Sendable {
         return device
     }
 
+    /// Reads the whole directory from the store again (after the test API erased devices there).
+    public func reloadEverything() async throws {
+        registry.apply(DirectoryReload(changes: [.everything], found: try await store.loadDirectory()))
+    }
+
     /// Deletes a device: its tokens answer 410 `ExpiredToken` from now on. The device row stays
     /// (with its tokens' history) so the id cannot be taken over.
     public func deleteDevice(_ deviceID: String, now: Date) async throws {

@@ -45,6 +45,10 @@ public protocol PushStore: Sendable {
     func deliveryLog(id: String) async throws -> [DeliveryEvent]
     /// Pushes by day, app and Apple's delivery state, from `day` (`YYYY-MM-DD`, UTC) on.
     func deliveryCounts(since day: String) async throws -> [DeliveryCount]
+    /// The test API's reset (docs/testing.md): deletes every device with its registrations and
+    /// feedback, every stored push, and the delivery log with its counts. Teams, keys, apps and
+    /// broadcast channels stay.
+    func eraseTestData() async throws
     /// Reads and empties a topic's feedback list for one environment.
     func takeFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// How many pushes are stored.

@@ -197,6 +197,15 @@ extension PostgresGatewayStore: PushStore {
         }
     }
 
+    public func eraseTestData() async throws {
+        try await transaction { connection in
+            try await self.drain(
+                """
+                TRUNCATE device, registration, feedback, stored, event, event_mark, delivery_count, device_node
+                """, on: connection)
+        }
+    }
+
     public func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
         let found: [(String, String, String, Int64)] = try await rows(
             "SELECT day, app, state, count FROM delivery_count WHERE day >= \(day) ORDER BY day, app, state",

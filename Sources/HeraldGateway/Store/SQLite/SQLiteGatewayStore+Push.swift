@@ -251,6 +251,14 @@ extension SQLiteGatewayStore: PushStore {
         }
     }
 
+    public func eraseTestData() async throws {
+        try await writer.write { db in
+            for table in ["device", "registration", "feedback", "stored", "event", "eventMark", "deliveryCount"] {
+                try db.execute(sql: "DELETE FROM \(table)")
+            }
+        }
+    }
+
     public func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
         try await writer.read { db in
             try Row.fetchAll(
