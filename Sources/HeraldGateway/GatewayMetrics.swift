@@ -125,6 +125,8 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts an answer to a provider and how long it took.
     public func answered(_ response: ProviderResponse, after elapsed: TimeAmount) {
+        // A connection a fault rule closed answered nothing.
+        if response.connectionFault == .close { return }
         let key = Self.key(response.status, response.reasonText)
         if let counter = requests[key] {
             counter.increment()

@@ -45,6 +45,8 @@ struct ConfiguredArguments {
         if path == ["device"], arguments.count > 1 {
             if arguments[1] == "run" { path.append("run") } else if !arguments[1].hasPrefix("-") { return }
         }
+        // `herald gateway faults …` talks to a running gateway: it is not configured.
+        if path == ["gateway"], arguments.count > 1, !arguments[1].hasPrefix("-") { return }
         guard let schema = Self.schema(for: path) else { return }
         self.schema = schema
         let rest = Array(arguments.dropFirst(path.count))

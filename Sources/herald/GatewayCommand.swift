@@ -12,17 +12,6 @@ extension APNsEnvironment: ExpressibleByArgument {}
 extension SQLiteGatewayStore.Durability: ExpressibleByArgument {}
 
 struct GatewayCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "gateway",
-        abstract:
-            "Run the push service: the APNs-compatible provider API, the device link, the admin API and the store.",
-        discussion: """
-            On first start the state directory gets a development CA (ca.pem), a TLS certificate, an \
-            admin token (admin-token) and, unless --database names PostgreSQL, the SQLite database; later \
-            starts reuse them. Once listening, the gateway writes the addresses to gateway.json in the \
-            state directory.
-            """)
-
     @Option(name: .long, help: "State directory.")
     var state = ".herald/gateway"
     @Option(

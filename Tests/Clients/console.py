@@ -212,6 +212,8 @@ try:
     typed("#fault-topic", DEMO)
     Select(driver.find_element(By.ID, "fault-reason")).select_by_value("Unregistered")
     typed("#fault-remaining", "1")
+    typed("#fault-probability", "1")
+    Select(driver.find_element(By.ID, "fault-connection")).select_by_value("goaway")
     click("#fault-add")
     rule_cells = wait.until(lambda d: row("#faults", "Unregistered"))
     shot("faults")
@@ -221,7 +223,14 @@ try:
     # The refused push is in the delivery log too, with what answered it.
     click("#answer-log")
     visible("#view-log")
-    rejected = wait.until(lambda d: next((li.text for li in d.find_elements(By.CSS_SELECTOR, "#timeline li.rejected")), False))
+
+    def rejected_line(d):
+        line = next((li.text for li in d.find_elements(By.CSS_SELECTOR, "#timeline li.rejected")), None)
+        if line:
+            return line
+        click("#lookup-form button")  # its line is written within 100 ms of the answer: look again
+        return False
+    rejected = wait.until(rejected_line)
     tab("send")
     after = send_and_wait()
     emit(step="fault", rule=rule_cells, faulted=faulted, after=after, rejected=rejected)

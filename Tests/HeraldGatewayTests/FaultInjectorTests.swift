@@ -10,8 +10,8 @@ import Testing
         let once = faults.add(FaultRule(topic: "a", reason: .badTopic, remaining: 1))
         let always = faults.add(FaultRule(tokenPrefix: "AB", reason: .unregistered))
         #expect(once.id == "fault-1" && always.id == "fault-2" && always.tokenPrefix == "ab")
-        #expect(faults.match(topic: "a", tokenHex: "abcd")?.id == once.id)
-        #expect(faults.match(topic: "a", tokenHex: "abcd")?.id == always.id)
+        #expect(faults.match(topic: "a", tokenHex: "abcd")?.rule.id == once.id)
+        #expect(faults.match(topic: "a", tokenHex: "abcd")?.rule.id == always.id)
         #expect(faults.match(topic: "b", tokenHex: "cdef") == nil)
     }
 
@@ -27,17 +27,17 @@ import Testing
         faults.replace(with: shared)
         #expect(faults.all.map(\.id) == ["fault-a1", "fault-b2", "fault-c3"])
         _ = faults.match(topic: "t", tokenHex: "00")
-        #expect(faults.match(topic: "u", tokenHex: "00")?.id == "fault-b2")
+        #expect(faults.match(topic: "u", tokenHex: "00")?.rule.id == "fault-b2")
         // Another node added a rule: the list comes again with the counts it was added with.
         faults.replace(with: shared + [FaultRule(id: "fault-d4", topic: "v", reason: .badTopic)])
         #expect(faults.all.map(\.id) == ["fault-a1", "fault-c3", "fault-d4"])
         #expect(faults.all.first?.remaining == 2)
-        #expect(faults.match(topic: "u", tokenHex: "00")?.id == "fault-c3", "fault-b2 stays used up")
+        #expect(faults.match(topic: "u", tokenHex: "00")?.rule.id == "fault-c3", "fault-b2 stays used up")
         // Removed on another node: gone here.
         faults.replace(with: [shared[2]])
         #expect(faults.all.map(\.id) == ["fault-c3"])
         // Added again under the same id after it left the list: counted afresh.
         faults.replace(with: [shared[1]])
-        #expect(faults.match(topic: "u", tokenHex: "00")?.id == "fault-b2")
+        #expect(faults.match(topic: "u", tokenHex: "00")?.rule.id == "fault-b2")
     }
 }

@@ -97,7 +97,10 @@ import Testing
 
         // A fault rule added in the page answers the next push with its reason; then it is used up.
         let fault = try #require(steps["fault"])
-        #expect((fault["rule"] as? [String])?.contains("Unregistered") == true)
+        // The rule as added in the form: its reason, a GOAWAY after the answer, on every matching push.
+        let cells = fault["rule"] as? [String] ?? []
+        #expect(cells.contains("Unregistered") && cells.contains("GOAWAY NO_ERROR"), "\(cells)")
+        #expect(cells.contains("probability 1"), "\(cells)")
         #expect(fault["faulted"] as? String == "410 Unregistered" && fault["after"] as? String == "200", "\(fault)")
         // The refused push has its line in the delivery log: what answered it, and for which device and app.
         let rejected = try #require(fault["rejected"] as? String)

@@ -14,6 +14,7 @@ extension AdminAPI {
         routes.get("/faults") { _, _ in faults.all }
         routes.post("/faults") { request, context -> EditedResponse<FaultRule> in
             let rule = try await request.decode(as: FaultRule.self, context: context)
+            if let problem = rule.problem { throw HTTPError(.badRequest, message: problem) }
             return EditedResponse(status: .created, response: try await faults.addEverywhere(rule))
         }
         routes.delete("/faults/{id}") { _, context -> HTTPResponse.Status in

@@ -34,4 +34,6 @@ public struct AcceptedPush: Sendable {
     /// What Apple would do quietly with it (``PushWarning``): in its delivery log and, on its 200,
     /// the `herald-warnings` header.
     public var warnings = PushWarnings()
+    /// What a fault rule does to the connection once the push is answered.
+    public var connectionFault: ConnectionFaultAction?
 }

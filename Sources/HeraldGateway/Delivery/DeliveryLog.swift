@@ -226,7 +226,8 @@ struct RejectedDetail: Equatable {
         if let device { target.append("device " + device) }
         if let topic { target.append("topic " + topic) }
         if let token { target.append("token " + token) }
-        var text = "\(status) \(reason)"
+        // A connection a fault rule closed instead of answering.
+        var text = status == 0 ? "closed" : "\(status) \(reason)"
         if !target.isEmpty || why != nil { text += "; " + target.joined(separator: ", ") }
         if let why { text += "; " + why }
         return text
@@ -236,9 +237,14 @@ struct RejectedDetail: Equatable {
     init?(text: String) {
         let parts = text.split(separator: "; ", maxSplits: 2, omittingEmptySubsequences: false)
         let head = parts[0].split(separator: " ", maxSplits: 1)
-        guard head.count == 2, let status = Int(head[0]) else { return nil }
-        self.status = status
-        reason = String(head[1])
+        if head.first == "closed" {
+            status = 0
+            reason = ""
+        } else {
+            guard head.count == 2, let status = Int(head[0]) else { return nil }
+            self.status = status
+            reason = String(head[1])
+        }
         if parts.count > 1 {
             for field in parts[1].split(separator: ", ") {
                 if field.hasPrefix("device ") { device = String(field.dropFirst(7)) }

@@ -32,6 +32,9 @@ public struct ProviderResponse: Sendable, Equatable {
     public var warningReason: PushWarning?
     /// Set by a fault rule: the answer is the rule's, not the push's own.
     public var injected = false
+    /// Set by a fault rule: what the transport also does to the connection (or does instead of
+    /// answering, for ``ConnectionFaultAction/close``).
+    public var connectionFault: ConnectionFaultAction?
     /// For a push to a device refused by the provider API: what the delivery log's `rejected` line
     /// says of it (``ProviderAPI/handle(_:connection:now:)`` sets it); never sent.
     public var subject: RefusedPush?

@@ -51,9 +51,11 @@ extension PushRouter {
             let bound = NIOLoopBound(answer, eventLoop: loop)
             // One closure per push carries the answer back to the connection's loop (and counts it).
             let warnings = push.forwarded ? PushWarnings() : push.warnings
+            let connectionFault = push.connectionFault
             let respond: @Sendable (ProviderResponse) -> Void = { answer in
                 var response = answer
                 if response.status == 200 { response.warnings = warnings }
+                response.connectionFault = connectionFault
                 let final = response
                 metrics.answered(response, after: loop.now - start)
                 if loop.inEventLoop { bound.value(final) } else { loop.execute { bound.value(final) } }

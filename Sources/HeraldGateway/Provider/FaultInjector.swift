@@ -2,51 +2,6 @@ import Foundation
 import HeraldCore
 import Synchronization
 
-/// A fault-injection rule, set through the admin API, for people testing how their provider
-/// handles APNs errors: pushes whose topic or token matches answer `reason` (any of the 32),
-/// and/or answer only after `delayMilliseconds`.
-public struct FaultRule: Sendable, Codable, Equatable {
-    /// The rule's id (assigned when it is added).
-    public var id: String
-    /// Matches pushes to exactly this `apns-topic`; `nil` matches every topic.
-    public var topic: String?
-    /// Matches tokens whose hex (lowercase) starts with this; `nil` matches every token.
-    public var tokenPrefix: String?
-    /// The reason to answer; `nil` handles the push normally (after the delay).
-    public var reason: APNsReason?
-    /// How long to wait before answering.
-    public var delayMilliseconds: Int?
-    /// How many more pushes the rule applies to; `nil` = until removed.
-    public var remaining: Int?
-
-    enum CodingKeys: String, CodingKey { case id, topic, tokenPrefix, reason, delayMilliseconds, remaining }
-
-    /// Decodes a rule; every field is optional (the id is assigned when the rule is added).
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            id: try c.decodeIfPresent(String.self, forKey: .id) ?? "",
-            topic: try c.decodeIfPresent(String.self, forKey: .topic),
-            tokenPrefix: try c.decodeIfPresent(String.self, forKey: .tokenPrefix),
-            reason: try c.decodeIfPresent(APNsReason.self, forKey: .reason),
-            delayMilliseconds: try c.decodeIfPresent(Int.self, forKey: .delayMilliseconds),
-            remaining: try c.decodeIfPresent(Int.self, forKey: .remaining))
-    }
-
-    /// Creates a rule.
-    public init(
-        id: String = "", topic: String? = nil, tokenPrefix: String? = nil, reason: APNsReason? = nil,
-        delayMilliseconds: Int? = nil, remaining: Int? = nil
-    ) {
-        self.id = id
-        self.topic = topic
-        self.tokenPrefix = tokenPrefix?.lowercased()
-        self.reason = reason
-        self.delayMilliseconds = delayMilliseconds
-        self.remaining = remaining
-    }
-}
-
 /// Where fault rules live when several nodes share them (the PostgreSQL store): each node's
 /// ``FaultInjector`` writes there and is told of the others' changes (docs/cluster.md).
 public protocol FaultRuleStore: Sendable {
@@ -71,16 +26,24 @@ public final class FaultInjector: Sendable {
         var rules: [FaultRule] = []
         /// Rules this node used up: a shared list that still has them does not bring them back.
         var usedUp: Set<String> = []
+        /// For device-limit rules: when each device's recent pushes came, by rule id and device.
+        var recent: [String: [String: [Date]]] = [:]
+        /// Rules' random draws: injectable, so that tests draw what they choose.
+        var random: @Sendable () -> Double
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let count = Atomic<Int>(0)
     private let nextID = Atomic<Int>(1)
     /// Where the rules are shared, when they are.
     public let shared: (any FaultRuleStore)?
 
-    /// No rules; `shared` when the rules are the cluster's.
-    public init(shared: (any FaultRuleStore)? = nil) {
+    /// No rules; `shared` when the rules are the cluster's. `random` draws uniformly from [0, 1)
+    /// for probabilities and latencies.
+    public init(
+        shared: (any FaultRuleStore)? = nil, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
         self.shared = shared
+        self.state = Mutex(State(random: random))
     }
 
     /// Adds a rule and returns it with its id.
@@ -113,6 +76,7 @@ public final class FaultInjector: Sendable {
     public func removeAll() {
         state.withLock { state in
             state.rules.removeAll()
+            state.recent.removeAll()
             count.store(0, ordering: .releasing)
         }
     }
@@ -159,27 +123,88 @@ public final class FaultInjector: Sendable {
     /// The rules.
     public var all: [FaultRule] { state.withLock { $0.rules } }
 
-    /// The first rule matching a push, counting it against the rule's `remaining`.
-    public func match(topic: String?, tokenHex: Substring) -> FaultRule? {
+    /// What a matching rule does to one push: the rule, and the delay it drew (milliseconds).
+    public struct Fired: Sendable {
+        /// The rule.
+        public var rule: FaultRule
+        /// How long to hold the answer, in milliseconds, when the rule holds it.
+        public var delay: Double?
+    }
+
+    /// The first rule that matches a push (the `request`th on its connection, counting from 1) and
+    /// fires (its probability drawn), counted against its `remaining`. Device limits and refused
+    /// handshakes are not matched here.
+    public func match(topic: String?, tokenHex: Substring, request: Int = 1) -> Fired? {
         if count.load(ordering: .acquiring) == 0 { return nil }
         return state.withLock { state in
-            guard
-                let index = state.rules.firstIndex(where: { rule in
-                    (rule.topic == nil || rule.topic == topic)
-                        && (rule.tokenPrefix.map { tokenHex.lowercased().hasPrefix($0) } ?? true)
-                })
-            else { return nil }
-            let rule = state.rules[index]
-            if let remaining = rule.remaining {
-                if remaining <= 1 {
-                    state.rules.remove(at: index)
-                    state.usedUp.insert(rule.id)
-                } else {
-                    state.rules[index].remaining = remaining - 1
-                }
-                count.store(state.rules.count, ordering: .releasing)
+            for index in state.rules.indices {
+                let rule = state.rules[index]
+                guard rule.deviceLimit == nil, rule.connection != .refuseHandshake,
+                    rule.topic == nil || rule.topic == topic,
+                    rule.tokenPrefix.map({ tokenHex.lowercased().hasPrefix($0) }) ?? true,
+                    request >= rule.afterStreams ?? 1
+                else { continue }
+                if let probability = rule.probability, state.random() >= probability { continue }
+                let delay = rule.delay(state.random)
+                Self.use(index, in: &state, count: count)
+                return Fired(rule: rule, delay: delay)
             }
-            return rule
+            return nil
         }
+    }
+
+    /// Whether a new TLS connection's handshake is to be refused (a `refuse-handshake` rule fires).
+    public func refusesHandshake() -> FaultRule? {
+        if count.load(ordering: .acquiring) == 0 { return nil }
+        return state.withLock { state in
+            for index in state.rules.indices where state.rules[index].connection == .refuseHandshake {
+                let rule = state.rules[index]
+                if let probability = rule.probability, state.random() >= probability { continue }
+                Self.use(index, in: &state, count: count)
+                return rule
+            }
+            return nil
+        }
+    }
+
+    /// Apple's per-device limit: the first device-limit rule matching a push to `device` under which
+    /// the device already got its limit of pushes within the window (the push is then refused and not
+    /// counted); otherwise the push is counted under each such rule, and `nil`.
+    public func overDeviceLimit(device: String, topic: String, tokenHex: Substring, now: Date) -> FaultRule? {
+        if count.load(ordering: .acquiring) == 0 { return nil }
+        return state.withLock { state in
+            var counted: [Int] = []
+            for index in state.rules.indices {
+                let rule = state.rules[index]
+                guard let limit = rule.deviceLimit, let window = rule.windowSeconds,
+                    rule.topic == nil || rule.topic == topic,
+                    rule.tokenPrefix.map({ tokenHex.lowercased().hasPrefix($0) }) ?? true
+                else { continue }
+                var times = state.recent[rule.id, default: [:]][device, default: []]
+                times.removeAll { now.timeIntervalSince($0) >= window }
+                state.recent[rule.id, default: [:]][device] = times
+                if times.count >= limit {
+                    if let probability = rule.probability, state.random() >= probability { continue }
+                    Self.use(index, in: &state, count: count)
+                    return rule
+                }
+                counted.append(index)
+            }
+            for index in counted { state.recent[state.rules[index].id, default: [:]][device, default: []].append(now) }
+            return nil
+        }
+    }
+
+    /// Counts a firing against rule `index`'s `remaining`, removing it when used up.
+    private static func use(_ index: Int, in state: inout State, count: borrowing Atomic<Int>) {
+        guard let remaining = state.rules[index].remaining else { return }
+        if remaining <= 1 {
+            let rule = state.rules.remove(at: index)
+            state.usedUp.insert(rule.id)
+            state.recent[rule.id] = nil
+        } else {
+            state.rules[index].remaining = remaining - 1
+        }
+        count.store(state.rules.count, ordering: .releasing)
     }
 }

@@ -266,18 +266,32 @@ public struct ProviderAPI: Sendable {
     ) -> Decision {
         // Injected faults.
         var delay: TimeAmount?
-        if let rule = faults.match(topic: topic, tokenHex: tokenText) {
-            if let ms = rule.delayMilliseconds, ms > 0 { delay = .milliseconds(Int64(ms)) }
+        var connectionFault: ConnectionFaultAction?
+        connection.pushes += 1
+        if let fired = faults.match(topic: topic, tokenHex: tokenText, request: connection.pushes) {
+            let rule = fired.rule
+            if let ms = fired.delay, ms > 0 { delay = .nanoseconds(Int64(ms * 1_000_000)) }
+            connectionFault = rule.connectionAction
+            if connectionFault == .close {
+                var response = ProviderResponse(status: 0, apnsID: apnsID, uniqueID: nil, reason: nil, timestamp: nil)
+                response.note = "the connection was closed by fault rule \(rule.id)"
+                response.injected = true
+                response.connectionFault = .close
+                return .respond(response, delay: delay)
+            }
             if let reason = rule.reason {
                 let stamp = reason.status == 410 ? Int64(now.timeIntervalSince1970 * 1000) : nil
                 var response = ProviderResponse.error(
                     reason, apnsID: apnsID, timestamp: stamp, note: "answered by fault rule \(rule.id)")
                 response.injected = true
+                response.connectionFault = connectionFault
                 return .respond(response, delay: delay)
             }
         }
         func failLater(_ reason: APNsReason, timestamp: Int64? = nil, note: String? = nil) -> Decision {
-            .respond(.error(reason, apnsID: apnsID, timestamp: timestamp, note: note), delay: delay)
+            var response = ProviderResponse.error(reason, apnsID: apnsID, timestamp: timestamp, note: note)
+            response.connectionFault = connectionFault
+            return .respond(response, delay: delay)
         }
 
         if shuttingDown.isSet { return failLater(.shutdown) }
@@ -333,10 +347,24 @@ public struct ProviderAPI: Sendable {
         let effectivePriority = priority ?? (type == .background ? .normal : .immediate)
 
         guard limiter.allow(token, now: now) else { return failLater(.tooManyRequests) }
+        if let rule = faults.overDeviceLimit(
+            device: registration.deviceID, topic: topic, tokenHex: tokenText, now: now)
+        {
+            var response = ProviderResponse.error(
+                .tooManyRequests, apnsID: apnsID,
+                note: "device \(registration.deviceID) got \(rule.deviceLimit ?? 0) pushes within "
+                    + "\(rule.windowSeconds ?? 0) s (fault rule \(rule.id))")
+            response.injected = true
+            return .respond(response, delay: delay)
+        }
 
         // What Apple would accept and then handle quietly.
         let warnings = PushWarnings(summary: summary, pushType: type)
-        if strict, !warnings.isEmpty { return .respond(.refused(for: warnings, apnsID: apnsID), delay: delay) }
+        if strict, !warnings.isEmpty {
+            var response = ProviderResponse.refused(for: warnings, apnsID: apnsID)
+            response.connectionFault = connectionFault
+            return .respond(response, delay: delay)
+        }
 
         var push = AcceptedPush(
             apnsID: apnsID,
@@ -345,6 +373,7 @@ public struct ProviderAPI: Sendable {
             expiration: expiration, collapseID: collapseID, payload: body,
             contentAvailable: summary.contentAvailable, receivedAt: now)
         push.warnings = warnings
+        push.connectionFault = connectionFault
         return .accept(push, delay: delay)
     }
 

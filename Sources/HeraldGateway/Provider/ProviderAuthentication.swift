@@ -50,6 +50,8 @@ public struct ProviderConnectionState: Sendable {
     public var defaultEnvironment: APNsEnvironment
     /// The team the connection is bound to.
     public private(set) var boundTeam: String?
+    /// Pushes to devices asked for on this connection so far (fault rules' `afterStreams`).
+    public internal(set) var pushes = 0
 
     struct Verified {
         var compact: String

@@ -366,17 +366,53 @@ async function loadFaults() {
   const rules = await api("GET", "/faults");
   fill($("faults").tBodies[0], rules.map((r) => el("tr", {},
     el("td", {}, r.id), el("td", {}, r.topic || "(every)"), el("td", {}, r.tokenPrefix || "(every)"),
-    el("td", {}, r.reason || "(normal)"), el("td", {}, r.delayMilliseconds ? `${r.delayMilliseconds} ms` : ""),
+    el("td", {}, r.reason || (r.deviceLimit ? "TooManyRequests" : "(normal)")), el("td", {}, delayText(r)),
+    el("td", {}, connectionText(r)),
+    el("td", {}, [r.deviceLimit ? `over ${r.deviceLimit} a device per ${r.windowSeconds} s` : "",
+      r.probability !== undefined ? `probability ${r.probability}` : ""].filter((t) => t).join(", ")),
     el("td", {}, r.remaining ?? "until removed"),
     el("td", {}, el("button", { class: "quiet", onclick: async () => { await api("DELETE", `/faults/${r.id}`); loadFaults(); } }, "Remove")))));
+}
+
+function delayText(r) {
+  const l = r.latency;
+  if (!l) return r.delayMilliseconds ? `${r.delayMilliseconds} ms` : "";
+  if (l.distribution === "fixed") return `${l.milliseconds} ms`;
+  if (l.distribution === "uniform") return `${l.min}–${l.max} ms, uniform`;
+  return `log-normal, p50 ${l.p50} ms, p99 ${l.p99} ms`;
+}
+
+function connectionText(r) {
+  switch (r.connection) {
+    case "goaway": return `GOAWAY ${r.goawayError || "NO_ERROR"}${r.afterStreams ? ` from push ${r.afterStreams}` : ""}`;
+    case "close": return "closed, no answer";
+    case "lower-streams": return `MAX_CONCURRENT_STREAMS ${r.maxConcurrentStreams ?? 1}`;
+    case "refuse-handshake": return "TLS handshake refused";
+    default: return "";
+  }
+}
+
+// The latency field's numbers for the chosen distribution: "200", "50-300" or "80,900".
+function latency() {
+  const kind = $("fault-latency").value;
+  if (!kind) return undefined;
+  const n = $("fault-latency-values").value.split(/[-,\s]+/).filter((t) => t).map(Number);
+  if (kind === "fixed") return { distribution: kind, milliseconds: n[0] };
+  if (kind === "uniform") return { distribution: kind, min: n[0], max: n[1] };
+  return { distribution: kind, p50: n[0], p99: n[1] };
 }
 
 $("fault-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const number = (id) => ($(id).value === "" ? undefined : Number($(id).value));
+  const text = (id) => $(id).value.trim() || undefined;
   const rule = {
-    topic: $("fault-topic").value.trim() || undefined, tokenPrefix: $("fault-token").value.trim() || undefined,
+    topic: text("fault-topic"), tokenPrefix: text("fault-token"),
     reason: $("fault-reason").value || undefined, delayMilliseconds: number("fault-delay"), remaining: number("fault-remaining"),
+    latency: latency(), probability: number("fault-probability"), connection: $("fault-connection").value || undefined,
+    afterStreams: number("fault-after"), goawayError: $("fault-goaway-error").value || undefined,
+    goawayReason: text("fault-goaway-reason"), maxConcurrentStreams: number("fault-streams"),
+    deviceLimit: number("fault-device-limit"), windowSeconds: number("fault-window"),
   };
   try {
     await api("POST", "/faults", rule);

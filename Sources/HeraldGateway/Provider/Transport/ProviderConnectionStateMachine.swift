@@ -402,6 +402,17 @@ struct ProviderConnectionStateMachine {
     /// The gateway is stopping: GOAWAY `{"reason":"Shutdown"}`, finish the streams in flight, close.
     mutating func shutdownRequested() -> Action { beginDrain(reason: .shutdown) }
 
+    /// A fault rule's GOAWAY (docs/admin-api.md): like a drain, with the rule's error code and debug
+    /// data; streams after the highest seen are refused, the others answered, then the connection closes.
+    mutating func faultGoAway(errorCode: UInt32, debugData: String) -> Action {
+        guard !draining else { return .none }
+        draining = true
+        idle.stop()
+        let goAway = GoAway(
+            lastStreamID: highestStreamID, errorCode: HTTP2ErrorCode(networkCode: Int(errorCode)), debugData: debugData)
+        return .goAway(goAway, close: isDrained)
+    }
+
     /// The idle timer fired at `now`: GOAWAY `{"reason":"IdleTimeout"}` once the client has sent
     /// nothing for the whole timeout and no request is in flight; else when to look again.
     mutating func idleTimerFired(at now: NIODeadline) -> Action {

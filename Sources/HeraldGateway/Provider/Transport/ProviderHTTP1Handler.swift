@@ -131,6 +131,13 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
 
     private func write(_ response: ProviderResponse, context: ChannelHandlerContext) {
         busy = false
+        // Fault rules over HTTP/1.1: a closed connection is closed; a GOAWAY is `connection: close`
+        // after the answer; SETTINGS have no HTTP/1.1 form.
+        if response.connectionFault == .close {
+            context.close(promise: nil)
+            return
+        }
+        if case .goAway = response.connectionFault { keepAlive = false }
         if idle.isWatching { idle.touch(at: context.eventLoop.now) }
         var headers = HTTPHeaders()
         headers.add(name: response.identifiesRequest ? "apns-request-id" : "apns-id", value: response.apnsID)

@@ -185,6 +185,42 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         _ response: ProviderResponse, on id: HTTP2StreamID, _ context: ChannelHandlerContext,
         promise: EventLoopPromise<Void>? = nil
     ) {
+        if let fault = response.connectionFault {
+            switch fault {
+            case .close:
+                // A fault rule: the connection goes without an answer, with whatever else was in flight.
+                log?.logger.info(
+                    "fault rule: connection closed",
+                    metadata: ["peer": "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", "stream": "\(id)"])
+                context.close(promise: nil)
+                return
+            case .lowerStreams(let limit):
+                let settings = HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: limit)])))
+                context.write(wrapOutboundOut(settings), promise: nil)
+            case .goAway: break
+            }
+        }
+        writeAnswer(response, on: id, context, promise: promise)
+        if case .goAway(let code, let debug) = response.connectionFault {
+            log?.logger.info(
+                "fault rule: GOAWAY",
+                metadata: ["peer": "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", "debug": "\(debug)"])
+            // Nothing else in flight: our side closes after the GOAWAY, and what the client still
+            // sends is read and dropped, so that no reset overtakes the GOAWAY (``closeAfterGoAway``).
+            if case .goAway(let goAway, let close) = machine.faultGoAway(errorCode: code, debugData: debug) {
+                timers[Machine.Timer.idle.rawValue]?.cancel()
+                context.writeAndFlush(wrapOutboundOut(goAway.frame(context.channel.allocator)), promise: nil)
+                if close { closeAfterGoAway(context) }
+            }
+        }
+    }
+
+    private func writeAnswer(
+        _ response: ProviderResponse, on id: HTTP2StreamID, _ context: ChannelHandlerContext,
+        promise: EventLoopPromise<Void>?
+    ) {
         let body = response.body
         let headers = machine.answerHeaders(for: response, body: body)
         guard let body else {

@@ -73,6 +73,10 @@ public final class ProviderServer: Sendable {
                         if let capture { try sync.addHandler(capture.handler()) }
                         try sync.addHandler(setup.sniffer(listener: name, log: log, connection: connection))
                     case .tls(let context, let ca):
+                        if api.channels == nil, let rule = api.faults.refusesHandshake() {
+                            try sync.addHandler(HandshakeRefusal(rule: rule.id, log: log))
+                            return
+                        }
                         try sync.addHandler(NIOSSLServerHandler(context: context))
                         if let capture { try sync.addHandler(capture.handler()) }
                         try sync.addHandler(
@@ -137,5 +141,35 @@ public final class ProviderServer: Sendable {
         api.beginShutdown()
         try? await serverChannel.close()
         await registry.stopAll(timeout: timeout, event: ProviderShutdownEvent())
+    }
+}
+
+/// A fault rule's refused TLS handshake: the client's hello is answered with a fatal
+/// `handshake_failure` alert (a TLS 1.2 record, which every TLS client reads), and the connection closes.
+final class HandshakeRefusal: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Content type alert (21), version 3.3, length 2, level fatal (2), handshake_failure (40).
+    static let alert: [UInt8] = [21, 3, 3, 0, 2, 2, 40]
+    let rule: String
+    let log: ListenerLog
+    var answered = false
+
+    init(rule: String, log: ListenerLog) {
+        self.rule = rule
+        self.log = log
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered else { return }
+        answered = true
+        log.logger.info(
+            "fault rule: TLS handshake refused",
+            metadata: ["peer": "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", "rule": "\(rule)"])
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: Self.alert))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 }
