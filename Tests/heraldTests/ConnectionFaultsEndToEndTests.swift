@@ -123,6 +123,15 @@ import Testing
         let seconds = Double(timed.body.split(separator: "\n").last ?? "") ?? 0
         #expect(timed.status == 200 && seconds >= 0.4, "\(seconds)")
 
+        // Uniform between 150 and 200 ms; log-normal with p50 120 and p99 121 (so all but certainly
+        // above 115 ms): each holds the answer at least its lower bound.
+        for (latency, least) in [("uniform:150-200", 0.15), ("lognormal:120,121", 0.115)] {
+            _ = try faults(p, ["add", "--latency", latency, "--remaining", "1"])
+            let held = try p.push(extra: ["-w", "\n%{time_total}"])
+            let took = Double(held.body.split(separator: "\n").last ?? "") ?? 0
+            #expect(held.status == 200 && took >= least, "\(latency): \(took)")
+        }
+
         // Probability 0 never fires; 1 always does.
         _ = try faults(p, ["add", "--reason", "BadTopic", "--probability", "0"])
         for _ in 0..<5 { #expect(try p.push().status == 200) }

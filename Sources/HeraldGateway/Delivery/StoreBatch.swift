@@ -52,8 +52,16 @@ public struct StoreBatch: Sendable {
             days = (number, text)
             return text
         }
+        // A group carries thousands of pushes to a handful of topics: each topic's app is found once.
+        var apps: [String: String] = [:]
         for push in delivered {
-            let app = DeliveryCount.app(ofTopic: push.topic)
+            let app: String
+            if let known = apps[push.topic] {
+                app = known
+            } else {
+                app = DeliveryCount.app(ofTopic: push.topic)
+                apps[push.topic] = app
+            }
             counts[DeliveryCount.Key(day: day(push.acceptedAt), app: app, state: .received), default: 0] += 1
             counts[DeliveryCount.Key(day: day(push.deliveredAt), app: app, state: .delivered), default: 0] += 1
         }
