@@ -98,17 +98,31 @@ public struct PushWarnings: Sendable, Equatable, Hashable, Sequence {
     /// Adds one.
     public mutating func insert(_ warning: PushWarning) { rawValue |= Self.bit(warning) }
 
-    static func bit(_ warning: PushWarning) -> UInt16 {
-        1 << UInt16(PushWarning.allCases.firstIndex(of: warning)!)
+    /// Every warning, in `allCases` order, made once (`allCases` makes an array on each use).
+    static let all = PushWarning.allCases
+    /// Each warning's bit.
+    static let bits = Dictionary(uniqueKeysWithValues: all.enumerated().map { ($0.element, UInt16(1) << $0.offset) })
+
+    static func bit(_ warning: PushWarning) -> UInt16 { bits[warning]! }
+
+    /// The warnings in `allCases` order, read from the bits: nothing is allocated (it runs for
+    /// every push the delivery log records, nearly all with none).
+    public struct Iterator: IteratorProtocol {
+        var remaining: UInt16
+        /// The next warning.
+        public mutating func next() -> PushWarning? {
+            guard remaining != 0 else { return nil }
+            let index = remaining.trailingZeroBitCount
+            remaining &= remaining - 1
+            return PushWarnings.all[index]
+        }
     }
 
     /// The warnings in `allCases` order.
-    public func makeIterator() -> IndexingIterator<[PushWarning]> {
-        PushWarning.allCases.filter { contains($0) }.makeIterator()
-    }
+    public func makeIterator() -> Iterator { Iterator(remaining: rawValue) }
 
     /// The first in `allCases` order: the reason a `--strict` gateway answers.
-    public var first: PushWarning? { PushWarning.allCases.first { contains($0) } }
+    public var first: PushWarning? { rawValue == 0 ? nil : Self.all[rawValue.trailingZeroBitCount] }
 
     /// The names, comma-separated: the `herald-warnings` header's value.
     public var headerValue: String { map(\.rawValue).joined(separator: ", ") }

@@ -57,6 +57,10 @@ public final class Gateway: Sendable {
         public var offline = OfflinePolicy()
         /// How long the delivery log keeps a push's steps (30 days); the hourly purge deletes older ones.
         public var logRetention: Duration = .seconds(30 * 86400)
+        /// Serve the test API on the admin listener (`/test/…`: waits, what devices received, a reset
+        /// that erases devices, pushes and logs; docs/testing.md) and keep the last deliveries'
+        /// payloads for it. Off by default: it is for test gateways.
+        public var testAPI = false
         /// SQLite durability (the embedded store only).
         public var durability: SQLiteGatewayStore.Durability = .full
         /// Where the shared state lives: `nil` for the embedded SQLite database in the state
@@ -205,7 +209,7 @@ public final class Gateway: Sendable {
                 store: store, policy: configuration.offline, logBatch: 4096,
                 committed: { batch in if !batch.counts.isEmpty { metrics.deliveryStates(batch.counts) } }),
             links: DeviceLinks(presence: presence),
-            metrics: metrics, forwarder: forwarder, logger: logger)
+            metrics: metrics, forwarder: forwarder, testAPI: configuration.testAPI, logger: logger)
         var followers: [any Service] = []
         if let postgres {
             followers = [
@@ -340,7 +344,7 @@ public final class Gateway: Sendable {
             caCertificatePath: state.caCertificatePath, logRetention: configuration.logRetention.timeInterval)
         let admin = AdminAPI(
             directory: directory, router: router, faults: faults, ca: ca, token: adminToken, clock: clock,
-            console: console, readiness: readiness)
+            console: console, readiness: readiness, testAPI: configuration.testAPI)
         let adminReady = ServiceRunner.Readiness()
         let app = Application(
             router: admin.router(),

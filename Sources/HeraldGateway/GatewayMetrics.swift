@@ -141,10 +141,10 @@ public final class GatewayMetrics: Sendable {
             counter.increment()
         }
         latency.record(Duration.nanoseconds(elapsed.nanoseconds))
-        if !response.warnings.isEmpty {
-            for (index, warning) in PushWarning.allCases.enumerated() where response.warnings.contains(warning) {
-                warnings[index].increment()
-            }
+        var bits = response.warnings.rawValue
+        while bits != 0 {
+            warnings[bits.trailingZeroBitCount].increment()
+            bits &= bits - 1
         }
     }
 

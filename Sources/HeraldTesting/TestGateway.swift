@@ -66,6 +66,7 @@ public final class TestGateway: Sendable {
         configuration.binaryPort = legacy ? 0 : nil
         configuration.feedbackPort = legacy ? 0 : nil
         configuration.channelsPort = 0
+        configuration.testAPI = true
         configuration.channelsDevelopmentPort = 0
         configuration.providerThreads = 1
         configuration.linkThreads = 1

@@ -195,8 +195,11 @@ struct FaultsRemove: AsyncParsableCommand {
     @ParentCommand var faults: FaultsCommand
 
     func run() async throws {
-        let (status, _) = try await gateway.client(faults).http.exchange("DELETE", "/faults/\(id)")
-        guard status == 204 else { throw ValidationError("no fault rule \(id) (herald gateway faults list)") }
+        let (status, body) = try await gateway.client(faults).http.exchange("DELETE", "/faults/\(id)")
+        if status == 404 { throw ValidationError("no fault rule \(id) (herald gateway faults list)") }
+        guard status == 204 else {
+            throw ValidationError("DELETE /faults/\(id): HTTP \(status): \(String(decoding: body, as: UTF8.self))")
+        }
         print("\(id) removed")
     }
 }

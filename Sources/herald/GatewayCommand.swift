@@ -34,6 +34,12 @@ struct GatewayCommand: AsyncParsableCommand {
     @Flag(
         name: .long,
         help: ArgumentHelp(
+            "Serve the test API on the admin listener (/test/…: wait for a push's state, what a device received, a reset "
+                + "that erases devices, pushes and logs; docs/testing.md). For test gateways only."))
+    var testApi = false
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
             "Refuse pushes Apple would accept and then handle quietly (a background push with an alert, a badge "
                 + "as a string, …): 400 with the warning as the reason, instead of 200 with a herald-warnings header."))
     var strict = false
@@ -181,6 +187,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.provider.tokenRate = tokenRate
         configuration.provider.tokenBurst = tokenBurst
         configuration.provider.strict = strict
+        configuration.testAPI = testApi
         configuration.provider.idleTimeout = Self.seconds(idleTimeout)
         configuration.firstBytesTimeout = Self.seconds(firstBytesTimeout) ?? .seconds(10)
         configuration.link.firstBytesTimeout = configuration.firstBytesTimeout

@@ -139,7 +139,7 @@ struct UpCommand: AsyncParsableCommand {
             let gateway = try children.start(
                 name, executable: executable,
                 arguments: ["gateway", "--state", state.path] + ports.arguments(node: node) + [
-                    "--log-level", "notice", "--log-format", service.logFormat.rawValue,
+                    "--log-level", "notice", "--log-format", service.logFormat.rawValue, "--test-api",
                 ] + (database.map { ["--database", $0.url] } ?? []) + (strict ? ["--strict"] : []),
                 log: log, stdout: false, events: sink)
             nodeInfos.append(

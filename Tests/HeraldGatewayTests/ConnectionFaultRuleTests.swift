@@ -35,6 +35,9 @@ import Testing
         #expect(abs(median - 80) < 80 * 0.05, "median \(median)")
         #expect(abs(p99 - 900) < 900 * 0.12, "p99 \(p99)")
         #expect(samples.allSatisfy { $0 > 0 && $0.isFinite })
+        // A tail past ten minutes is cut there.
+        let wild = FaultLatency(distribution: .lognormal, p50: 1000, p99: 600_000)
+        #expect(wild.sample { 0.999_999_999 } <= FaultLatency.longest && wild.sample { 0.5 } >= 0)
     }
 
     @Test func probabilityAfterStreamsAndTheDrawnDelay() {
@@ -124,6 +127,14 @@ import Testing
             problem {
                 $0.deviceLimit = 3; $0.windowSeconds = 1; $0.reason = .badTopic
             }?.hasPrefix("deviceLimit:") == true)
+        #expect(problem { $0.delayMilliseconds = 700_000 } == "delayMilliseconds: from 0 to 600000 (10 minutes)")
+        #expect(
+            problem { $0.latency = FaultLatency(distribution: .fixed, milliseconds: 1e13) }
+                == "latency.milliseconds: a number of milliseconds, from 0 to 600000 (10 minutes)")
+        #expect(
+            problem {
+                $0.reason = .badTopic; $0.goawayReason = "x"
+            } == "goawayReason: only with connection goaway")
         #expect(problem { $0.connection = .lowerStreams } == nil)
         #expect(
             problem {

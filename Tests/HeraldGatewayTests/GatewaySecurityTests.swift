@@ -50,7 +50,8 @@ func curlStatus(_ arguments: [String]) async throws -> Int {
                 caCertificatePath: gateway.state.caCertificatePath, logRetention: 86400)
             let routes = AdminAPI(
                 directory: gateway.directory, router: gateway.router, faults: gateway.faults, ca: gateway.ca,
-                token: gateway.adminToken, clock: gateway.clock, console: console, readiness: gateway.readiness
+                token: gateway.adminToken, clock: gateway.clock, console: console, readiness: gateway.readiness,
+                testAPI: true
             ).router().routes
             #expect(routes.count >= 33, "\(routes)")
             #expect(routes.contains { $0.description == "GET /healthz" })

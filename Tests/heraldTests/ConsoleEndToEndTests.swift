@@ -119,7 +119,6 @@ import Testing
         #expect((live["status"] as? String)?.contains("live: the gateway's counters") == true, "\(live)")
         #expect(live["statusClass"] as? String == "live ok", "\(live)")
 
-
         // Metrics: Apple's delivery states today. Three pushes received and delivered (the faulted one was
         // refused, so never received); the badge in words was then refused by the device ("Disabled").
         let metrics = try #require(steps["metrics"])

@@ -90,6 +90,22 @@ func deliveryCounts(_ gateway: GatewayProcess) throws -> [String: Int] {
                 metrics.contains(#"herald_delivery_states_total{app="\#(app)",state="\#(state)"} \#(count)"#),
                 "\(state)")
         }
+
+        // Stored while the device is away, then its app removed: discarded from storage when it is back.
+        back.watchdog.cancel()
+        kill(back.child.process.processIdentifier, SIGKILL)
+        back.child.process.waitUntilExit()
+        try eventually("the gateway to see the device gone again") {
+            try p.gateway.adminCall("GET", "/devices").body.contains(#""online":true"#) == false
+        }
+        let orphan = try push(#"{"aps":{"alert":"for an app since removed"}}"#)
+        #expect(try states(orphan, until: "stored-device-offline").last == "stored-device-offline")
+        #expect(try p.gateway.adminCall("DELETE", "/devices/\(back.id)/apps/\(Provisioned.topic)").status == 200)
+        let last = try LinkedTestDevice(arguments)
+        defer { last.watchdog.cancel() }
+        #expect(
+            try states(orphan, until: "discarded-token-unregistered-from-storage")
+                == ["received", "stored-device-offline", "discarded-token-unregistered-from-storage"])
         #expect(p.gateway.stop() == 0)
     }
 }

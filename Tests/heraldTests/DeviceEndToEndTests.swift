@@ -121,7 +121,24 @@ import Testing
             p.gateway.log.contains("provider request refused")
                 && p.gateway.log.contains("the body is not a JSON object")
         }
+
+        // A push the device cannot read, stored while it is away: refused from storage when it is back.
         #expect(device.stop() == 0)
+        let storedID = UUID().uuidString.lowercased()
+        let stored = try p.push(
+            token: token, body: #"{"aps":{"alert":"x","badge":"three"}}"#,
+            headers: ["apns-id: \(storedID)", "apns-push-type: alert"])
+        #expect(stored.status == 200)
+        let again = try DeviceProcess(state: device.state, extra: ["--gateway", p.gateway.info.linkDevelopmentURL])
+        var storedState: String?
+        try eventually("the refusal from storage in the delivery log") {
+            let log = try p.gateway.adminCall("GET", "/deliveries/\(storedID)")
+            let events = (try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? []
+            storedState = events.last { $0["kind"] as? String == "refused" }?["state"] as? String
+            return storedState != nil
+        }
+        #expect(storedState == "discarded-disabled-from-storage")
+        #expect(again.stop() == 0)
     }
 
     @Test func theDeviceAPITellsWhatAConnectionSpeaksFromItsFirstBytes() throws {

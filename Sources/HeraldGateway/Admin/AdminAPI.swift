@@ -20,21 +20,24 @@ public struct AdminAPI: Sendable {
     let console: Console?
     /// What `/readyz` answers from.
     let readiness: GatewayReadiness
+    /// Whether the test API (`/test/…`) is served.
+    let testAPI: Bool
 
-    /// Creates the admin API (without the console: ``Gateway`` adds it).
+    /// Creates the admin API (without the console: ``Gateway`` adds it); `testAPI` serves `/test/…`.
     public init(
         directory: GatewayDirectory, router: PushRouter, faults: FaultInjector, ca: GatewayCA, token: String,
-        clock: any WallClock = SystemClock()
+        clock: any WallClock = SystemClock(), testAPI: Bool = false
     ) {
         self.init(
             directory: directory, router: router, faults: faults, ca: ca, token: token, clock: clock, console: nil,
-            readiness: GatewayReadiness(.ready))
+            readiness: GatewayReadiness(.ready), testAPI: testAPI)
     }
 
     init(
         directory: GatewayDirectory, router: PushRouter, faults: FaultInjector, ca: GatewayCA, token: String,
-        clock: any WallClock, console: Console?, readiness: GatewayReadiness
+        clock: any WallClock, console: Console?, readiness: GatewayReadiness, testAPI: Bool
     ) {
+        self.testAPI = testAPI
         self.readiness = readiness
         self.directory = directory
         self.pushRouter = router
@@ -77,7 +80,7 @@ public struct AdminAPI: Sendable {
         api.addRoutes(deliveryRoutes())
         api.addRoutes(feedbackRoutes())
         api.addRoutes(faultRoutes())
-        api.addRoutes(testRoutes())
+        api.addRoutes(testAPI ? testRoutes() : testAPIOff())
         return router
     }
 

@@ -59,7 +59,13 @@ public enum AppleDeliveryState: String, CaseIterable, Sendable, Codable {
             }
         case .stored: self = detail.contains(Self.heldForPower) ? .storedPowerConsiderations : .storedDeviceOffline
         case .discarded:
-            self = detail.hasPrefix("its token") ? .discardedTokenUnregisteredFromStorage : .discardedExpired
+            if detail.hasPrefix("its token") {
+                self = .discardedTokenUnregisteredFromStorage
+            } else if detail.contains("the token is no longer valid") {
+                self = .discardedTokenUnregistered  // the legacy binary interface's silent 410
+            } else {
+                self = .discardedExpired
+            }
         case .refused:
             let fromStorage = detail.contains(Self.fromStorage)
             if detail.contains("is not installed") {
@@ -117,12 +123,14 @@ public struct DeliveryCount: Sendable, Codable, Equatable, Hashable {
     /// The push types' topic suffixes (`.voip`, `.push-type.liveactivity`, …).
     static let suffixes = PushType.allCases.compactMap(\.topicSuffix).filter { !$0.isEmpty }
 
-    /// The app a topic is of: the topic without its push type's suffix (`.voip`, `.push-type.liveactivity`, …).
-    public static func app(ofTopic topic: String) -> String {
-        for suffix in suffixes where topic.hasSuffix(suffix) && topic.utf8.count > suffix.utf8.count {
-            return String(topic.dropLast(suffix.count))
-        }
-        return topic
+    /// The app a push of `pushType` to `topic` is for: the topic without that push type's suffix
+    /// (`.voip`, `.push-type.liveactivity`, …), which the provider API checked it carries. (An app
+    /// whose own bundle id ends like a suffix, `com.example.voip`, is not cut short.)
+    public static func app(ofTopic topic: String, pushType: PushType) -> String {
+        guard let suffix = pushType.topicSuffix, !suffix.isEmpty, topic.hasSuffix(suffix),
+            topic.utf8.count > suffix.utf8.count
+        else { return topic }
+        return String(topic.dropLast(suffix.count))
     }
 }
 
@@ -159,7 +167,10 @@ struct DeliveryEventView: Codable {
         uniqueID = event.uniqueID
         kind = event.kind
         at = event.at
-        detail = event.detail
+        // A warning's line keeps only its name: what it means is added here.
+        detail =
+            event.kind == .warning
+            ? event.detail.flatMap(PushWarning.init(rawValue:))?.detail ?? event.detail : event.detail
         state = AppleDeliveryState(event)
     }
 }

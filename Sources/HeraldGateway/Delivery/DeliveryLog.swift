@@ -20,9 +20,9 @@ public struct DeliveryEvent: Sendable, Codable, Equatable {
         /// The device acknowledged it but could not use it (the detail says why, naming the key
         /// when the payload is at fault).
         case refused
-        /// Accepted, but Apple would handle it quietly in a way its sender probably did not mean
-        /// (the detail names the ``PushWarning`` and says what happens): one line per warning,
-        /// beside `accepted`.
+        /// Accepted, but Apple would handle it quietly in a way its sender probably did not mean: one
+        /// line per warning, beside `accepted`. The log keeps the ``PushWarning``'s name as the
+        /// detail; the admin API adds what Apple does (``PushWarning/detail``).
         case warning
         /// The provider API refused it (400, 403, 410, 429, …): the detail gives the status and
         /// reason, what it was for, and why when the gateway knows more than the reason says.
@@ -125,13 +125,17 @@ public struct DeliveredPush: Sendable, Equatable {
     public var acknowledgedAt: Date
     /// What Apple would do quietly with it: a `warning` line each, after `accepted`.
     public var warnings: PushWarnings
+    /// Its push type (for the counts: which app its topic is of).
+    public var pushType: PushType
 
     /// Creates a record.
     public init(
         apnsID: String, uniqueID: String?, deviceID: String, topic: String, binaryIdentifier: UInt32? = nil,
-        acceptedAt: Date, deliveredAt: Date, acknowledgedAt: Date, warnings: PushWarnings = PushWarnings()
+        acceptedAt: Date, deliveredAt: Date, acknowledgedAt: Date, warnings: PushWarnings = PushWarnings(),
+        pushType: PushType = .alert
     ) {
         self.warnings = warnings
+        self.pushType = pushType
         self.apnsID = apnsID
         self.uniqueID = uniqueID
         self.deviceID = deviceID
@@ -166,7 +170,7 @@ public struct DeliveredPush: Sendable, Equatable {
                 detail: Self.acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier))
         ]
             + warnings.map {
-                DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .warning, at: acceptedAt, detail: $0.detail)
+                DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .warning, at: acceptedAt, detail: $0.rawValue)
             } + [
                 DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .delivered, at: deliveredAt),
                 DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .acknowledged, at: acknowledgedAt),
@@ -190,7 +194,7 @@ public struct DeliveredPush: Sendable, Equatable {
             w.raw(#",{"kind":"warning","at":"#)
             w.integer(Int64((acceptedAt.timeIntervalSince1970 * 1000).rounded()))
             w.raw(#","detail":"#)
-            w.string(warning.detail)
+            w.string(warning.rawValue)
             w.raw("}")
         }
         w.raw(#",{"kind":"delivered","at":"#)

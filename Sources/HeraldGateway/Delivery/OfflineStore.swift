@@ -18,15 +18,19 @@ public final class OfflineStore: Sendable {
     public var policy: OfflinePolicy { committer.policy }
     let metrics: GatewayMetrics
     let logger: Logger
-    /// What devices acknowledged lately, for the test API.
-    public let received = ReceivedPushes()
+    /// What devices acknowledged lately, for the test API (when it is on).
+    public let received: ReceivedPushes
     /// The policy's ``OfflinePolicy/maximumAge`` and ``OfflinePolicy/defaultAge`` in seconds,
     /// converted once.
     private let maximumAge: TimeInterval
     private let defaultAge: TimeInterval
 
     /// Creates the offline store over a committer.
-    public init(committer: GroupCommitter, metrics: GatewayMetrics, logger: Logger = .silent) {
+    public init(
+        committer: GroupCommitter, metrics: GatewayMetrics, received: ReceivedPushes = ReceivedPushes(enabled: false),
+        logger: Logger = .silent
+    ) {
+        self.received = received
         self.committer = committer
         self.metrics = metrics
         self.logger = logger
@@ -65,10 +69,11 @@ public final class OfflineStore: Sendable {
                 detail: AppleDeliveryState.fromStorage),
             DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: .acknowledged, at: acknowledgedAt),
         ]
-        batch.count(.deliveredFromStorage, topic: push.topic, at: deliveredAt)
+        batch.count(.deliveredFromStorage, topic: push.topic, pushType: push.pushType, at: deliveredAt)
         received.record(
             .init(
-                apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: device, topic: push.topic, payload: push.payload,
+                apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: device, topic: push.topic,
+                payload: push.payload,
                 deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt, fromStorage: true))
         committer.submit(batch)
         metrics.delivered(acknowledged: true)
@@ -83,7 +88,9 @@ public final class OfflineStore: Sendable {
                 apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: at,
                 detail: "its token was invalidated (app removed or device reset) before delivery")
         }
-        for push in pushes { batch.count(.discardedTokenUnregisteredFromStorage, topic: push.topic, at: at) }
+        for push in pushes {
+            batch.count(.discardedTokenUnregisteredFromStorage, topic: push.topic, pushType: push.pushType, at: at)
+        }
         committer.submit(batch)
     }
 
@@ -101,7 +108,7 @@ public final class OfflineStore: Sendable {
         }
         var batch = StoreBatch()
         batch.events = [event]
-        batch.count(state, topic: refusal.topic, at: at)
+        batch.count(state, topic: refusal.topic, pushType: refusal.pushType, at: at)
         committer.submit(batch)
     }
 
@@ -132,7 +139,7 @@ public final class OfflineStore: Sendable {
                 apnsID: $0.apnsID, uniqueID: $0.uniqueID, kind: .discarded, at: now,
                 detail: "expired in the offline store")
         }
-        for push in expired { batch.count(.discardedExpired, topic: push.topic, at: now) }
+        for push in expired { batch.count(.discardedExpired, topic: push.topic, pushType: push.pushType, at: now) }
         _ = try await committer.commit(batch)
         logger.info("purged expired pushes", metadata: ["count": "\(expired.count)"])
         return expired.count
@@ -162,8 +169,8 @@ public final class OfflineStore: Sendable {
         let ok = ProviderResponse.ok(apnsID: push.apnsID, uniqueID: push.uniqueID)
         var batch = StoreBatch()
         batch.events = [accepted(push)]
-        batch.count(.received, topic: push.topic, at: push.receivedAt)
-        for warning in push.warnings { batch.events.append(event(push, .warning, push.receivedAt, warning.detail)) }
+        batch.count(.received, topic: push.topic, pushType: push.pushType, at: push.receivedAt)
+        for warning in push.warnings { batch.events.append(event(push, .warning, push.receivedAt, warning.rawValue)) }
         if let deliveredAt {
             batch.events.append(event(push, .delivered, deliveredAt, "not acknowledged in time"))
         }
@@ -175,7 +182,7 @@ public final class OfflineStore: Sendable {
                     deliveredAt == nil
                         ? "expiration 0 or past and the device is offline"
                         : "expiration 0 or past and the device did not acknowledge it"))
-            batch.count(.discardedExpired, topic: push.topic, at: push.receivedAt)
+            batch.count(.discardedExpired, topic: push.topic, pushType: push.pushType, at: push.receivedAt)
             // The 200 waits for this line to be durable: after a crash, the delivery log still says
             // what became of every push answered 200 (it is rare: the device was not connected).
             metrics.discarded()
@@ -204,7 +211,9 @@ public final class OfflineStore: Sendable {
             event(
                 push, .stored, push.receivedAt, "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds); \(why)"
             ))
-        batch.count(held ? .storedPowerConsiderations : .storedDeviceOffline, topic: push.topic, at: push.receivedAt)
+        batch.count(
+            held ? .storedPowerConsiderations : .storedDeviceOffline, topic: push.topic, pushType: push.pushType,
+            at: push.receivedAt)
         let logger = self.logger
         let metrics = self.metrics
         committer.submit(batch) { result in
@@ -227,6 +236,8 @@ public final class OfflineStore: Sendable {
 public struct LinkRefusal: Sendable, Equatable {
     /// `apns-topic`.
     public var topic: String
+    /// Its push type (which says whether the topic carries a suffix).
+    public var pushType: PushType
     /// Whether it was delivered from the offline store.
     public var fromStorage: Bool
 }

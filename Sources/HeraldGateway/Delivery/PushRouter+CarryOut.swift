@@ -53,11 +53,17 @@ extension PushRouter {
             let warnings = push.forwarded ? PushWarnings() : push.warnings
             let connectionFault = push.connectionFault
             let respond: @Sendable (ProviderResponse) -> Void = { answer in
+                // Nearly every push has neither: its answer goes on as it came, uncopied.
+                guard !warnings.isEmpty || connectionFault != nil else {
+                    metrics.answered(answer, after: loop.now - start)
+                    if loop.inEventLoop { bound.value(answer) } else { loop.execute { bound.value(answer) } }
+                    return
+                }
                 var response = answer
                 if response.status == 200 { response.warnings = warnings }
                 response.connectionFault = connectionFault
                 let final = response
-                metrics.answered(response, after: loop.now - start)
+                metrics.answered(final, after: loop.now - start)
                 if loop.inEventLoop { bound.value(final) } else { loop.execute { bound.value(final) } }
             }
             if let delay {

@@ -21,13 +21,15 @@ public final class PushRouter: Sendable {
     public let forwarder: (any PushForwarding)?
     let logger: Logger
 
-    /// Creates a router; `forwarder` for one node of a cluster.
+    /// Creates a router; `forwarder` for one node of a cluster; `testAPI` keeps what devices
+    /// received lately for the test API.
     public init(
         committer: GroupCommitter, links: DeviceLinks = DeviceLinks(), metrics: GatewayMetrics = GatewayMetrics(),
-        forwarder: (any PushForwarding)? = nil, logger: Logger = .silent
+        forwarder: (any PushForwarding)? = nil, testAPI: Bool = false, logger: Logger = .silent
     ) {
         self.forwarder = forwarder
-        self.offline = OfflineStore(committer: committer, metrics: metrics, logger: logger)
+        self.offline = OfflineStore(
+            committer: committer, metrics: metrics, received: ReceivedPushes(enabled: testAPI), logger: logger)
         self.links = links
         self.metrics = metrics
         self.logger = logger
@@ -52,7 +54,8 @@ public final class PushRouter: Sendable {
                     DeliveredPush(
                         apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
                         topic: push.topic, binaryIdentifier: push.binaryIdentifier, acceptedAt: push.receivedAt,
-                        deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt, warnings: push.warnings))
+                        deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt, warnings: push.warnings,
+                        pushType: push.pushType))
                 respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
             case .notAcknowledged(let deliveredAt):
                 keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond)

@@ -29,24 +29,32 @@ public final class ReceivedPushes: Sendable {
 
     /// How many pushes are kept, across devices.
     public let capacity: Int
+    /// Whether anything is kept (the test API is on): otherwise recording costs nothing.
+    public let isEnabled: Bool
     private struct State {
         var ring: [Entry] = []
         var next = 0
-        /// When the oldest entry still kept was acknowledged, once the ring has wrapped.
+        /// The latest acknowledgement among the entries the ring has overwritten (records come from
+        /// several threads, not always in time order).
         var forgottenBefore: Date?
     }
     private let state = Mutex(State())
 
-    /// A ring of `capacity` pushes.
-    public init(capacity: Int = 10_000) { self.capacity = capacity }
+    /// A ring of `capacity` pushes; `enabled: false` keeps nothing.
+    public init(capacity: Int = 10_000, enabled: Bool = true) {
+        self.capacity = capacity
+        self.isEnabled = enabled
+    }
 
     /// Records a push a device acknowledged.
-    public func record(_ entry: Entry) {
+    public func record(_ entry: @autoclosure () -> Entry) {
+        guard isEnabled else { return }
+        let entry = entry()
         state.withLock { s in
             if s.ring.count < capacity {
                 s.ring.append(entry)
             } else {
-                s.forgottenBefore = s.ring[s.next].acknowledgedAt
+                s.forgottenBefore = Swift.max(s.forgottenBefore ?? .distantPast, s.ring[s.next].acknowledgedAt)
                 s.ring[s.next] = entry
             }
             s.next = (s.next + 1) % capacity

@@ -33,11 +33,10 @@ public struct StoreBatch: Sendable {
         counts.merge(other.counts, uniquingKeysWith: +)
     }
 
-    /// Counts one push of `topic` reaching `state` at `at`.
-    public mutating func count(_ state: AppleDeliveryState, topic: String, at: Date) {
-        counts[
-            DeliveryCount.Key(day: DeliveryCount.day(of: at), app: DeliveryCount.app(ofTopic: topic), state: state),
-            default: 0] += 1
+    /// Counts one push of `topic` (a push of `pushType`) reaching `state` at `at`.
+    public mutating func count(_ state: AppleDeliveryState, topic: String, pushType: PushType, at: Date) {
+        let app = DeliveryCount.app(ofTopic: topic, pushType: pushType)
+        counts[DeliveryCount.Key(day: DeliveryCount.day(of: at), app: app, state: state), default: 0] += 1
     }
 
     /// Adds the counts of ``delivered`` (each received, then delivered): done once, when the batch
@@ -53,17 +52,27 @@ public struct StoreBatch: Sendable {
             return text
         }
         // A group carries thousands of pushes to a handful of topics: each topic's app is found once.
-        var apps: [String: String] = [:]
-        for push in delivered {
-            let app: String
-            if let known = apps[push.topic] {
-                app = known
-            } else {
-                app = DeliveryCount.app(ofTopic: push.topic)
-                apps[push.topic] = app
-            }
-            counts[DeliveryCount.Key(day: day(push.acceptedAt), app: app, state: .received), default: 0] += 1
-            counts[DeliveryCount.Key(day: day(push.deliveredAt), app: app, state: .delivered), default: 0] += 1
+        // A group carries thousands of pushes, mostly to one topic on one day: runs of those are
+        // summed locally and added to the dictionary once per run, not twice per push.
+        var run: (topic: String, pushType: PushType, received: String, delivered: String, count: Int)?
+        func flush() {
+            guard let run else { return }
+            let app = DeliveryCount.app(ofTopic: run.topic, pushType: run.pushType)
+            counts[DeliveryCount.Key(day: run.received, app: app, state: .received), default: 0] += run.count
+            counts[DeliveryCount.Key(day: run.delivered, app: app, state: .delivered), default: 0] += run.count
         }
+        for push in delivered {
+            let received = day(push.acceptedAt)
+            let delivered = day(push.deliveredAt)
+            if let current = run, current.pushType == push.pushType, current.received == received,
+                current.delivered == delivered, current.topic == push.topic
+            {
+                run!.count += 1
+                continue
+            }
+            flush()
+            run = (push.topic, push.pushType, received, delivered, 1)
+        }
+        flush()
     }
 }

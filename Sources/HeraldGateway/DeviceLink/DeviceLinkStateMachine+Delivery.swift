@@ -122,7 +122,6 @@ extension DeviceLinkStateMachine {
 
     // MARK: Acknowledgements
 
-    /// The device acknowledged these `apns-id`s.
     /// What the link knows of a push the device refuses: it is still awaiting its acknowledgement
     /// (the device reports a refusal first) or was acknowledged lately.
     func refusal(of apnsID: String) -> LinkRefusal? {
@@ -131,10 +130,12 @@ extension DeviceLinkStateMachine {
     }
 
     static func refusal(_ entry: Entry) -> LinkRefusal {
-        if case .stored = entry.origin { return LinkRefusal(topic: entry.push.topic, fromStorage: true) }
-        return LinkRefusal(topic: entry.push.topic, fromStorage: false)
+        var fromStorage = false
+        if case .stored = entry.origin { fromStorage = true }
+        return LinkRefusal(topic: entry.push.topic, pushType: entry.push.pushType, fromStorage: fromStorage)
     }
 
+    /// The device acknowledged these `apns-id`s.
     mutating func acknowledge(_ ids: [String], at: Date) -> [Action] {
         guard let device = deviceID else { return [] }
         var actions: [Action] = []

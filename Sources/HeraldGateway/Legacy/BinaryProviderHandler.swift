@@ -150,6 +150,12 @@ final class BinaryProviderHandler: ChannelDuplexHandler, IdleWatching {
 
     private func process(_ notification: LegacyBinary.Notification, context: ChannelHandlerContext) {
         let decision = api.handle(binary: notification, connection: &connection, now: clock.now())
+        if case .respond(let response, _) = decision, response.connectionFault == .close {
+            // A fault rule: the connection goes without an error frame.
+            router.answered(response, after: .zero)
+            context.close(promise: nil)
+            return
+        }
         if case .respond(let response, nil) = decision, response.status != 410 {
             router.answered(response, after: .zero)
             let status = LegacyBinary.Status(reason: response.reason ?? .internalServerError)

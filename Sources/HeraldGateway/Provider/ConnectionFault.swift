@@ -62,7 +62,8 @@ public struct FaultLatency: Sendable, Codable, Equatable {
     public var problem: String? {
         func positive(_ value: Double?, _ name: String) -> String? {
             guard let value else { return "latency.\(name): required for \(distribution.rawValue)" }
-            return value >= 0 && value.isFinite ? nil : "latency.\(name): a number of milliseconds, at least 0"
+            return (0...Self.longest).contains(value)
+                ? nil : "latency.\(name): a number of milliseconds, from 0 to \(Int(Self.longest)) (10 minutes)"
         }
         switch distribution {
         case .fixed: return positive(milliseconds, "milliseconds")
@@ -76,11 +77,19 @@ public struct FaultLatency: Sendable, Codable, Equatable {
         }
     }
 
+    /// The longest a rule holds an answer, in milliseconds (10 minutes): every delay drawn is cut to it.
+    public static let longest: Double = 600_000
+
     /// z of the standard normal distribution's 99th percentile.
     static let z99 = 2.326_347_874_040_840_8
 
-    /// A delay in milliseconds, drawn with `random` (uniform in [0, 1)).
+    /// A delay in milliseconds, drawn with `random` (uniform in [0, 1)), at most ``longest``.
     public func sample(_ random: () -> Double) -> Double {
+        let drawn = draw(random)
+        return drawn.isFinite ? Swift.min(Swift.max(drawn, 0), Self.longest) : Self.longest
+    }
+
+    private func draw(_ random: () -> Double) -> Double {
         switch distribution {
         case .fixed: return milliseconds ?? 0
         case .uniform:

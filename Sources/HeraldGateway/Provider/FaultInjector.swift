@@ -67,6 +67,7 @@ public final class FaultInjector: Sendable {
         state.withLock { state in
             let before = state.rules.count
             state.rules.removeAll { $0.id == id }
+            state.recent[id] = nil
             count.store(state.rules.count, ordering: .releasing)
             return state.rules.count != before
         }
@@ -116,6 +117,8 @@ public final class FaultInjector: Sendable {
             }
             // Forget what the shared list no longer has.
             state.usedUp.formIntersection(rules.map(\.id))
+            let kept = Set(rules.map(\.id))
+            state.recent = state.recent.filter { kept.contains($0.key) }
             count.store(state.rules.count, ordering: .releasing)
         }
     }

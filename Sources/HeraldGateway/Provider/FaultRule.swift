@@ -93,7 +93,9 @@ extension FaultRule {
     public var problem: String? {
         if let probability, !(0...1).contains(probability) { return "probability: from 0 to 1" }
         if let remaining, remaining < 1 { return "remaining: at least 1 (leave it out for no limit)" }
-        if let delayMilliseconds, delayMilliseconds < 0 { return "delayMilliseconds: at least 0" }
+        if let delayMilliseconds, !(0...Int(FaultLatency.longest)).contains(delayMilliseconds) {
+            return "delayMilliseconds: from 0 to \(Int(FaultLatency.longest)) (10 minutes)"
+        }
         if delayMilliseconds != nil, latency != nil { return "latency: give it or delayMilliseconds, not both" }
         if let problem = latency?.problem { return problem }
         if let afterStreams {
@@ -103,9 +105,8 @@ extension FaultRule {
         if let goawayError, Self.goawayErrors[goawayError] == nil {
             return "goawayError: one of \(Self.goawayErrors.keys.sorted().joined(separator: ", "))"
         }
-        if goawayError != nil || goawayReason != nil, connection != .goaway {
-            return "goawayError: only with connection goaway"
-        }
+        if goawayError != nil, connection != .goaway { return "goawayError: only with connection goaway" }
+        if goawayReason != nil, connection != .goaway { return "goawayReason: only with connection goaway" }
         if let maxConcurrentStreams {
             guard (0...1000).contains(maxConcurrentStreams) else { return "maxConcurrentStreams: 0 to 1000" }
             guard connection == .lowerStreams else { return "maxConcurrentStreams: only with connection lower-streams" }

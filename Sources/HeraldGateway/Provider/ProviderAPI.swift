@@ -247,7 +247,8 @@ public struct ProviderAPI: Sendable {
             priority: notification.priority.flatMap { PushPriority(rawValue: Int($0)) }, pushType: nil,
             expiration: notification.expiration.map(Int64.init), collapseID: nil,
             body: ByteBuffer(bytes: notification.payload), authorization: nil, connection: &connection, now: now)
-        if case .respond(var response, let delay) = decision, response.status != 200 {
+        // A 410 goes silently on this interface: its handler logs the push as discarded instead.
+        if case .respond(var response, let delay) = decision, response.status != 200, response.status != 410 {
             response.subject = refused(
                 topic: topic, token: Substring(token.hex), environment: connection.defaultEnvironment, at: now)
             return .respond(response, delay: delay)

@@ -51,9 +51,13 @@ import Testing
         #expect(DeliveryCount.day(of: Date(timeIntervalSince1970: 1_795_737_599)) == "2026-11-26")
         #expect(DeliveryCount.day(of: Date(timeIntervalSince1970: 1_795_737_600)) == "2026-11-27")
         #expect(DeliveryCount.day(of: Date(timeIntervalSince1970: 951_782_400)) == "2000-02-29")
-        #expect(DeliveryCount.app(ofTopic: "com.example.app.push-type.liveactivity") == "com.example.app")
-        #expect(DeliveryCount.app(ofTopic: "com.example.app.voip") == "com.example.app")
-        #expect(DeliveryCount.app(ofTopic: "com.example.app") == "com.example.app")
+        #expect(
+            DeliveryCount.app(ofTopic: "com.example.app.push-type.liveactivity", pushType: .liveactivity)
+                == "com.example.app")
+        #expect(DeliveryCount.app(ofTopic: "com.example.app.voip", pushType: .voip) == "com.example.app")
+        #expect(DeliveryCount.app(ofTopic: "com.example.app", pushType: .alert) == "com.example.app")
+        // An app whose own bundle id ends like a suffix keeps it: only the push type's suffix goes.
+        #expect(DeliveryCount.app(ofTopic: "com.example.voip", pushType: .alert) == "com.example.voip")
     }
 
     /// The delivered fast path writes its run by hand: with warnings it still matches its events.
@@ -76,19 +80,19 @@ import Testing
         let dayOne = Date(timeIntervalSince1970: 1_795_651_200)  // 2026-11-26 00:00 UTC
         let dayTwo = dayOne.addingTimeInterval(86400 + 60)
         var first = StoreBatch()
-        first.count(.received, topic: "com.example.a", at: dayOne)
-        first.count(.storedDeviceOffline, topic: "com.example.a", at: dayOne)
+        first.count(.received, topic: "com.example.a", pushType: .alert, at: dayOne)
+        first.count(.storedDeviceOffline, topic: "com.example.a", pushType: .alert, at: dayOne)
         first.delivered = [
             DeliveredPush(
                 apnsID: "x", uniqueID: nil, deviceID: "d", topic: "com.example.a.voip", acceptedAt: dayOne,
-                deliveredAt: dayOne, acknowledgedAt: dayOne)
+                deliveredAt: dayOne, acknowledgedAt: dayOne, pushType: .voip)
         ]
         first.tallyDelivered()
         _ = try await store.commit(first, policy: OfflinePolicy(), durable: false)
         var second = StoreBatch()
-        second.count(.received, topic: "com.example.a", at: dayOne)
-        second.count(.received, topic: "com.example.b", at: dayTwo)
-        second.count(.discardedExpired, topic: "com.example.b", at: dayTwo)
+        second.count(.received, topic: "com.example.a", pushType: .alert, at: dayOne)
+        second.count(.received, topic: "com.example.b", pushType: .alert, at: dayTwo)
+        second.count(.discardedExpired, topic: "com.example.b", pushType: .alert, at: dayTwo)
         _ = try await store.commit(second, policy: OfflinePolicy(), durable: false)
 
         let counts = try await store.deliveryCounts(since: "2026-11-26")

@@ -320,7 +320,9 @@ struct ProviderConnectionStateMachine {
             uniqueIDNameIndexed = true
         }
         if !response.warnings.isEmpty {
-            headers.add(name: Self.warningsHeader, value: response.warnings.headerValue, indexing: .nonIndexable)
+            // Few values, repeated (a long body warns on every push of a campaign): indexed, so that
+            // after the first they cost a byte or two, not a Huffman-coded string each.
+            headers.add(name: Self.warningsHeader, value: response.warnings.headerValue, indexing: .indexable)
         }
         if let body {
             headers.add(name: "content-type", value: "application/json")

@@ -178,6 +178,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             self.machine.flushed()
             self.context?.flush()
         }
+        // A fault rule's GOAWAY has already half-closed the connection and timed its close.
+        if case .goAway = response.connectionFault { return }
         if machine.isDrained { closeDrained(context) }
     }
 

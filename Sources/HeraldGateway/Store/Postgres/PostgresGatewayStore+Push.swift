@@ -12,7 +12,11 @@ extension PostgresGatewayStore: PushStore {
         let pushes = try survivors.map { ($0, try records.metadata(of: $0)) }
         let logRows = LogRow.rows(of: batch)
         let removals = batch.removals
-        let counts = batch.counts.map { (key: $0.key, count: $0.value) }
+        // In one order (this process's rows only, but its own commits may overlap).
+        let counts = batch.counts.map { (key: $0.key, count: $0.value) }.sorted {
+            ($0.key.day, $0.key.app, $0.key.state.rawValue) < ($1.key.day, $1.key.app, $1.key.state.rawValue)
+        }
+        let writer = countWriter
         // The queues this batch stores into, locked in one order by every node (no deadlock).
         let queueLocks = Array(Set(survivors.map { Self.queueLock(device: $0.deviceID, topic: $0.topic) })).sorted()
         return try await transaction { connection in
@@ -49,10 +53,11 @@ extension PostgresGatewayStore: PushStore {
             if !counts.isEmpty {
                 try await self.drain(
                     """
-                    INSERT INTO delivery_count (day, app, state, count)
-                    SELECT * FROM unnest(\(counts.map(\.key.day))::text[], \(counts.map(\.key.app))::text[],
-                        \(counts.map(\.key.state.rawValue))::text[], \(counts.map { Int64($0.count) })::bigint[])
-                    ON CONFLICT (day, app, state) DO UPDATE SET count = delivery_count.count + excluded.count
+                    INSERT INTO delivery_count (day, app, state, writer, count)
+                    SELECT d, a, s, \(writer), c FROM unnest(\(counts.map(\.key.day))::text[],
+                        \(counts.map(\.key.app))::text[], \(counts.map(\.key.state.rawValue))::text[],
+                        \(counts.map { Int64($0.count) })::bigint[]) AS t(d, a, s, c)
+                    ON CONFLICT (day, app, state, writer) DO UPDATE SET count = delivery_count.count + excluded.count
                     """, on: connection)
             }
             return replaced.map(\.apnsID)
@@ -208,7 +213,10 @@ extension PostgresGatewayStore: PushStore {
 
     public func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
         let found: [(String, String, String, Int64)] = try await rows(
-            "SELECT day, app, state, count FROM delivery_count WHERE day >= \(day) ORDER BY day, app, state",
+            """
+            SELECT day, app, state, sum(count)::bigint FROM delivery_count WHERE day >= \(day)
+            GROUP BY day, app, state ORDER BY day, app, state
+            """,
             as: (String, String, String, Int64).self)
         return found.compactMap { (day: String, app: String, state: String, count: Int64) -> DeliveryCount? in
             guard let state = AppleDeliveryState(rawValue: state) else { return nil }

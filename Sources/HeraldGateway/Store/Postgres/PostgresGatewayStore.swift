@@ -19,6 +19,9 @@ public final class PostgresGatewayStore: GatewayStore, Sendable {
     /// How long one call may take, waiting for a pooled connection included (the statement timeout).
     let requestTimeout: Duration
     let records = StoreRecords()
+    /// The rows of ``DeliveryCount``s this process adds to: its own, so that nodes committing at
+    /// once never wait on each other's count rows (the counts are summed when read).
+    let countWriter = UUID().uuidString.lowercased()
     private let running: Task<Void, Never>
 
     /// Why the store could not open.

@@ -115,11 +115,13 @@ enum PostgresSchema {
         Migration(
             version: 5, name: "delivery counts",
             statements: [
-                // Pushes by day, app and Apple's delivery state (``DeliveryCount``).
+                // Pushes by day, app and Apple's delivery state (``DeliveryCount``), in rows of each
+                // process that writes them (`writer`), summed when read: nodes never wait on each
+                // other's rows.
                 """
                 CREATE TABLE delivery_count (
-                    day text NOT NULL, app text NOT NULL, state text NOT NULL, count bigint NOT NULL,
-                    PRIMARY KEY (day, app, state))
+                    day text NOT NULL, app text NOT NULL, state text NOT NULL, writer text NOT NULL,
+                    count bigint NOT NULL, PRIMARY KEY (day, app, state, writer))
                 """
             ]),
     ]
