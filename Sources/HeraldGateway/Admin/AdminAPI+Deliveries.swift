@@ -16,12 +16,11 @@ extension AdminAPI {
             func text(_ name: String) -> String? { query.get(name).flatMap { $0.isEmpty ? nil : $0 } }
             var filter = PushHistoryFilter(app: text("app"), device: text("device"), reason: text("reason"))
             if let status = text("status") {
+                // (A warning is said of a push, not a step it stops at: the list leaves it out.)
+                let statuses = DeliveryEvent.Kind.allCases.filter { $0 != .warning }
                 guard let kind = DeliveryEvent.Kind(rawValue: status) else {
                     throw HTTPError(
-                        .badRequest,
-                        message:
-                            "status: one of accepted, stored, delivered, acknowledged, replaced, discarded, refused, rejected"
-                    )
+                        .badRequest, message: "status: one of " + statuses.map(\.rawValue).joined(separator: ", "))
                 }
                 filter.status = kind
             }

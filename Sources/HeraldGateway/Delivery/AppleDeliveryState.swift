@@ -120,9 +120,6 @@ public struct DeliveryCount: Sendable, Codable, Equatable, Hashable {
         return "\(civil.year)-\(two(civil.month))-\(two(civil.day))"
     }
 
-    /// The push types' topic suffixes (`.voip`, `.push-type.liveactivity`, …).
-    static let suffixes = PushType.allCases.compactMap(\.topicSuffix).filter { !$0.isEmpty }
-
     /// The app a push of `pushType` to `topic` is for: the topic without that push type's suffix
     /// (`.voip`, `.push-type.liveactivity`, …), which the provider API checked it carries. (An app
     /// whose own bundle id ends like a suffix, `com.example.voip`, is not cut short.)

@@ -55,7 +55,7 @@ public struct PushHistoryFilter: Sendable, Equatable {
         return true
     }
 
-    static var suffixes: [String] { DeliveryCount.suffixes }
+    static let suffixes = PushType.allCases.compactMap(\.topicSuffix).filter { !$0.isEmpty }
 
     static func topic(_ topic: String, isOf app: String) -> Bool {
         topic == app
