@@ -6,7 +6,7 @@
 #   transport  the request read whole (TLS, HTTP/2, HPACK, the gateway's header check), then 200
 #              with a new apns-id: nothing of the provider API
 #   api        also the provider API's work (JWT check, topic, token, payload scan, warnings), then 200:
-#              nothing routed, delivered or logged
+#              nothing routed, delivered, logged or counted
 #   no-insert  the whole path (routed, delivered to the test device, acknowledged, counted, group
 #              committed) except the delivery-log rows' INSERT
 #   no-log     the whole path except the delivery-log line of a delivered push
