@@ -35,6 +35,13 @@ public struct PrivatePostgres: Sendable {
     public struct Failure: Error, CustomStringConvertible {
         /// One line a person can act on, with what the program printed.
         public var description: String
+        /// What the server logged while it failed to start (empty for the other programs).
+        var serverLog = ""
+
+        /// The server could not listen on its port: another socket holds it.
+        var portWasTaken: Bool {
+            serverLog.contains("Address already in use") || serverLog.contains("could not create any TCP/IP sockets")
+        }
     }
 
     /// The directory of PostgreSQL's server programs: `initdb` on the `PATH`, or else the newest of
@@ -62,6 +69,14 @@ public struct PrivatePostgres: Sendable {
     public static func start(
         dataDirectory: URL, port: Int? = nil, settings: [String: String] = [:]
     ) throws -> PrivatePostgres {
+        try start(dataDirectory: dataDirectory, port: port, settings: settings, choosePort: freeLoopbackPort)
+    }
+
+    /// ``start(dataDirectory:port:settings:)`` with the choice of a free port given (the tests
+    /// hand it a port that is taken).
+    static func start(
+        dataDirectory: URL, port: Int?, settings: [String: String], choosePort: () throws -> Int
+    ) throws -> PrivatePostgres {
         guard let binaries = findBinaries() else {
             throw Failure(
                 description:
@@ -74,8 +89,8 @@ public struct PrivatePostgres: Sendable {
         }
         let fm = FileManager.default
         try fm.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        let server = PrivatePostgres(
-            dataDirectory: dataDirectory, port: try port ?? freeLoopbackPort(), binaries: binaries, account: account)
+        var server = PrivatePostgres(
+            dataDirectory: dataDirectory, port: try port ?? choosePort(), binaries: binaries, account: account)
         try server.handOver(dataDirectory)
         if !fm.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
             try server.run(
@@ -86,10 +101,26 @@ public struct PrivatePostgres: Sendable {
         if fm.fileExists(atPath: dataDirectory.appendingPathComponent("postmaster.pid").path) {
             _ = try? server.stop()
         }
-        try server.startServer(settings: settings)
+        // A port the kernel called free may be taken before the server binds it: it is in the
+        // ephemeral range, and any process's outgoing connection can get it. A port we chose is
+        // tried again with another one; a port the caller named is not.
+        var attempt = 1
+        while true {
+            do {
+                try server.startServer(settings: settings)
+                break
+            } catch let failure as Failure where port == nil && attempt < startAttempts && failure.portWasTaken {
+                attempt += 1
+                server = PrivatePostgres(
+                    dataDirectory: dataDirectory, port: try choosePort(), binaries: binaries, account: account)
+            }
+        }
         try server.createDatabase(Self.database)
         return server
     }
+
+    /// How many free ports ``start(dataDirectory:port:settings:)`` tries when each was taken in turn.
+    static let startAttempts = 5
 
     /// The server's settings file additions, the socket and log in the data directory.
     private func startServer(settings: [String: String]) throws {
@@ -99,13 +130,32 @@ public struct PrivatePostgres: Sendable {
             "-c max_connections=300",
         ]
         for (name, value) in settings.sorted(by: { $0.key < $1.key }) { options.append("-c \(name)=\(value)") }
-        try run(
-            "pg_ctl",
-            [
-                "-D", dataDirectory.path, "-l", dataDirectory.appendingPathComponent("server.log").path, "-w", "-t",
-                "60",
-                "-o", options.joined(separator: " "), "start",
-            ])
+        let log = dataDirectory.appendingPathComponent("server.log")
+        let logged = (try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0
+        do {
+            try run(
+                "pg_ctl",
+                [
+                    "-D", dataDirectory.path, "-l", log.path, "-w", "-t", "60", "-o", options.joined(separator: " "),
+                    "start",
+                ])
+        } catch var failure as Failure {
+            // pg_ctl only says "Examine the log output": the reason is in what the server logged.
+            let said = Self.tail(of: log, from: logged)
+            if !said.isEmpty { failure.description += "\nThe server logged:\n" + said }
+            failure.serverLog = said
+            throw failure
+        }
+    }
+
+    /// What `file` holds after its first `offset` bytes: its last 4 KiB at most, trimmed.
+    private static func tail(of file: URL, from offset: Int) -> String {
+        guard let handle = try? FileHandle(forReadingFrom: file) else { return "" }
+        defer { try? handle.close() }
+        guard let end = try? handle.seekToEnd() else { return "" }
+        let start = max(UInt64(offset), end > 4096 ? end - 4096 : 0)
+        guard (try? handle.seek(toOffset: start)) != nil, let data = try? handle.readToEnd() else { return "" }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Makes the database `name` (letters, digits and `_`) unless it exists, and returns its URL.
