@@ -80,11 +80,13 @@ PY
 }
 
 # h2load with COUNT of the payload to the device's token on one connection with 100 streams, the
-# reference the one-connection benchmarks compare with. Sets H2_RATE (requests a second) and H2_CODES.
+# reference the one-connection benchmarks compare with. Sets H2_RATE (requests a second), H2_CODES and
+# H2_CPU (the CPU seconds h2load used, user and system).
 bench_h2load_one_connection() {
-    local output
-    output=$(h2load -n "$1" -c 1 -m 100 -d "$WORK/payload.json" -H "authorization: bearer $JWT" \
-        -H "apns-topic: com.example.bench" "$PROVIDER/3/device/$TOKEN" 2>&1)
-    H2_RATE=$(echo "$output" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
-    H2_CODES=$(echo "$output" | grep '^status codes:')
+    local output TIMEFORMAT='%U %S'
+    output=$( { time h2load -n "$1" -c 1 -m 100 -d "$WORK/payload.json" -H "authorization: bearer $JWT" \
+        -H "apns-topic: com.example.bench" "$PROVIDER/3/device/$TOKEN" > "$WORK/h2load-one.out" 2>&1; } 2>&1)
+    H2_CPU=$(echo "$output" | awk '{print $1 + $2}')
+    H2_RATE=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$WORK/h2load-one.out")
+    H2_CODES=$(grep '^status codes:' "$WORK/h2load-one.out")
 }
