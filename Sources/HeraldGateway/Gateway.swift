@@ -11,6 +11,13 @@ import ServiceLifecycle
 /// The push service: provider API listeners (TLS and development), the admin API, the
 /// directory, the router and the store, started from one state directory.
 public final class Gateway: Sendable {
+    /// The admin API's event loop, one per process and never shut down. Hummingbird ends its server
+    /// from an unstructured task (its graceful-shutdown handler), which can still resolve a promise
+    /// on the server's loop after `run` has returned; on a group the gateway shuts down as it stops,
+    /// that reached a loop already gone (swift-nio: "Cannot schedule tasks on an EventLoop that has
+    /// already shut down", a crash in its strict mode).
+    static let adminGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     /// Where and how the gateway listens.
     public struct Configuration: Sendable {
         /// The state directory (`--state`).
@@ -355,7 +362,7 @@ public final class Gateway: Sendable {
                 tls: adminTLS, log: log),
             configuration: .init(address: .hostname(address, port: configuration.adminPort), serverName: "herald"),
             onServerRunning: { adminReady.listening(on: $0.localAddress?.port ?? 0) },
-            eventLoopGroupProvider: .shared(group), logger: logger)
+            eventLoopGroupProvider: .shared(Self.adminGroup), logger: logger)
 
         let offline = router.offline
         let retention = configuration.logRetention.timeInterval
