@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Bulk sends: `herald push --tokens-file` (HeraldProvider's client: its own HTTP/2 client on
-# swift-nio-http2's frames, one connection, --concurrency 100 streams) against h2load on one connection with 100 streams, the same
-# requests to the same gateway in the same run, release build. Every push goes to one connected test
-# device that acknowledges it, so both measure the client plus the whole delivery path; the ratio says
-# how much of the gateway's pace the provider client reaches.
+# swift-nio-http2's frames, one connection, --concurrency 100 streams) against h2load on one
+# connection with 100 streams, the same requests to the same gateway in the same run, release build.
+# Every push goes to one connected test device that acknowledges it, so both measure the client plus
+# the whole delivery path; the ratio says how much of the gateway's pace the provider client reaches.
 #
 #   scripts/bench-bulk-push.sh [pushes]      (default 20000)
 #
