@@ -24,6 +24,21 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         self.bytes = parsed
     }
 
+    /// Whether `hex` is a token ``init(hex:)`` accepts (non-empty, even length, hex digits in either
+    /// case), checked without making the token: a bulk send checks every one before it goes.
+    public static func isHex(_ hex: some StringProtocol) -> Bool {
+        func check(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard !text.isEmpty, text.count % 2 == 0 else { return false }
+            return text.allSatisfy { c in
+                switch c {
+                case 0x30...0x39, 0x41...0x46, 0x61...0x66: return true
+                default: return false
+                }
+            }
+        }
+        return hex.utf8.withContiguousStorageIfAvailable(check) ?? Array(hex.utf8).withUnsafeBufferPointer(check)
+    }
+
     /// Parses hex given as UTF-8 bytes (a JSON string as it stands in a message).
     init?(hexUTF8 text: UnsafeRawBufferPointer) {
         guard let parsed = Self.parse(text.assumingMemoryBound(to: UInt8.self)) else { return nil }

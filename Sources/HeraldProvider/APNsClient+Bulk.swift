@@ -78,7 +78,7 @@ final class APNsBulkRun: Sendable {
     private func startNext() {
         while let index = claim() {
             let token = tokens[index]
-            guard DeviceToken(hex: token) != nil else {
+            guard DeviceToken.isHex(token) else {
                 let error = APNsClientError.invalidDeviceToken(token)
                 if count(.init(token: token, result: .failure(error))) { return }
                 continue

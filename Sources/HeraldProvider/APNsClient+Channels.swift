@@ -127,7 +127,7 @@ extension APNsClient {
         let requestID = RandomUUID.lowercaseString()
         let (endpoint, base) = try server.endpoint()
         var fields: [(String, String)] = []
-        if let tokens { fields.append(("authorization", "bearer " + (try tokens.token()))) }
+        if let tokens { fields.append(("authorization", try tokens.authorization())) }
         fields.append(("apns-request-id", requestID))
         if let channelID { fields.append(("apns-channel-id", channelID)) }
         fields += headers

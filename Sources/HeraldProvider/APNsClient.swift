@@ -194,7 +194,7 @@ public final class APNsClient: Sendable {
     func headers(for n: APNsNotification, apnsID: String) throws -> [(String, String)] {
         var headers: [(String, String)] = []
         headers.reserveCapacity(8)
-        if let tokens { headers.append(("authorization", "bearer " + (try tokens.token()))) }
+        if let tokens { headers.append(("authorization", try tokens.authorization())) }
         headers.append(("apns-topic", n.topic))
         headers.append(("apns-id", apnsID))
         if let t = n.pushType { headers.append(("apns-push-type", t.rawValue)) }

@@ -51,7 +51,8 @@ public final class APNsTokenCache: Sendable {
     /// How old a token gets before it is replaced (clamped to 20…59 minutes).
     public let refreshAge: TimeInterval
     private let now: @Sendable () -> Date
-    private let current = Mutex<(token: String, issuedAt: Date)?>(nil)
+    /// The token, when it was signed, and the `authorization` field's value that carries it.
+    private let current = Mutex<(token: String, issuedAt: Date, authorization: String)?>(nil)
 
     /// A cache for `key`; tokens are replaced once `refreshAge` old (50 minutes by default).
     /// `now` is the clock (injected by tests).
@@ -67,19 +68,26 @@ public final class APNsTokenCache: Sendable {
     /// Signing happens under the lock, so concurrent first requests share one token (ES256
     /// signatures differ every time, and APNs refuses a second token on a connection within 20
     /// minutes with `TooManyProviderTokenUpdates`).
-    public func token() throws -> String {
+    public func token() throws -> String { try entry().token }
+
+    /// ``token()`` as the `authorization` field's value, `bearer <token>`, made once per token
+    /// rather than once per request.
+    func authorization() throws -> String { try entry().authorization }
+
+    private func entry() throws -> (token: String, issuedAt: Date, authorization: String) {
         let key = self.key
         let refreshAge = self.refreshAge
-        return try current.withLock { current throws -> String in
+        return try current.withLock { current in
             // Read under the lock: a time read before it could be older than the token another
             // caller signed meanwhile, look like a clock gone back, and sign a second token.
             let now = self.now()
-            if let (token, issuedAt) = current, now.timeIntervalSince(issuedAt) < refreshAge, now >= issuedAt {
-                return token
+            if let entry = current, now.timeIntervalSince(entry.issuedAt) < refreshAge, now >= entry.issuedAt {
+                return entry
             }
             let token = try key.token(issuedAt: now)
-            current = (token, now)
-            return token
+            let entry = (token: token, issuedAt: now, authorization: "bearer " + token)
+            current = entry
+            return entry
         }
     }
 

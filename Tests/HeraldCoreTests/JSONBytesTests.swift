@@ -223,4 +223,20 @@ import Testing
         #expect(DeviceToken(hex: "ABcd"[...])?.bytes == [0xAB, 0xCD])
         for bad in ["", "0", "0g", "abc", "zz", "0 "] { #expect(DeviceToken(hex: bad) == nil, "\(bad)") }
     }
+
+    /// The check a bulk send makes without parsing agrees with the parse, character by character.
+    @Test func theHexCheckAcceptsExactlyWhatTheParseAccepts() {
+        var cases = ["", "0", "00", "0g", "abc", "zz", "0 ", "ABcd", "00ff0A", "é0", String(repeating: "a", count: 64)]
+        // Every ASCII character in both places of a two-character token.
+        for c in 0..<128 {
+            let char = String(UnicodeScalar(UInt8(c)))
+            cases += ["0" + char, char + "F"]
+        }
+        for text in cases {
+            #expect(DeviceToken.isHex(text) == (DeviceToken(hex: text) != nil), "\(text.debugDescription)")
+            #expect(DeviceToken.isHex(text[...]) == (DeviceToken(hex: text) != nil), "\(text.debugDescription)")
+        }
+        #expect(DeviceToken.isHex(String(repeating: "aF", count: 32)))
+        #expect(!DeviceToken.isHex(String(repeating: "a", count: 63)))
+    }
 }
