@@ -29,12 +29,7 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     public static func isHex(_ hex: some StringProtocol) -> Bool {
         func check(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
             guard !text.isEmpty, text.count % 2 == 0 else { return false }
-            return text.allSatisfy { c in
-                switch c {
-                case 0x30...0x39, 0x41...0x46, 0x61...0x66: return true
-                default: return false
-                }
-            }
+            return text.allSatisfy { nibble($0) != nil }
         }
         return hex.utf8.withContiguousStorageIfAvailable(check) ?? Array(hex.utf8).withUnsafeBufferPointer(check)
     }
@@ -45,16 +40,18 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         self.bytes = parsed
     }
 
+    /// The value of one hex digit in either case; `nil` for anything else.
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c &- 0x30
+        case 0x41...0x46: return c &- 0x41 &+ 10
+        case 0x61...0x66: return c &- 0x61 &+ 10
+        default: return nil
+        }
+    }
+
     private static func parse(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard !text.isEmpty, text.count % 2 == 0 else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 0x30...0x39: return c &- 0x30
-            case 0x41...0x46: return c &- 0x41 &+ 10
-            case 0x61...0x66: return c &- 0x61 &+ 10
-            default: return nil
-            }
-        }
         var valid = true
         let bytes = [UInt8](unsafeUninitializedCapacity: text.count / 2) { out, count in
             for i in 0..<text.count / 2 {
