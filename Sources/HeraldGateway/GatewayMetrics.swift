@@ -10,6 +10,8 @@ public final class GatewayMetrics: Sendable {
     /// The registry `/metrics` emits.
     public let registry: PrometheusCollectorRegistry
     private let requests: [String: Counter]
+    /// `requests`' counter of 200s, the answer nearly every push gets: counted without building its key.
+    private let accepted: Counter
     private let otherRequests = Mutex<[String: Counter]>([:])
     private let latency: DurationHistogram
     private let acknowledged: Counter
@@ -42,6 +44,7 @@ public final class GatewayMetrics: Sendable {
                 registry, reason.status, reason.rawValue)
         }
         self.requests = requests
+        accepted = requests[Self.key(200, nil)]!
         latency = registry.makeDurationHistogram(
             descriptor: Self.name(
                 "provider_request_duration", "seconds", "Time from a provider request's arrival to its answer"),
@@ -127,11 +130,13 @@ public final class GatewayMetrics: Sendable {
     public func answered(_ response: ProviderResponse, after elapsed: TimeAmount) {
         // A connection a fault rule closed answered nothing.
         if response.connectionFault == .close { return }
-        let key = Self.key(response.status, response.reasonText)
-        if let counter = requests[key] {
+        if response.status == 200, response.reasonText == nil {
+            accepted.increment()
+        } else if let counter = requests[Self.key(response.status, response.reasonText)] {
             counter.increment()
         } else {
             // A fault rule can pair any status with any reason.
+            let key = Self.key(response.status, response.reasonText)
             let counter = otherRequests.withLock { others in
                 if let c = others[key] { return c }
                 let c = Self.requestCounter(registry, response.status, response.reasonText)

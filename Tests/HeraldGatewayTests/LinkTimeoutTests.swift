@@ -37,6 +37,25 @@ import Testing
         #expect(deadlines.expired(now: t0 + .seconds(10)).map(\.ticket) == Array(4000..<5000))
     }
 
+    /// After the timer fires, it is armed again no sooner than the coalescing time (a twentieth of the
+    /// timeout, at most 10 ms), however close the next deadline; one further away is kept exactly.
+    @Test func afterFiringTheTimerWaitsForDeadlinesToGatherButNotForOnesFurtherAway() {
+        var deadlines = AcknowledgementDeadlines(timeout: .seconds(2))
+        #expect(deadlines.coalescing == .milliseconds(10))
+        #expect(AcknowledgementDeadlines(timeout: .milliseconds(100)).coalescing == .milliseconds(5))
+        #expect(deadlines.next(afterFiringAt: t0) == nil)
+        deadlines.written(apnsID: "a", ticket: 1, now: t0)
+        deadlines.written(apnsID: "b", ticket: 2, now: t0 + .microseconds(20))
+        deadlines.written(apnsID: "c", ticket: 3, now: t0 + .milliseconds(500))
+        let fired = t0 + .seconds(2)
+        #expect(deadlines.expired(now: fired).map(\.ticket) == [1])
+        // b is due 20 µs later: the timer waits 10 ms for it (and whatever else comes due by then).
+        #expect(deadlines.next(afterFiringAt: fired) == fired + .milliseconds(10))
+        #expect(deadlines.expired(now: fired + .milliseconds(10)).map(\.ticket) == [2])
+        // c is due 490 ms later: exactly then.
+        #expect(deadlines.next(afterFiringAt: fired + .milliseconds(10)) == t0 + .milliseconds(2500))
+    }
+
     @Test func removingAllLeavesNothing() {
         var deadlines = AcknowledgementDeadlines(timeout: .seconds(1))
         deadlines.written(apnsID: "a", ticket: 1, now: t0)
@@ -82,6 +101,26 @@ import Testing
         #expect(link.take() == [Link.answer(1, .notAcknowledged(deliveredAt: Link.startDate))])
         // Nothing of it is left to answer when the link closes.
         #expect(Link.answers(link.machine.closed(at: link.at)).isEmpty)
+    }
+
+    /// Pushes written a millisecond apart are not each given a timer of their own once the first
+    /// deadline has come: the others are answered together, none before its deadline and none more
+    /// than 10 ms after it.
+    @Test func deadlinesCloseTogetherAreAnsweredTogetherAtMostTenMillisecondsLate() {
+        var link = Link.online(acknowledgementTimeout: .seconds(2))
+        for i in 1...5 {
+            link.offer(Link.push("push-\(i)"))
+            link.advance(by: .milliseconds(1))
+        }
+        #expect(link.written().count == 5)
+        link.advance(by: .milliseconds(1995))
+        #expect(Link.answers(link.take()).map(\.ticket) == [1])
+        #expect(link.deadline == Link.start + .milliseconds(2010))
+        link.advance(by: .milliseconds(9))
+        #expect(Link.answers(link.take()).isEmpty)
+        link.advance(by: .milliseconds(1))
+        #expect(Link.answers(link.take()).map(\.ticket) == [2, 3, 4, 5])
+        #expect(link.deadline == nil)
     }
 
     /// A provider may send two pushes under one `apns-id`: each waits for the acknowledgement on its

@@ -3,6 +3,11 @@ import NIOCore
 /// When each push written to a device stops waiting for its acknowledgement: a value, driven by the
 /// link's event-loop time. Every push waits the same time, so deadlines come in the order pushes were
 /// written: one queue and one timer per link instead of a timer per push.
+///
+/// Under load a deadline comes every few microseconds, so a timer armed for the very next one would
+/// fire once per push. After it fires, the timer is armed no sooner than ``coalescing`` later: the
+/// deadlines that come meanwhile are taken together, at most that late. The first deadline after a
+/// quiet spell is kept exactly.
 struct AcknowledgementDeadlines {
     /// One push written and waiting.
     struct Waiting: Equatable {
@@ -17,7 +22,15 @@ struct AcknowledgementDeadlines {
     private var queue: [Waiting] = []
     private var head = 0
 
-    init(timeout: TimeAmount) { self.timeout = timeout }
+    /// How late a deadline may be taken when deadlines come close together: a twentieth of the
+    /// timeout, at most 10 ms (at the default 2 s timeout, the timer fires at most 100 times a
+    /// second however many pushes wait).
+    let coalescing: TimeAmount
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+        coalescing = min(.milliseconds(10), .nanoseconds(timeout.nanoseconds / 20))
+    }
 
     /// A push was written at `now`.
     mutating func written(apnsID: String, ticket: Int, now: NIODeadline) {
@@ -26,6 +39,12 @@ struct AcknowledgementDeadlines {
 
     /// The earliest deadline still to come: when the link's timer should fire.
     var next: NIODeadline? { head < queue.count ? queue[head].at : nil }
+
+    /// When the timer should fire next after it fired at `now`: the earliest deadline still to come,
+    /// but not before ``coalescing`` has passed.
+    func next(afterFiringAt now: NIODeadline) -> NIODeadline? {
+        next.map { max($0, now + coalescing) }
+    }
 
     /// How many deadlines are still to come.
     var count: Int { queue.count - head }

@@ -169,7 +169,12 @@ extension DeviceLinkStateMachine {
         for due in deadlines.expired(now: now) {
             acknowledgementTimedOut(apnsID: due.apnsID, ticket: due.ticket, into: &actions)
         }
-        scheduleDeadline(into: &actions)
+        // Deadlines close behind this one are taken together, a little later (see
+        // ``AcknowledgementDeadlines``), instead of one timer per push under load.
+        if let next = deadlines.next(afterFiringAt: now) {
+            deadlineScheduled = true
+            actions.append(.scheduleDeadline(at: next))
+        }
         return actions
     }
 

@@ -299,6 +299,18 @@ import Testing
         #expect(try await reopened.deliveryLog(id: "id-1").map(\.kind) == [.acknowledged])
     }
 
+    /// The delivery log's many-row INSERT keeps a statement journal; SQLite writes it to a temporary
+    /// file past 64 KiB unless temporary storage is in memory (two writes per page, about half of
+    /// the log writer's system calls under load, before).
+    @Test func temporaryStorageIsInMemoryOnEveryConnection() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try SQLiteGatewayStore(path: path)
+        let writer = try await store.writer.write { db in try Int.fetchOne(db, sql: "PRAGMA temp_store") }
+        let reader = try await store.writer.read { db in try Int.fetchOne(db, sql: "PRAGMA temp_store") }
+        #expect(writer == 2 && reader == 2)  // MEMORY
+    }
+
     /// Log lines nobody waits for linger until there are `logBatch` of them, a durable batch
     /// comes along, or `flushLog()`.
     @Test(arguments: StoreKind.allCases) func logLinesLingerUntilABatchIsFullOrFlushed(kind: StoreKind) async throws {
