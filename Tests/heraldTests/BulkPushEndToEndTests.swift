@@ -86,6 +86,26 @@ import Testing
         await f.stop()
     }
 
+    @Test func aTokensFileThatCannotBeReadOrHoldsNoTokenIsRefused() async throws {
+        let f = try await Fixture()
+        let missing = f.directory.appendingPathComponent("missing.txt")
+        let unread = try await runOffThread(try heraldExecutable().path, try f.arguments(missing, []))
+        #expect(unread.status != 0 && unread.stderr.contains("--tokens-file: cannot read \(missing.path)"), "\(unread)")
+        // Comments, blank lines and lines of spaces, with every line ending the reader knows.
+        let empty = f.directory.appendingPathComponent("empty.txt")
+        try Data("# none yet\r\n \t \n\r\u{0B}\u{0C}  # nor here\n".utf8).write(to: empty)
+        let none = try await runOffThread(try heraldExecutable().path, try f.arguments(empty, []))
+        #expect(none.status != 0 && none.stderr.contains("\(empty.path) has no tokens"), "\(none)")
+        // Lines ended by CR alone and by FF, the last by nothing: three tokens.
+        let mixed = f.directory.appendingPathComponent("mixed.txt")
+        try Data((f.tokens[0] + "\r" + f.tokens[1] + "\u{0C}" + f.tokens[2]).utf8).write(to: mixed)
+        let three = try await runOffThread(try heraldExecutable().path, try f.arguments(mixed, ["--json"]))
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(three.stdout.utf8)) as? [String: Any], "\(three)")
+        #expect(summary["results"] as? [String: Int] == ["200": 3], "\(summary)")
+        await f.stop()
+    }
+
     @Test func aTerminalGetsABarWithRateAndTimeLeftAndALogGetsLines() async throws {
         let f = try await Fixture()
         let file = try f.tokensFile(1_000)
