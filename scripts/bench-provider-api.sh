@@ -52,9 +52,7 @@ nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" 2>/dev/null || {
 # Prints "rate|CPU seconds h2load used|status codes".
 run_h2load() {
     local TIMEFORMAT='%U %S'
-    { time h2load -n "$REQUESTS" -c 4 -m 100 -d "$WORK/payload.json" \
-        -H "authorization: bearer $JWT" -H "apns-topic: com.example.bench" -H "apns-push-type: alert" "$1" \
-        > "$WORK/h2load.out"; } 2> "$WORK/h2load.time"
+    { time bench_h2load_load "$REQUESTS" "$1" > "$WORK/h2load.out"; } 2> "$WORK/h2load.time"
     local codes rate cpu
     codes=$(grep "status codes:" "$WORK/h2load.out")
     rate=$(grep -o "[0-9.]* req/s" "$WORK/h2load.out" | head -1 | cut -d' ' -f1)

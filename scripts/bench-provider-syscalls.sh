@@ -17,12 +17,8 @@ REQUESTS=${1:-200000}
 source scripts/lib/bench-gateway.sh
 bench_setup h2load:nghttp2-client curl:curl perf:linux-perf -- --no-legacy
 
-load() {
-    h2load -n "$1" -c 4 -m 100 -d "$WORK/payload.json" -H "authorization: bearer $JWT" \
-        -H "apns-topic: com.example.bench" -H "apns-push-type: alert" "$PROVIDER/3/device/$TOKEN"
-}
 # Warm up (connections, caches, the log's first pages), then count.
-load 20000 > /dev/null
+bench_h2load_load 20000 > /dev/null
 CALLS=(timerfd_settime write writev read pwrite64 pread64 fdatasync fsync epoll_wait futex)
 EVENTS=$(printf 'syscalls:sys_enter_%s,' "${CALLS[@]}")context-switches
 perf stat -x, -e "$EVENTS" -p "$GW_PID" -o "$WORK/gateway.stat" &
@@ -32,7 +28,7 @@ STAT_DEV=$!
 # perf stat starts counting as it attaches; give it a moment before the load.
 sleep 0.5
 WCHAR0=$(awk '/^wchar/ {print $2}' "/proc/$GW_PID/io")
-load "$REQUESTS" > "$WORK/h2load.out"
+bench_h2load_load "$REQUESTS" > "$WORK/h2load.out"
 WCHAR1=$(awk '/^wchar/ {print $2}' "/proc/$GW_PID/io")
 kill -INT "$STAT_GW" "$STAT_DEV"
 wait "$STAT_GW" "$STAT_DEV" || true

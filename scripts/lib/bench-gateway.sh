@@ -79,6 +79,13 @@ open(sys.argv[1], "w").write(text)
 PY
 }
 
+# The provider benchmarks' load: h2load with COUNT of the payload to URL (by default the device's
+# token on the gateway) over 4 connections with 100 streams each.
+bench_h2load_load() {
+    h2load -n "$1" -c 4 -m 100 -d "$WORK/payload.json" -H "authorization: bearer $JWT" \
+        -H "apns-topic: com.example.bench" -H "apns-push-type: alert" "${2:-$PROVIDER/3/device/$TOKEN}"
+}
+
 # h2load with COUNT of the payload to the device's token on one connection with 100 streams, the
 # reference the one-connection benchmarks compare with. Sets H2_RATE (requests a second), H2_CODES and
 # H2_CPU (the CPU seconds h2load used, user and system).

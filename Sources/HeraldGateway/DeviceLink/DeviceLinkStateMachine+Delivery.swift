@@ -171,10 +171,7 @@ extension DeviceLinkStateMachine {
         }
         // Deadlines close behind this one are taken together, a little later (see
         // ``AcknowledgementDeadlines``), instead of one timer per push under load.
-        if let next = deadlines.next(afterFiringAt: now) {
-            deadlineScheduled = true
-            actions.append(.scheduleDeadline(at: next))
-        }
+        scheduleDeadline(afterFiringAt: now, into: &actions)
         return actions
     }
 
@@ -241,8 +238,11 @@ extension DeviceLinkStateMachine {
         }
     }
 
-    private mutating func scheduleDeadline(into actions: inout [Action]) {
-        guard !deadlineScheduled, let next = deadlines.next else { return }
+    /// Arms the deadline timer, unless it is armed: for the next deadline, or (just after it fired
+    /// at `firedAt`) no sooner than the deadlines' coalescing time.
+    private mutating func scheduleDeadline(afterFiringAt firedAt: NIODeadline? = nil, into actions: inout [Action]) {
+        let next = if let firedAt { deadlines.next(afterFiringAt: firedAt) } else { deadlines.next }
+        guard !deadlineScheduled, let next else { return }
         deadlineScheduled = true
         actions.append(.scheduleDeadline(at: next))
     }
