@@ -468,6 +468,12 @@ extension LinkPush {
         // is under 160 bytes, and a string may grow when escaped.
         let strings = apnsID.utf8.count + (uniqueID?.utf8.count ?? 0) + topic.utf8.count + (collapseID?.utf8.count ?? 0)
         var w = JSONWriter(capacity: 192 + strings + strings / 4 + token.bytes.count * 2 + (payload.count + 2) / 3 * 4)
+        writeMessage(to: &w)
+        return w.bytes
+    }
+
+    /// Appends the `push` message to `w`: a writer kept for every push spares an allocation each.
+    public func writeMessage(to w: inout JSONWriter) {
         w.raw(#"{"type":"push","apnsID":"#)
         w.string(apnsID)
         if let uniqueID {
@@ -495,6 +501,5 @@ extension LinkPush {
         w.raw(#","payload":"#)
         w.base64(payload)
         w.raw("}")
-        return w.bytes
     }
 }

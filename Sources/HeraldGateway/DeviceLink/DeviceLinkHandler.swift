@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldNIO
 import HeraldRuntime
 import NIOCore
+import NIOPosix
 import NIOWebSocket
 
 /// One device's link, on its event loop: holds the channel and the link's timers, feeds every
@@ -68,7 +69,11 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch action {
         case .answer(let completion, let outcome): completion.call(outcome)
         case .send(let message): send(message)
-        case .write(let push): writeText(push.encodedMessage(), flush: false)
+        case .write(let push):
+            let scratch = PushScratch.current
+            scratch.writer.clear()
+            push.writeMessage(to: &scratch.writer)
+            writeText(scratch.writer.bytes, flush: false)
         case .writeFrame(let frame):
             context?.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: frame)), promise: nil)
         case .flush:
@@ -253,5 +258,21 @@ extension DeviceLinkHandler: DeviceConnection {
     func goAway() {
         guard context != nil else { return }
         run(machine.goAway(at: at))
+    }
+}
+
+/// The writer a thread's device links write their `push` messages with: one for all the links on
+/// an event loop, so that a push costs no allocation for its text (a writer per link would hold
+/// its capacity for every connected device). Only its own thread touches it.
+final class PushScratch: @unchecked Sendable {
+    var writer = JSONWriter(capacity: 1024)
+    private static let perThread = ThreadSpecificVariable<PushScratch>()
+
+    /// This thread's.
+    static var current: PushScratch {
+        if let scratch = perThread.currentValue { return scratch }
+        let scratch = PushScratch()
+        perThread.currentValue = scratch
+        return scratch
     }
 }

@@ -148,9 +148,12 @@ extension SQLiteGatewayStore: PushStore {
     /// is looked up by this text for every full run.
     static let insertFullEventRun = insertEvents(eventRowsPerInsert)
 
-    /// `INSERT INTO event … VALUES (?, ?, ?), …` for `count` rows.
+    /// `INSERT OR FAIL INTO event … VALUES (?, ?, ?), …` for `count` rows. `OR FAIL`: a row that
+    /// broke a constraint would end the statement without undoing the rows before it, so SQLite
+    /// keeps no statement journal (a copy of every page the statement changes, in memory); the
+    /// statement runs only inside a transaction that any failure rolls back whole.
     static func insertEvents(_ count: Int) -> String {
-        "INSERT INTO event (apnsID, uniqueID, record) VALUES "
+        "INSERT OR FAIL INTO event (apnsID, uniqueID, record) VALUES "
             + repeatElement("(?, ?, ?)", count: count).joined(separator: ", ")
     }
 
