@@ -318,9 +318,14 @@ extension LinkMessage {
     /// Reads a message; the error names what is missing or malformed.
     ///
     /// Messages with only strings, integers and arrays of strings (every `push` and `ack`) are
-    /// read without `JSONDecoder`; anything else, and anything that reader declines, is decoded
-    /// by `JSONDecoder`.
+    /// read without `JSONDecoder`, a `push` in the very form the gateway writes in one pass
+    /// (``LinkPush/init(gatewayForm:)``); anything else, and anything those readers decline, is
+    /// decoded by `JSONDecoder`.
     public init(json: Data) throws(LinkMessageError) {
+        if let push = json.withUnsafeBytes({ LinkPush(gatewayForm: $0) }) {
+            self = .push(push)
+            return
+        }
         let fast = json.withUnsafeBytes { Envelope(flatJSON: $0) }
         if let fast {
             try self.init(envelope: fast)
@@ -332,7 +337,9 @@ extension LinkMessage {
     /// Reads a message from bytes in place (a WebSocket frame's), as ``init(json:)`` reads it,
     /// copying them only when `JSONDecoder` has to decide.
     public init(json bytes: UnsafeRawBufferPointer) throws(LinkMessageError) {
-        if let fast = Envelope(flatJSON: bytes) {
+        if let push = LinkPush(gatewayForm: bytes) {
+            self = .push(push)
+        } else if let fast = Envelope(flatJSON: bytes) {
             try self.init(envelope: fast)
         } else {
             try self.init(envelope: Self.decodeEnvelope(Data(bytes)))

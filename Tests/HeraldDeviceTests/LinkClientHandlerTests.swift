@@ -35,14 +35,14 @@ import Testing
     }
 
     /// A link client handler that acknowledges by itself, in a channel of its own, and its events.
-    func client(identity: DeviceIdentity = DeviceIdentity(deviceID: "d1")) throws -> (
+    func client(identity: DeviceIdentity = DeviceIdentity(deviceID: "d1"), seenLimit: Int = 100_000) throws -> (
         EmbeddedChannel, AsyncStream<GatewayLinkEvent>
     ) {
         let channel = EmbeddedChannel()
         let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
         let handler = LinkClientHandler(
             identity: identity, autoAcknowledge: true,
-            welcome: channel.eventLoop.makePromise(), events: continuation)
+            welcome: channel.eventLoop.makePromise(), events: continuation, seenLimit: seenLimit)
         try channel.pipeline.syncOperations.addHandler(handler)
         return (channel, events)
     }
@@ -169,5 +169,22 @@ import Testing
         pipeline.fireChannelReadComplete()
         #expect(await iterator.next() == .pushes([push(lower), push("plain"), push(lower.uppercased())]))
         #expect(try sent(channel) == [.ack([lower, "plain", lower, lower.uppercased(), "plain"])])
+    }
+
+    /// A second copy is dropped while its id is among the newest `seenLimit` seen, and still a
+    /// generation later; after two generations (here 3 ids each) it is forgotten and handed over again.
+    @Test func theDuplicateCheckRemembersTheNewestIdsByGenerations() async throws {
+        let (channel, events) = try client(seenLimit: 3)
+        var iterator = events.makeAsyncIterator()
+        let pipeline = channel.pipeline.syncOperations
+        let ids = ["a", "b", "c", "d", "e", "a", "f", "a", "d", "c"]
+        for id in ids {
+            pipeline.fireChannelRead(NIOAny(frame(.push(push(id)))))
+        }
+        pipeline.fireChannelReadComplete()
+        // a, b, c fill the first generation; d, e, f the second, while a copy of a is still dropped;
+        // then a, b and c are forgotten (a comes again and starts the third), and d is still known.
+        #expect(await iterator.next() == .pushes(["a", "b", "c", "d", "e", "f", "a", "c"].map(push)))
+        #expect(try sent(channel) == [.ack(ids)])
     }
 }

@@ -30,11 +30,14 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     var seenBroadcasts = RecentIDs(capacity: 1024)
     /// Notifications read in this read cycle, handed over together at its end.
     var arrived: [LinkPush] = []
-    /// `apns-id`s already seen, at most ``seenLimit``; `seenOrder[seenHead...]` holds them oldest first.
+    /// `apns-id`s already seen: the newest `seenLimit` at least, in two generations. New ones go
+    /// into `seen`; when it holds `seenLimit`, it becomes `seenBefore` and the generation before
+    /// that is forgotten whole. So no id is removed on its own (a set removes by hashing again
+    /// the ids that follow it), and an id is forgotten after between `seenLimit` and twice as
+    /// many newer ones.
     var seen: Set<SeenID> = []
-    var seenOrder: [SeenID] = []
-    var seenHead = 0
-    static let seenLimit = 100_000
+    var seenBefore: Set<SeenID> = []
+    let seenLimit: Int
     var closeReason: String?
     /// The challenge's nonce, kept until the gateway welcomes the device: signed if the ticket
     /// presented for it is refused.
@@ -42,8 +45,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     init(
         identity: DeviceIdentity, autoAcknowledge: Bool, welcome: EventLoopPromise<Welcome>,
-        events: AsyncStream<GatewayLinkEvent>.Continuation
+        events: AsyncStream<GatewayLinkEvent>.Continuation, seenLimit: Int = 100_000
     ) {
+        self.seenLimit = max(1, seenLimit)
         self.identity = identity
         self.autoAcknowledge = autoAcknowledge
         self.welcome = welcome
@@ -110,15 +114,11 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .push(let push):
             if autoAcknowledge { toAcknowledge.append(push.apnsID) }
             let id = SeenID(push.apnsID)
-            guard seen.insert(id).inserted else { return }
-            seenOrder.append(id)
-            if seenOrder.count - seenHead > Self.seenLimit {
-                seen.remove(seenOrder[seenHead])
-                seenHead += 1
-                if seenHead >= Self.seenLimit {
-                    seenOrder.removeFirst(seenHead)
-                    seenHead = 0
-                }
+            guard !seenBefore.contains(id), seen.insert(id).inserted else { return }
+            if seen.count >= seenLimit {
+                // The new generation starts in the storage of the one forgotten.
+                swap(&seen, &seenBefore)
+                seen.removeAll(keepingCapacity: true)
             }
             arrived.append(push)
         case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _),
