@@ -98,9 +98,12 @@ final class HTTP2ClientConnection: @unchecked Sendable {
                     if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname)) }
                     // A turn's requests, two frames each, reach TLS as one buffer: one record, not two per request.
                     try sync.addHandler(WriteCoalescingHandler())
-                    // The requests are the client's own, built well formed; of the answers only a few
-                    // fields are read. The codec's checks would be a pass over every field each way.
-                    try sync.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))
+                    // The requests are the client's own, built well formed (their content-length is
+                    // their body's); of the answers only a few fields are read, and a body is read as
+                    // it comes, up to the request's limit. The codec's checks would be a pass over
+                    // every field each way and a content-length parsed and tracked on every stream.
+                    try sync.addHandler(
+                        NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled, contentLengthValidation: .disabled))
                     try sync.addHandler(boundHandler.value)
                 }
             }
