@@ -22,6 +22,10 @@ Attacks:
   many-streams        10,000 streams opened at once (HEADERS without END_STREAM), never finished
   unfinished-streams  100 streams opened (HEADERS without END_STREAM) and never finished; reads until
                       all 100 are reset or 20 s pass (the connection itself may stay)
+  content-length-lies three requests whose body does not match their content-length (stream 1 has
+                      less, stream 3 more, stream 5 a content-length that is not a number), then a
+                      well-formed one (stream 7); reads until three resets and an answer came or 20 s
+                      pass, and adds "resetCodes" and "statuses" by stream (the connection should stay)
 """
 import json
 import socket
@@ -50,6 +54,9 @@ class Connection:
         self.headers = 0
         self.out = bytearray()
         self.server_settings = False
+        self.decoder = hpack.Decoder()
+        self.reset_codes = {}
+        self.statuses = {}
 
     def queue(self, frame):
         self.out += frame.serialize()
@@ -117,8 +124,13 @@ class Connection:
                                "debug": frame.additional_data.decode(errors="replace")}
             elif isinstance(frame, RstStreamFrame):
                 self.resets += 1
+                self.reset_codes[frame.stream_id] = frame.error_code
             elif isinstance(frame, HeadersFrame):
                 self.headers += 1
+                # Every block is decoded, in order, to keep the decoder's table in step with the server's.
+                for name, value in self.decoder.decode(bytes(frame.data)):
+                    if name in (":status", b":status"):
+                        self.statuses[frame.stream_id] = int(value)
             elif isinstance(frame, SettingsFrame) and "ACK" not in frame.flags:
                 self.server_settings = True
                 ack = SettingsFrame(0)
@@ -254,11 +266,29 @@ def run_once(attack, host, port, path, extra):
         deadline = time.monotonic() + 20
         while c.resets < 100 and not c.closed and time.monotonic() < deadline:
             c.pump(0.2)
+    elif attack == "content-length-lies":
+        body = b'{"aps":{"alert":"x"}}'
+        for stream, length, data in ((1, "100", body), (3, "2", body), (5, "ten", b""), (7, str(len(body)), body)):
+            h = HeadersFrame(stream)
+            h.data = request_block(encoder, authority, path, extra + [("content-length", length)])
+            h.flags.add("END_HEADERS")
+            if not data:
+                h.flags.add("END_STREAM")
+            c.queue(h)
+            if data:
+                d = DataFrame(stream)
+                d.data = data
+                d.flags.add("END_STREAM")
+                c.queue(d)
+        c.flush()
+        deadline = time.monotonic() + 20
+        while (c.resets < 3 or 7 not in c.statuses) and not c.closed and time.monotonic() < deadline:
+            c.pump(0.2)
     else:
         raise SystemExit(f"unknown attack {attack}")
     c.flush()
     deadline = time.monotonic() + 20
-    while attack != "unfinished-streams" and not c.closed and time.monotonic() < deadline:
+    while attack not in ("unfinished-streams", "content-length-lies") and not c.closed and time.monotonic() < deadline:
         c.pump(0.5)
         if c.goaway and attack not in ("zero-window",):
             # Give the server a moment to close after its GOAWAY.
@@ -268,7 +298,9 @@ def run_once(attack, host, port, path, extra):
             break
     c.sock.close()
     return {"attack": attack, "sent": c.sent, "goaway": c.goaway, "closed": c.closed,
-            "seconds": round(time.monotonic() - started, 3), "resets": c.resets, "headers": c.headers}
+            "seconds": round(time.monotonic() - started, 3), "resets": c.resets, "headers": c.headers,
+            "resetCodes": {str(k): v for k, v in c.reset_codes.items()},
+            "statuses": {str(k): v for k, v in c.statuses.items()}}
 
 
 if __name__ == "__main__":

@@ -24,14 +24,16 @@ struct HTTP2Pair {
 
     /// The gateway's dates stand at 1_800_000_000 (UNIX seconds); its timers run on the server loop's
     /// virtual time, which `server.embeddedEventLoop.advanceTime(by:)` moves. A client that does not
-    /// `validate` its header blocks can send malformed ones.
+    /// `validate` its header blocks and content-lengths can send malformed ones.
     init(api: ProviderAPI, router: PushRouter, validate: Bool = true) throws {
         try ProviderPipeline(
             api: api, router: router,
             clock: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000))
         ).http2(server.pipeline.syncOperations, ProviderConnectionState(defaultEnvironment: .development))
         try client.pipeline.syncOperations.addHandler(
-            NIOHTTP2Handler(mode: .client, headerBlockValidation: validate ? .enabled : .disabled))
+            NIOHTTP2Handler(
+                mode: .client, headerBlockValidation: validate ? .enabled : .disabled,
+                contentLengthValidation: validate ? .enabled : .disabled))
         try client.pipeline.syncOperations.addHandler(collector)
         try client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         try server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2)).wait()

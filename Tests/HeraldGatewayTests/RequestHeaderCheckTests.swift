@@ -99,4 +99,85 @@ import Testing
         #expect(status == ["400"])
         #expect(pair.server.isActive)
     }
+
+    /// `content-length` as RFC 9110 has it: digits, or a list of the same digits; every field the same.
+    @Test func contentLengthIsDigitsOrAListOfTheSameDigits() {
+        for (values, expected) in [
+            (["0"], 0), (["5"], 5), (["5, 5"], 5), ([" 5 ,5\t"], 5), (["5", "5"], 5), (["007"], 7),
+            (["123456789012345678"], 123_456_789_012_345_678),
+        ] as [([String], Int)] {
+            var check = RequestHeaderCheck()
+            for value in values {
+                let accepted = check.accept(name: "content-length", value: value)
+                #expect(accepted, "\(values)")
+            }
+            #expect(check.contentLength == expected, "\(values)")
+        }
+        for values in [
+            ["5,6"], ["abc"], ["-1"], ["+5"], [""], [","], ["5,"], ["1234567890123456789"], ["5", "6"], ["5 5"],
+        ] {
+            var check = RequestHeaderCheck()
+            let accepted = values.allSatisfy { check.accept(name: "content-length", value: $0) }
+            #expect(!accepted, "\(values)")
+        }
+        // In trailers it is a field like any other.
+        var trailers = RequestHeaderCheck(trailers: true)
+        let accepted = trailers.accept(name: "content-length", value: "x")
+        #expect(accepted)
+        #expect(trailers.contentLength == nil)
+    }
+
+    /// A body that does not add up to the request's content-length is malformed (RFC 9113, section
+    /// 8.1.1): the stream is reset with PROTOCOL_ERROR at the frame that shows it, and forgotten.
+    @Test func theBodyMustAddUpToTheContentLength() {
+        func run(_ length: String?, _ frames: [(String, Bool)], trailers: Bool = false) -> [Did] {
+            var m = T.machine()
+            let fields = Self.good + (length.map { [("content-length", $0)] } ?? [])
+            var did = [
+                Did(m.headersReceived(Self.block(fields), endStream: frames.isEmpty && !trailers, on: 1, at: T.t0))
+            ]
+            for (data, end) in frames {
+                did.append(Did(m.dataReceived(ByteBuffer(string: data), endStream: end && !trailers, on: 1)))
+            }
+            if trailers {
+                did.append(Did(m.headersReceived(Self.block([("x-t", "1")]), endStream: true, on: 1, at: T.t0)))
+            }
+            return did
+        }
+        let opened = Did.arm(.incomplete, in: .seconds(10))
+        #expect(run("5", [("abc", false), ("de", true)]) == [opened, .nothing, .decide(1, body: "abcde")])
+        #expect(
+            run("5", [("abc", false), ("def", false), ("g", true)]) == [
+                opened, .nothing, .reset(1, .protocolError), .nothing,
+            ])
+        #expect(run("5", [("abc", true)]) == [opened, .reset(1, .protocolError)])
+        #expect(run("5", [("abc", false)], trailers: true) == [opened, .nothing, .reset(1, .protocolError)])
+        #expect(run("5", []) == [.reset(1, .protocolError)])
+        #expect(run("0", []) == [.decide(1, body: "")])
+        #expect(run(nil, [("abc", true)]) == [opened, .decide(1, body: "abc")])
+    }
+
+    /// On the wire (the codec's own count is off): the stream whose body falls short of its
+    /// content-length gets RST_STREAM(PROTOCOL_ERROR), the next request its answer.
+    @Test func onTheWireABodyShortOfItsContentLengthResetsItsStream() async throws {
+        let f = try await Fixture()
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router, validate: false)
+        var short = HTTP2Pair.badTokenRequest(jwt: f.jwt())
+        short.add(name: "content-length", value: "10")
+        try pair.send(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: short, endStream: false))))
+        try pair.send(
+            HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(string: "{}")), endStream: true)))
+        )
+        let good = HTTP2Pair.badTokenRequest(jwt: f.jwt())
+        try pair.send(HTTP2Frame(streamID: 3, payload: .headers(.init(headers: good, endStream: true))))
+        let onOne = pair.collector.frames.filter { $0.streamID == 1 }.map { "\($0.payload)" }
+        #expect(onOne == ["\(HTTP2Frame.FramePayload.rstStream(.protocolError))"])
+        let status = pair.collector.frames.compactMap { frame -> String? in
+            if frame.streamID == 3, case .headers(let h) = frame.payload { return h.headers.first(name: ":status") }
+            return nil
+        }
+        #expect(status == ["400"])
+        #expect(pair.server.isActive)
+    }
 }

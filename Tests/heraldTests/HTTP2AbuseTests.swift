@@ -111,6 +111,17 @@ extension ConnectionFloodTests {
             #expect(held["goaway"] is NSNull, "\(held)")
             #expect((held["seconds"] as? Double ?? 0) >= 1.9, "\(held)")
 
+            // Bodies that do not add up to their content-length (short, long, not a number) are
+            // malformed: each stream is reset with PROTOCOL_ERROR, and the push after them on the same
+            // connection is delivered.
+            let lies = try run(
+                "/usr/bin/python3",
+                [script, "content-length-lies", "127.0.0.1", String(URL.port(p.gateway.dev)), good] + auth)
+            let lied = try JSONSerialization.jsonObject(with: Data(lies.stdout.utf8)) as? [String: Any] ?? [:]
+            #expect(lied["resetCodes"] as? [String: Int] == ["1": 1, "3": 1, "5": 1], "\(lied)")
+            #expect(lied["statuses"] as? [String: Int] == ["7": 200], "\(lied)")
+            #expect(lied["goaway"] is NSNull, "\(lied)")
+
             // The process is up, answers, and its memory stayed bounded.
             #expect(p.gateway.process.isRunning)
             #expect(try p.gateway.adminCall("GET", "/healthz").status == 200)

@@ -19,8 +19,15 @@ struct ProviderConnectionStateMachine {
         var request: ProviderRequest
         var bodyLimitExceeded = false
         var answered = false
+        /// The request's `content-length`, which the DATA must match (``RequestHeaderCheck``).
+        var contentLength: Int?
+        /// The DATA bytes received (padding aside), kept or not.
+        var received = 0
         /// When its HEADERS came: a request must arrive whole within the stall deadline.
         var openedAt = NIODeadline.uptimeNanoseconds(0)
+
+        /// Ends with fewer DATA bytes than its content-length said (none answered yet).
+        var missesItsLength: Bool { !answered && contentLength.map { received < $0 } == true }
     }
 
     /// What ``decide(_:with:now:)`` leaves to do.
@@ -172,7 +179,10 @@ struct ProviderConnectionStateMachine {
             // Trailers: only their form matters.
             var check = RequestHeaderCheck(trailers: true)
             for (name, value, _) in headers where !check.accept(name: name, value: value) { return malformed(id) }
-            if endStream { return Self.complete(stream, on: id) }
+            if endStream {
+                guard !stream.missesItsLength else { return malformed(id) }
+                return Self.complete(stream, on: id)
+            }
             streams[id] = stream
             return .none
         }
@@ -191,7 +201,11 @@ struct ProviderConnectionStateMachine {
         }
         guard check.isComplete else { return malformed(id) }
         var stream = Stream(request: request)
-        if endStream { return Self.complete(stream, on: id) }
+        stream.contentLength = check.contentLength
+        if endStream {
+            guard !stream.missesItsLength else { return malformed(id) }
+            return Self.complete(stream, on: id)
+        }
         stream.openedAt = now()
         streams[id] = stream
         if incompleteTimerArmed { return .none }
@@ -199,8 +213,9 @@ struct ProviderConnectionStateMachine {
         return .arm(.incomplete, in: stallDeadline)
     }
 
-    /// A header block that is not a well-formed request (``RequestHeaderCheck``): the stream is
-    /// reset with PROTOCOL_ERROR (RFC 9113, section 8.1.1) and forgotten; the connection goes on.
+    /// A request that is not well formed (its header block by ``RequestHeaderCheck``, or DATA that
+    /// do not add up to its content-length): the stream is reset with PROTOCOL_ERROR (RFC 9113,
+    /// section 8.1.1) and forgotten; the connection goes on.
     private mutating func malformed(_ id: HTTP2StreamID) -> Action {
         needsFlush = true
         return .reset(id, .protocolError)
@@ -210,6 +225,10 @@ struct ProviderConnectionStateMachine {
     mutating func dataReceived(_ bytes: ByteBuffer, endStream: Bool, on id: HTTP2StreamID) -> Action {
         guard var stream = streams.removeValue(forKey: id) else { return .none }
         var bytes = bytes
+        stream.received += bytes.readableBytes
+        // More than its content-length, or less at its end: malformed (RFC 9113, section 8.1.1).
+        if !stream.answered, let length = stream.contentLength, stream.received > length { return malformed(id) }
+        if endStream, stream.missesItsLength { return malformed(id) }
         if stream.request.body.readableBytes + bytes.readableBytes > Self.bodyCap {
             stream.bodyLimitExceeded = true
         } else if stream.request.body.readableBytes == 0 {

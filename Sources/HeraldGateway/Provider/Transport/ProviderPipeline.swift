@@ -44,6 +44,9 @@ struct ProviderPipeline: Sendable {
         // Requests' header blocks are checked in the pass that reads them (RequestHeaderCheck); the
         // answers are the gateway's own. The codec's check would be a second pass over every field.
         configuration.headerBlockValidation = .disabled
+        // The same for content-length: the connection's state machine holds each request's body to
+        // it. The codec would parse it again on every stream, and count every answer's too.
+        configuration.contentLengthValidation = .disabled
         try pipeline.addHandler(WriteCoalescingHandler())
         try pipeline.addHandler(
             NIOHTTP2Handler(

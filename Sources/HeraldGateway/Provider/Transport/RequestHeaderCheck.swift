@@ -12,6 +12,10 @@
 /// - Regular fields: names of lowercase token characters, none of the connection-specific fields
 ///   (`connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`), `te` only as
 ///   `trailers`; values without NUL, CR or LF.
+/// - `content-length` (RFC 9110, section 8.6): digits, or a list of the same digits separated by
+///   commas; every such field the same number. The number is ``contentLength``, which the body must
+///   match (RFC 9113, section 8.1.1): the connection's state machine counts it, since the codec's own
+///   count is off too.
 /// - Trailers: regular fields only.
 struct RequestHeaderCheck {
     private struct Seen: OptionSet {
@@ -24,6 +28,8 @@ struct RequestHeaderCheck {
     }
     private var seen: Seen = []
     private let trailers: Bool
+    /// The request's `content-length`, when it gave one.
+    private(set) var contentLength: Int?
 
     /// A check of a request's first header block, or (`trailers`) of its trailers.
     init(trailers: Bool = false) { self.trailers = trailers }
@@ -53,6 +59,12 @@ struct RequestHeaderCheck {
         case 2: return !Self.equals(name, "te") || Self.equals(value, "trailers")
         case 7: return !Self.equals(name, "upgrade")
         case 10: return !Self.equals(name, "connection") && !Self.equals(name, "keep-alive")
+        case 14 where !trailers && Self.equals(name, "content-length"):
+            guard let length = Self.contentLength(value), contentLength == nil || contentLength == length else {
+                return false
+            }
+            contentLength = length
+            return true
         case 16: return !Self.equals(name, "proxy-connection")
         case 17: return !Self.equals(name, "transfer-encoding")
         default: return true
@@ -82,6 +94,28 @@ struct RequestHeaderCheck {
             }
         }
         return true
+    }
+
+    /// A `content-length` value: digits (at most 18), or the same digits repeated in a list separated
+    /// by commas and optional spaces or tabs (RFC 9110, section 8.6); `nil` for anything else.
+    private static func contentLength(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
+        var length: Int?
+        var i = 0
+        while true {
+            while i < value.count, value[i] == 0x20 || value[i] == 0x09 { i += 1 }
+            let start = i
+            var number = 0
+            while i < value.count, value[i] >= 0x30, value[i] <= 0x39, i - start < 18 {
+                number = number * 10 + Int(value[i] - 0x30)
+                i += 1
+            }
+            guard i > start, length == nil || length == number else { return nil }
+            length = number
+            while i < value.count, value[i] == 0x20 || value[i] == 0x09 { i += 1 }
+            if i == value.count { return length }
+            guard value[i] == UInt8(ascii: ",") else { return nil }
+            i += 1
+        }
     }
 
     /// No NUL, CR or LF (RFC 9113, section 8.2.1).
