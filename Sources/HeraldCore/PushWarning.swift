@@ -125,7 +125,12 @@ public struct PushWarnings: Sendable, Equatable, Hashable, Sequence {
     public var first: PushWarning? { rawValue == 0 ? nil : Self.all[rawValue.trailingZeroBitCount] }
 
     /// The names, comma-separated: the `herald-warnings` header's value.
-    public var headerValue: String { map(\.rawValue).joined(separator: ", ") }
+    public var headerValue: String {
+        // One warning (the usual case, on every answer of a campaign) is its name as it stands: no
+        // array and no joined string for each answer.
+        if rawValue & (rawValue &- 1) == 0, let only = first { return only.rawValue }
+        return map(\.rawValue).joined(separator: ", ")
+    }
 
     /// Reads a `herald-warnings` header's value; names it does not know are left out.
     public init(headerValue: String) {

@@ -87,6 +87,11 @@ import Testing
         let set = PushWarnings([.alertTruncated, .backgroundWithAlert])
         #expect(set.headerValue == "BackgroundWithAlert, AlertTruncated")
         #expect(PushWarnings(headerValue: set.headerValue) == set)
+        // One warning alone is its name; none is empty.
+        for warning in PushWarning.allCases {
+            #expect(PushWarnings([warning]).headerValue == warning.rawValue)
+        }
+        #expect(PushWarnings().headerValue == "")
         #expect(PushWarnings(headerValue: "Nonsense, AlertTruncated") == PushWarnings([.alertTruncated]))
         #expect(set.first == .backgroundWithAlert && PushWarnings().first == nil)
         // Each names what happens and where Apple says so.
