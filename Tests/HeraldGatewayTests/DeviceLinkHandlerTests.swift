@@ -84,4 +84,20 @@ import Testing
         }
         #expect(deliveredAt != nil)
     }
+
+    /// A `push` is written below the WebSocket encoder, already framed: byte for byte what the
+    /// encoder writes for the same text, at every length form (7-bit, 16-bit and 64-bit lengths).
+    @Test func aPushFramedByHandIsWhatTheEncoderWrites() throws {
+        for count in [0, 1, 125, 126, 127, 65_535, 65_536, 70_000] {
+            let payload = (0..<count).map { UInt8(truncatingIfNeeded: $0 % 94 + 33) }
+            let channel = EmbeddedChannel(handler: WebSocketFrameEncoder())
+            var data = channel.allocator.buffer(capacity: count)
+            data.writeBytes(payload)
+            try channel.writeOutbound(WebSocketFrame(fin: true, opcode: .text, data: data))
+            var encoded = channel.allocator.buffer(capacity: count + 10)
+            while var part = try channel.readOutbound(as: ByteBuffer.self) { encoded.writeBuffer(&part) }
+            #expect(DeviceLinkHandler.textFrame(payload, allocator: channel.allocator) == encoded, "\(count) bytes")
+            _ = try channel.finish()
+        }
+    }
 }

@@ -21,6 +21,12 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     var deadlineTimer: Scheduled<Void>?
     var livenessTimer: Scheduled<Void>?
     let turnFlush = LoopTurnFlush()
+    /// The WebSocket frame encoder's context, when the pipeline has one: a `push` is written there
+    /// already framed (``textFrame(_:allocator:)``), so that it passes no `WebSocketFrame` (a
+    /// storage allocated for each) and no separate header buffer (which the encoder copies anew for
+    /// each frame written before a flush). Everything else goes through the encoder; all writes run
+    /// on the loop in order, so they reach the socket in the order written.
+    private var framedWrites: ChannelHandlerContext?
 
     init(service: DeviceLinkService) {
         self.service = service
@@ -37,12 +43,14 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        framedWrites = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
         run(machine.added())
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         run(machine.closed(at: at))
         self.context = nil
+        framedWrites = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -73,7 +81,12 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             let scratch = PushScratch.current
             scratch.writer.clear()
             push.writeMessage(to: &scratch.writer)
-            writeText(scratch.writer.bytes, flush: false)
+            if let framedWrites, let context {
+                framedWrites.write(
+                    NIOAny(Self.textFrame(scratch.writer.bytes, allocator: context.channel.allocator)), promise: nil)
+            } else {
+                writeText(scratch.writer.bytes, flush: false)
+            }
         case .writeFrame(let frame):
             context?.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: frame)), promise: nil)
         case .flush:
@@ -117,6 +130,24 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                 listener: DeviceLinkService.listener, peer: context?.channel.remoteAddress, reason: reason)
         case .logDisconnected(let device): service.logger.info("device disconnected", metadata: ["device": "\(device)"])
         }
+    }
+
+    /// A final, unmasked text frame (RFC 6455, section 5.2: what a server sends) of `payload`,
+    /// header and payload in one buffer: as NIO's `WebSocketFrameEncoder` writes it.
+    static func textFrame(_ payload: [UInt8], allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: payload.count + 10)
+        buffer.writeInteger(UInt8(0x81))  // FIN, text
+        if payload.count < 126 {
+            buffer.writeInteger(UInt8(payload.count))
+        } else if payload.count <= Int(UInt16.max) {
+            buffer.writeInteger(UInt8(126))
+            buffer.writeInteger(UInt16(payload.count))
+        } else {
+            buffer.writeInteger(UInt8(127))
+            buffer.writeInteger(UInt64(payload.count))
+        }
+        buffer.writeBytes(payload)
+        return buffer
     }
 
     private func writeText(_ bytes: some Collection<UInt8>, flush: Bool) {
