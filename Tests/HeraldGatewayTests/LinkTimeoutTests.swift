@@ -56,6 +56,33 @@ import Testing
         #expect(deadlines.next(afterFiringAt: fired + .milliseconds(10)) == t0 + .milliseconds(2500))
     }
 
+    /// A deadline settled by its slot (the push was acknowledged) is not handed over when it comes;
+    /// a slot already taken, compacted away or from before a removeAll settles nothing else.
+    @Test func settledDeadlinesPassWithoutBeingHandedOver() {
+        var deadlines = AcknowledgementDeadlines(timeout: .seconds(1))
+        var slots: [Int] = []
+        for i in 0..<3000 {
+            slots.append(deadlines.written(apnsID: "\(i)", ticket: i, now: t0 + .milliseconds(Int64(i))))
+        }
+        #expect(slots == Array(0..<3000))
+        for i in stride(from: 0, to: 3000, by: 2) { deadlines.settle(slots[i]) }
+        // The first 2000 come (and the queue is compacted); only the odd ones are handed over.
+        #expect(
+            deadlines.expired(now: t0 + .milliseconds(2999)).map(\.ticket) == Array(stride(from: 1, to: 2000, by: 2)))
+        // Taken and compacted slots settle nothing now.
+        deadlines.settle(slots[1])
+        deadlines.settle(slots[1999])
+        #expect(deadlines.expired(now: t0 + .seconds(10)).map(\.ticket) == Array(stride(from: 2001, to: 3000, by: 2)))
+        // Slots go on after a removeAll: an old one cannot settle a new deadline.
+        deadlines.written(apnsID: "x", ticket: 9000, now: t0)
+        deadlines.removeAll()
+        let fresh = deadlines.written(apnsID: "y", ticket: 9001, now: t0)
+        #expect(fresh == 3001)
+        deadlines.settle(3000)
+        deadlines.settle(5)
+        #expect(deadlines.expired(now: t0 + .seconds(2)).map(\.ticket) == [9001])
+    }
+
     @Test func removingAllLeavesNothing() {
         var deadlines = AcknowledgementDeadlines(timeout: .seconds(1))
         deadlines.written(apnsID: "a", ticket: 1, now: t0)

@@ -151,6 +151,7 @@ extension DeviceLinkStateMachine {
 
     private mutating func acknowledged(_ entry: Entry, device: String, at: Date, into actions: inout [Action]) {
         let deliveredAt = entry.deliveredAt ?? at
+        if let slot = entry.deadlineSlot { deadlines.settle(slot) }
         lastAcknowledged.append(entry.push.apnsID, Self.refusal(entry))
         switch entry.origin {
         case .direct(let completion):
@@ -217,7 +218,7 @@ extension DeviceLinkStateMachine {
         actions.append(.write(entry.push))
         entry.deliveredAt = at
         if case .direct = entry.origin {
-            deadlines.written(apnsID: entry.push.apnsID, ticket: entry.ticket, now: now)
+            entry.deadlineSlot = deadlines.written(apnsID: entry.push.apnsID, ticket: entry.ticket, now: now)
             scheduleDeadline(into: &actions)
         }
         if awaiting[entry.push.apnsID] == nil {

@@ -38,6 +38,8 @@ struct DeviceLinkStateMachine {
         var expiresAt: Date?
         var origin: Origin
         var deliveredAt: Date?
+        /// Its acknowledgement deadline's slot (``AcknowledgementDeadlines/settle(_:)``), once written.
+        var deadlineSlot: Int?
     }
 
     /// An app's subscriptions are kept by its bundle id and environment.
