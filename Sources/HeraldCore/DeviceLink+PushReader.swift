@@ -116,11 +116,13 @@ private struct PushFormReader {
         let first = i
         var value: Int64 = 0
         while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") {
+            // A 19th digit could overflow: such a number is the general reader's.
+            guard i - first < 18 else { return nil }
             value = value * 10 + Int64(bytes[i] - UInt8(ascii: "0"))
             i += 1
         }
         let digits = i - first
-        guard digits > 0, digits <= 18, digits == 1 || bytes[first] != UInt8(ascii: "0") else { return nil }
+        guard digits > 0, digits == 1 || bytes[first] != UInt8(ascii: "0") else { return nil }
         // JSON has no "-0" that JSONDecoder would read as an integer differently; leave it to it.
         guard !(negative && value == 0) else { return nil }
         at = i

@@ -98,6 +98,8 @@ import Testing
             with(#""priority":10"#, #""priority":7"#),
             with(#""payload""#, #""expiration":-0,"payload""#),
             with(#""payload""#, #""expiration":1234567890123456789,"payload""#),
+            with(#""payload""#, #""expiration":99999999999999999999999,"payload""#),
+            with(#""priority":10"#, #""priority":-99999999999999999999999"#),
             with(#""payload""#, #""later":1,"payload""#),
             with(#""e30=""#, #""e31=""#),
             with(#""e30=""#, #""e30""#),
