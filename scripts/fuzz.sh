@@ -7,9 +7,10 @@
 #            legacy-binary (default: all of them, one after the other)
 #
 # Each target (Fuzz/*.swift) checks a property besides "never crashes" (see the comment at its top).
-# HeraldCore is compiled once with coverage and AddressSanitizer (swiftc -sanitize=fuzzer,address);
-# the JWT target also compiles the gateway's ProviderToken.swift and links swift-crypto from the
-# package's own debug build (`swift build --target HeraldGateway`, run here if needed). Corpora start
+# HeraldCore is compiled once with coverage and AddressSanitizer (swiftc -sanitize=fuzzer,address),
+# against swift-crypto from the package's own debug build (`swift build --target HeraldCore`, run
+# here if needed), which every target links; the JWT target also compiles the gateway's
+# Provider/ProviderToken.swift. Corpora start
 # from the small seeds committed in Fuzz/corpus/<target> and grow in .build/fuzz/corpus/<target>; a
 # failing input is written to .build/fuzz/<target>-crash-*. One line per target at the end says
 # how many inputs ran and whether it failed; the script exits non-zero if any target failed.
@@ -26,11 +27,21 @@ mkdir -p "$OUT" "$MOD"
 
 quiet() { grep -v "Cannot export local symbol" >&2 || true; }
 
+# swift-crypto, from the package's debug build (HeraldCore signs provider tokens and checks link
+# tickets with it): the code under test is ours, not BoringSSL's, so it is linked uninstrumented.
+[ -f .build/debug/Modules/Crypto.swiftmodule ] || swift build --target HeraldCore >/dev/null
+CRYPTO=(-I .build/debug/Modules)
+while IFS= read -r object; do CRYPTO+=("$object"); done < <(
+    find .build/debug/Crypto.build .build/debug/CryptoBoringWrapper.build \
+        .build/debug/CCryptoBoringSSL.build .build/debug/CCryptoBoringSSLShims.build .build/debug/CXKCP.build \
+        .build/debug/CXKCPShims.build -name '*.o' | sort)
+CRYPTO+=(-lstdc++)
+
 # HeraldCore, instrumented, as a module the targets import.
 CORE_SOURCES=(Sources/HeraldCore/*.swift)
 if [ ! -f "$OUT/HeraldCore.o" ] || [ -n "$(find Sources/HeraldCore -newer "$OUT/HeraldCore.o" -name '*.swift')" ]; then
     echo "fuzz: compiling HeraldCore with coverage and AddressSanitizer"
-    swiftc -sanitize=fuzzer,address -parse-as-library -O -wmo -module-name HeraldCore \
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -wmo -module-name HeraldCore -package-name herald -I .build/debug/Modules \
         -emit-module -emit-module-path "$MOD/HeraldCore.swiftmodule" \
         -c "${CORE_SOURCES[@]}" -o "$OUT/HeraldCore.o" 2> >(quiet)
 fi
@@ -53,18 +64,11 @@ build() {
     local target=$1 source
     source=$(source_of "$target")
     local extra=()
-    if [ "$target" = jwt ]; then
-        # swift-crypto, from the package's debug build: the code under test is ours, not BoringSSL's.
-        [ -f .build/debug/Modules/Crypto.swiftmodule ] || swift build --target HeraldGateway >/dev/null
-        extra=(Sources/HeraldGateway/ProviderToken.swift -I .build/debug/Modules)
-        while IFS= read -r object; do extra+=("$object"); done < <(
-            find .build/debug/Crypto.build .build/debug/CryptoBoringWrapper.build \
-                .build/debug/CCryptoBoringSSL.build .build/debug/CCryptoBoringSSLShims.build .build/debug/CXKCP.build \
-                .build/debug/CXKCPShims.build -name '*.o' | sort)
-        extra+=(-lstdc++)
-    fi
-    swiftc -sanitize=fuzzer,address -parse-as-library -O -I "$MOD" \
-        "$source" Fuzz/FuzzSupport.swift "${extra[@]}" "$OUT/HeraldCore.o" -o "$OUT/fuzz-$target" 2> >(quiet)
+    # The JWT target also compiles the gateway's token reader.
+    [ "$target" = jwt ] && extra=(Sources/HeraldGateway/Provider/ProviderToken.swift)
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name herald -I "$MOD" \
+        "$source" Fuzz/FuzzSupport.swift "${extra[@]}" "$OUT/HeraldCore.o" "${CRYPTO[@]}" -o "$OUT/fuzz-$target" \
+        2> >(quiet)
 }
 
 failed=()
