@@ -56,6 +56,9 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     let endpoint: HTTP2Endpoint
+    /// `:authority` and `:scheme`, the same on every request: made once, not for each.
+    private let authority: String
+    private let scheme: String
     /// Where requests the server did not take go (on this loop).
     let refused: (PendingRequest) -> Void
     private var context: ChannelHandlerContext?
@@ -75,6 +78,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     init(endpoint: HTTP2Endpoint, refused: @escaping (PendingRequest) -> Void) {
         self.endpoint = endpoint
+        self.authority = endpoint.authority
+        self.scheme = endpoint.tls ? "https" : "http"
         self.refused = refused
     }
 
@@ -143,8 +148,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         var headers = HPACKHeaders()
         headers.reserveCapacity(request.headers.count + 5)
         headers.add(name: ":method", value: request.method)
-        headers.add(name: ":scheme", value: endpoint.tls ? "https" : "http")
-        headers.add(name: ":authority", value: endpoint.authority)
+        headers.add(name: ":scheme", value: scheme)
+        headers.add(name: ":authority", value: authority)
         headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
         for (name, value) in request.headers {
             headers.add(name: name, value: value, indexing: Self.repeats(name) ? .indexable : .nonIndexable)
