@@ -32,10 +32,11 @@ public final class SQLiteGatewayStore: GatewayStore, Sendable {
             // The delivery log's indexes take random (UUID) keys; a 64 MiB page cache keeps their
             // inner pages in memory instead of SQLite's 2 MiB default.
             try db.execute(sql: "PRAGMA cache_size = -65536")
-            // A statement that may fail after writing some of its rows (the delivery log's
-            // many-row INSERT) keeps the pages it changed in a statement journal, which SQLite
-            // writes to a temporary file past 64 KiB: two writes per page, about half of the
-            // writer's system calls under load. In memory, it costs none.
+            // A statement that may fail after writing some of its rows keeps the pages it changed
+            // in a statement journal, which SQLite writes to a temporary file past 64 KiB: two
+            // writes per page. The delivery log's many-row INSERT did (about half of the writer's
+            // system calls under load) until it became OR FAIL, which needs none; any other such
+            // statement keeps its journal in memory.
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
         if let path {
