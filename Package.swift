@@ -230,6 +230,7 @@ let package = Package(
                 "HeraldGateway", "HeraldTesting", "HeraldNIO",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -96,14 +96,16 @@ final class HTTP2ClientConnection: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname)) }
-                    // A turn's requests, two frames each, reach TLS as one buffer: one record, not two per request.
-                    try sync.addHandler(WriteCoalescingHandler())
+                    // A turn's requests, two frames each, reach TLS as one buffer: one record, not two
+                    // per request, though the client flushes each request (HTTP2ClientHandler.start).
+                    try sync.addHandler(WriteCoalescingHandler(flushOncePerLoopTurn: true))
                     // The requests are the client's own, built well formed (their content-length is
                     // their body's); of the answers only a few fields are read, and a body is read as
                     // it comes, up to the request's limit. The codec's checks would be a pass over
                     // every field each way and a content-length parsed and tracked on every stream.
                     try sync.addHandler(
-                        NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled, contentLengthValidation: .disabled))
+                        NIOHTTP2Handler(
+                            mode: .client, headerBlockValidation: .disabled, contentLengthValidation: .disabled))
                     try sync.addHandler(boundHandler.value)
                 }
             }

@@ -72,6 +72,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// would be refused by NIOHTTP2 (the connect's promise completes before `channelActive`).
     private var active = false
     private var deadlines: RepeatedTask?
+    /// Whether the TLS handshake's outcome (its ALPN protocol) is still to come.
+    private var awaitingHandshake: Bool
     /// No new request may start here (the connection closed, was told to go away, or used up its
     /// stream ids); the owner opens another.
     private(set) var isClosed = false
@@ -80,6 +82,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.endpoint = endpoint
         self.authority = endpoint.authority
         self.scheme = endpoint.tls ? "https" : "http"
+        self.awaitingHandshake = endpoint.tls
         self.refused = refused
     }
 
@@ -117,10 +120,15 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // HTTP/2 or nothing: a server that chose another protocol would read the preface as garbage.
-        if let tls = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = tls, negotiated != "h2" {
-            failAll(.connect, "\(endpoint) did not agree to HTTP/2 (ALPN chose \(negotiated ?? "nothing"))")
-            context.close(promise: nil)
-            return
+        // Looked for only until the handshake is done: nio-http2 sends several events for every
+        // stream, and each cast of an `Any` is a search of the type's conformances.
+        if awaitingHandshake, let tls = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = tls {
+            awaitingHandshake = false
+            if negotiated != "h2" {
+                failAll(.connect, "\(endpoint) did not agree to HTTP/2 (ALPN chose \(negotiated ?? "nothing"))")
+                context.close(promise: nil)
+                return
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -168,7 +176,13 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
                     HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
                 promise: nil)
         }
-        scheduleFlush(context)
+        // Flushed alone, so that nio-http2 sends it now. It holds DATA frames back until a flush and
+        // then sends those of every stream written since in the order of a `Set`: flushed once per
+        // turn, a turn's requests reached the server in no set order, were answered out of order,
+        // and each answer's stream was taken from the middle of both sides' stream lists (an
+        // element-by-element move of the rest). The write below is still once per turn
+        // (`WriteCoalescingHandler(flushOncePerLoopTurn:)`).
+        context.flush()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

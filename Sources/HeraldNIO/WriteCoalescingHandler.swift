@@ -19,8 +19,14 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
     /// What is passed on.
     public typealias OutboundOut = IOData
 
-    /// A handler with nothing gathered.
-    public init() {}
+    /// A handler with nothing gathered. With `flushOncePerLoopTurn`, a flush is not passed on at
+    /// once: what the turn of the event loop writes and flushes is gathered until the tasks queued
+    /// on the loop now have run, then passed on and flushed once. That lets the handler above flush
+    /// as often as it likes (nio-http2 sends the DATA frames of one flush in no set order, so the
+    /// provider client flushes each request on its own) at the cost of one write and flush below.
+    public init(flushOncePerLoopTurn: Bool = false) {
+        self.turnFlush = flushOncePerLoopTurn ? LoopTurnFlush() : nil
+    }
 
     /// The most gathered before it is passed on without waiting for the flush: what one TLS record
     /// holds.
@@ -28,6 +34,9 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
 
     private var gathered: ByteBuffer?
     private var promise: EventLoopPromise<Void>?
+    /// With one flush per loop turn: what schedules it, and whether one is coming.
+    private let turnFlush: LoopTurnFlush?
+    private var flushPending = false
 
     /// Gathers `data`, or passes it on as it is (a file region, or a buffer a record's worth).
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -51,22 +60,37 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
         }
     }
 
-    /// Passes on what is gathered, then flushes.
+    /// Passes on what is gathered, then flushes: now, or once this turn of the loop is over.
     public func flush(context: ChannelHandlerContext) {
-        passOn(context)
-        context.flush()
+        guard let turnFlush else {
+            passOn(context)
+            context.flush()
+            return
+        }
+        flushPending = true
+        turnFlush.request(on: context.eventLoop) { [self] in
+            // Removed meanwhile: `handlerRemoved` flushed already.
+            guard flushPending else { return }
+            flushNow(context)
+        }
     }
 
-    /// Passes on what is gathered, then closes.
+    /// Passes on what is gathered, then closes. A flush still to come is done first.
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         // What was written before the close goes first; the handlers below decide its fate.
-        passOn(context)
+        if flushPending { flushNow(context) } else { passOn(context) }
         context.close(mode: mode, promise: promise)
     }
 
-    /// Passes on what is gathered.
+    /// Passes on what is gathered, and flushes if a flush was still to come.
     public func handlerRemoved(context: ChannelHandlerContext) {
+        if flushPending { flushNow(context) } else { passOn(context) }
+    }
+
+    private func flushNow(_ context: ChannelHandlerContext) {
+        flushPending = false
         passOn(context)
+        context.flush()
     }
 
     /// Passes what is gathered on (without flushing).

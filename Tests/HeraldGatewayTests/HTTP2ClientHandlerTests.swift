@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
+import NIOTLS
 import Synchronization
 import Testing
 
@@ -278,6 +279,42 @@ import Testing
         try pair.carry()
         #expect(pair.refused.paths == ["/herald/forward/1"])
         #expect(pair.answer(1) == nil)
+    }
+
+    /// nio-http2 holds DATA frames back until a flush, then sends those of all the streams written
+    /// since in the order of a `Set`. Each request is flushed alone, so the server has whole requests
+    /// in the order they were made (and answers them in that order: no stream is taken from the
+    /// middle of either side's stream list).
+    @Test func requestsMadeTogetherEndOnTheServerInTheOrderTheyWereMade() throws {
+        let pair = try Pair()
+        for n in 1...60 { pair.send(n) }
+        try pair.carry()
+        let ends = pair.received.frames.compactMap { frame -> Int? in
+            guard case .data(let data) = frame.payload, data.endStream else { return nil }
+            return Int(frame.streamID)
+        }
+        #expect(ends == Array(stride(from: 1, through: 119, by: 2)))
+    }
+
+    @Test func aServerThatChoseAnotherProtocolThanHTTP2FailsTheRequests() throws {
+        let agreed = try Pair()
+        agreed.client.pipeline.fireUserInboundEventTriggered(TLSUserEvent.handshakeCompleted(negotiatedProtocol: "h2"))
+        agreed.send(1)
+        try agreed.carry()
+        try agreed.answer(1, status: "200")
+        #expect(try agreed.answer(1)?.get().status == 200)
+
+        let pair = try Pair()
+        pair.send(1)
+        pair.client.pipeline.fireUserInboundEventTriggered(
+            TLSUserEvent.handshakeCompleted(negotiatedProtocol: "http/1.1"))
+        guard case .failure(let failure) = pair.answer(1) else {
+            Issue.record("request 1 did not fail: \(String(describing: pair.answer(1)))")
+            return
+        }
+        #expect(failure.kind == .connect)
+        #expect(failure.description == "https://node-b:2197 did not agree to HTTP/2 (ALPN chose http/1.1)")
+        #expect(!pair.client.isActive)
     }
 
     @Test func aConnectionThatClosesFailsWhatIsInFlight() throws {

@@ -12,6 +12,10 @@ final class OutboundRecorder: ChannelOutboundHandler {
         events.append("write " + String(buffer: unwrapOutboundIn(data)))
         context.write(data, promise: promise)
     }
+    func flush(context: ChannelHandlerContext) {
+        events.append("flush")
+        context.flush()
+    }
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         events.append("close")
         context.close(mode: mode, promise: promise)
@@ -83,5 +87,56 @@ final class OutboundRecorder: ChannelOutboundHandler {
         channel.write(ByteBuffer(string: "flushed"), promise: nil)
         _ = try? channel.close().wait()
         #expect(below.events == ["write unflushed", "close"])
+    }
+
+    // MARK: One flush per turn of the loop (the provider client's connection)
+
+    func recorded(flushOncePerLoopTurn: Bool) throws -> (EmbeddedChannel, OutboundRecorder) {
+        let channel = EmbeddedChannel()
+        let below = OutboundRecorder()
+        try channel.pipeline.syncOperations.addHandler(below)
+        try channel.pipeline.syncOperations.addHandler(
+            WriteCoalescingHandler(flushOncePerLoopTurn: flushOncePerLoopTurn))
+        return (channel, below)
+    }
+
+    @Test func flushesOfOneTurnLeaveAsOneBufferAndOneFlushWhenTheTurnIsOver() throws {
+        let (channel, below) = try recorded(flushOncePerLoopTurn: true)
+        channel.writeAndFlush(ByteBuffer(string: "first"), promise: nil)
+        channel.writeAndFlush(ByteBuffer(string: "second"), promise: nil)
+        channel.write(ByteBuffer(string: "third"), promise: nil)
+        channel.flush()
+        // Still this turn: nothing has gone below.
+        #expect(below.events == [])
+        channel.embeddedEventLoop.run()
+        #expect(below.events == ["write firstsecondthird", "flush"])
+        #expect(try outbound(channel) == ["firstsecondthird"])
+        // The next turn's flush is one of its own.
+        channel.writeAndFlush(ByteBuffer(string: "fourth"), promise: nil)
+        channel.embeddedEventLoop.run()
+        #expect(below.events == ["write firstsecondthird", "flush", "write fourth", "flush"])
+        // Without the option, every flush goes below at once.
+        let (plain, plainBelow) = try recorded(flushOncePerLoopTurn: false)
+        plain.writeAndFlush(ByteBuffer(string: "a"), promise: nil)
+        plain.writeAndFlush(ByteBuffer(string: "b"), promise: nil)
+        #expect(plainBelow.events == ["write a", "flush", "write b", "flush"])
+    }
+
+    @Test func aFlushStillToComeIsDoneBeforeACloseOrTheHandlersRemoval() throws {
+        let (channel, below) = try recorded(flushOncePerLoopTurn: true)
+        channel.writeAndFlush(ByteBuffer(string: "last words"), promise: nil)
+        _ = try? channel.close().wait()
+        #expect(below.events == ["write last words", "flush", "close"])
+        // The turn's task finds nothing left to do.
+        channel.embeddedEventLoop.run()
+        #expect(below.events == ["write last words", "flush", "close"])
+
+        let (other, otherBelow) = try recorded(flushOncePerLoopTurn: true)
+        other.writeAndFlush(ByteBuffer(string: "before removal"), promise: nil)
+        let coalescer = try other.pipeline.syncOperations.handler(type: WriteCoalescingHandler.self)
+        try other.pipeline.syncOperations.removeHandler(coalescer).wait()
+        #expect(otherBelow.events == ["write before removal", "flush"])
+        other.embeddedEventLoop.run()
+        #expect(otherBelow.events == ["write before removal", "flush"])
     }
 }
