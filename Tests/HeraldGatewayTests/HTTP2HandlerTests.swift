@@ -40,9 +40,10 @@ struct HTTP2Pair {
         try exchange()
     }
 
-    /// Moves bytes both ways until neither side has anything to send.
+    /// Moves bytes both ways until neither side has anything to send. The gateway's side writes
+    /// once per turn of its loop: the loop runs the tasks due now (its virtual time stands).
     func exchange() throws {
-        try carryBytes(between: client, and: server)
+        try carryBytes(between: client, and: server, runningServerLoop: true)
     }
 
     /// A request the gateway answers 400 `BadDeviceToken` at once (a well-formed token that is too short).

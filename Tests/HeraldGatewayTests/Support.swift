@@ -104,15 +104,17 @@ extension Logger {
 }
 
 /// Moves bytes between two embedded channels, client to server and back, until neither has more to
-/// send; with `runningClientLoop`, the client's loop runs its queued tasks first each round (a
-/// handler that flushes once per turn of its loop).
-func carryBytes(between client: EmbeddedChannel, and server: EmbeddedChannel, runningClientLoop: Bool = false)
-    throws
-{
+/// send; with `runningClientLoop` or `runningServerLoop`, that side's loop runs its queued tasks
+/// first each round (a handler that flushes once per turn of its loop; the virtual time stands).
+func carryBytes(
+    between client: EmbeddedChannel, and server: EmbeddedChannel, runningClientLoop: Bool = false,
+    runningServerLoop: Bool = false
+) throws {
     var moved = true
     while moved {
         moved = false
         if runningClientLoop { client.embeddedEventLoop.run() }
+        if runningServerLoop { server.embeddedEventLoop.run() }
         while let bytes = try client.readOutbound(as: ByteBuffer.self) {
             try server.writeInbound(bytes)
             moved = true

@@ -240,6 +240,11 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         if let promise { sent.futureResult.cascade(to: promise) }
         let frame = HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))
         context.write(wrapOutboundOut(frame), promise: sent)
+        // Flushed alone: nio-http2 holds DATA frames until a flush and then sends those of all the
+        // streams written since in the order of a `Set`, so a turn's error answers ended in no set
+        // order (and their streams left the middle of both sides' stream lists). The write below
+        // is still one per turn (`WriteCoalescingHandler(flushOncePerLoopTurn:)`).
+        context.flush()
     }
 
     // MARK: Timers

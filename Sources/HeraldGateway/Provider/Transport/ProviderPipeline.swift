@@ -47,7 +47,9 @@ struct ProviderPipeline: Sendable {
         // The same for content-length: the connection's state machine holds each request's body to
         // it. The codec would parse it again on every stream, and count every answer's too.
         configuration.contentLengthValidation = .disabled
-        try pipeline.addHandler(WriteCoalescingHandler())
+        // One write below per turn of the loop, however often the handlers above flush: an answer
+        // with a body is flushed on its own (ProviderHTTP2Handler.writeAnswer).
+        try pipeline.addHandler(WriteCoalescingHandler(flushOncePerLoopTurn: true))
         try pipeline.addHandler(
             NIOHTTP2Handler(
                 mode: .server, connectionConfiguration: configuration, streamConfiguration: Self.streamConfiguration))
