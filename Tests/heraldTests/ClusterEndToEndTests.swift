@@ -513,11 +513,14 @@ struct LinkedTestDevice {
 
     init(_ arguments: [String]) throws {
         child = try Child(
-            try heraldExecutable(), ["test-device", "--topic", Provisioned.topic, "--json"] + arguments)
+            try heraldExecutable(), ["test-device", "--topic", Provisioned.topic, "--json"] + arguments,
+            keepingErrors: true)
         let pid = child.process.processIdentifier
         watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        let ready = try #require(child.reader.json())
+        let child = self.child
+        let ready = try #require(
+            child.reader.json(), "no ready line from herald test-device; its standard error: \(child.errors)")
         id = try #require(ready["device"] as? String)
         token = try #require((ready["tokens"] as? [String: String])?[Provisioned.topic])
     }

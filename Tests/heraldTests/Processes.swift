@@ -25,15 +25,35 @@ final class Child {
     let process = Process()
     let output = Pipe()
     let reader: LineReader
+    /// Where its standard error goes, with `keepingErrors` (removed with the child).
+    let errorFile: URL?
 
-    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `executable`; with `keepingErrors`, what it writes to standard error is kept in a file
+    /// for ``errors`` (a test's failure message), otherwise dropped.
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], keepingErrors: Bool = false)
+        throws
+    {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        if keepingErrors {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-child-\(UUID()).err")
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: file)
+            errorFile = file
+        } else {
+            process.standardError = FileHandle.nullDevice
+            errorFile = nil
+        }
         reader = LineReader(output.fileHandleForReading)
         try process.run()
+    }
+
+    /// What it wrote to standard error so far (with `keepingErrors`).
+    var errors: String {
+        guard let errorFile, let data = FileManager.default.contents(atPath: errorFile.path) else { return "" }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// Reads until a line contains `text`; returns the lines read (the last one matches, unless the
@@ -53,6 +73,7 @@ final class Child {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        if let errorFile { try? FileManager.default.removeItem(at: errorFile) }
     }
 }
 
