@@ -1,7 +1,8 @@
 import NIOCore
 
-/// Gathers the buffers written between two flushes into one before they reach the handler below
-/// (the TLS handler; on a cleartext h2c connection, the socket, where it saves iovecs instead).
+/// Gathers the buffers written between two flushes (or, with `flushOncePerLoopTurn`, in one turn of
+/// the event loop) into one before they reach the handler below (the TLS handler; on a cleartext h2c
+/// connection, the socket, where it saves iovecs instead).
 ///
 /// `NIOSSLHandler` gives each buffer written to it to BoringSSL on its own, and each becomes a TLS
 /// record of its own. nio-http2 writes every frame as a buffer of its own, and a provider's answer
@@ -9,7 +10,7 @@ import NIOCore
 /// 100 records: each with its own header, tag and encryption call on the gateway and its own
 /// decryption on the provider. Gathered, the batch is one record, or one per 16 KiB.
 ///
-/// Buffers are copied into one new buffer per flush. That copy also lets nio-http2 reuse its
+/// Buffers are copied into one new buffer per flush passed on. That copy also lets nio-http2 reuse its
 /// frame-encoding buffer instead of allocating a new one per frame while the TLS handler still
 /// holds the last. Nothing is kept between flushes, so an idle connection holds no buffer here. A
 /// write with a promise completes when the gathered write does.

@@ -89,7 +89,7 @@ final class OutboundRecorder: ChannelOutboundHandler {
         #expect(below.events == ["write unflushed", "close"])
     }
 
-    // MARK: One flush per turn of the loop (the provider client's connection)
+    // MARK: One flush per turn of the loop (HTTP/2 connections: the provider client and the provider API)
 
     func recorded(flushOncePerLoopTurn: Bool) throws -> (EmbeddedChannel, OutboundRecorder) {
         let channel = EmbeddedChannel()
