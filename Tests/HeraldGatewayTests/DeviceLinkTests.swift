@@ -291,6 +291,40 @@ import Testing
         #expect(try await second.written().isEmpty)
     }
 
+    /// Removed and registered again (the same token) before the device came back: the push sent to
+    /// the first installation is void all the same, whichever the gateway sees first on reconnection
+    /// (a race the end-to-end test of Apple's states once lost).
+    @Test func aStoredPushOfAnAppRemovedAndRegisteredAgainIsDiscardedNotDelivered() async throws {
+        let h = try await LinkBench()
+        try await h.f.directory.putApp(bundleID: "com.example.kept", teamID: Fixture.team)
+        let identity = DeviceIdentity(deviceID: "phone-13")
+        let first = try await h.connect(identity)
+        let token = try await first.register(topic: Fixture.bundle)
+        let kept = try await first.register(topic: "com.example.kept")
+        try await first.close()
+        let before = await h.push(to: token)
+        #expect(before.status == 200)
+        #expect(await h.push(to: kept, topic: "com.example.kept").status == 200)
+        let removedAt = Date()
+        try await h.f.directory.unregisterApp(
+            device: "phone-13", bundleID: Fixture.bundle, environment: .development, now: removedAt)
+        let again = try await h.f.directory.registerApp(
+            device: "phone-13", bundleID: Fixture.bundle, environment: .development,
+            now: removedAt.addingTimeInterval(1))
+        #expect(again.token == token)
+
+        // The backlog is read in one go: the kept app's push arrives with the other one's discard.
+        let second = try await h.connect(identity)
+        #expect(try await second.pushes(1).map(\.token) == [kept])
+        #expect(try await h.storedCount() == 0)
+        #expect(try await h.log(before.apnsID) == [.accepted, .stored, .discarded])
+        #expect(try await second.written().isEmpty)
+        // The token works again: a push sent now goes to the device.
+        async let now = h.push(to: token, body: #"{"aps":{"alert":"again"}}"#)
+        #expect(try await second.pushes(1).map(\.token) == [token])
+        #expect(await now.status == 200)
+    }
+
     @Test func expiredPushesArePurgedAndLogged() async throws {
         let f = try await Fixture()
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))

@@ -201,7 +201,8 @@ public final class OfflineStore: Sendable {
             token: push.registration.token, environment: push.registration.environment, topic: push.topic,
             pushType: push.pushType, priority: push.priority, collapseID: push.collapseID,
             expiration: push.expiration, expiresAt: expiresAt, receivedAt: push.receivedAt,
-            payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable)
+            payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable,
+            registeredAt: push.registration.registeredAt)
         batch.pushes = [stored]
         let why =
             held

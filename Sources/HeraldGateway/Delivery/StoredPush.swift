@@ -31,12 +31,17 @@ public struct StoredPush: Sendable, Codable, Equatable {
     public var payload: Data
     /// `content-available: 1`.
     public var contentAvailable: Bool
+    /// When the registration it was sent to was made (`nil` in records from before it was kept). A
+    /// push outlives its registration only as a discard: once the app is removed, or the device
+    /// reset, it is void, even when the app is registered again (with the same token) before the
+    /// device comes back.
+    public var registeredAt: Date?
 
     /// Creates a stored push.
     public init(
         apnsID: String, uniqueID: String?, deviceID: String, token: DeviceToken, environment: APNsEnvironment,
         topic: String, pushType: PushType, priority: PushPriority, collapseID: String?, expiration: Int64? = nil,
-        expiresAt: Date, receivedAt: Date, payload: Data, contentAvailable: Bool
+        expiresAt: Date, receivedAt: Date, payload: Data, contentAvailable: Bool, registeredAt: Date? = nil
     ) {
         self.apnsID = apnsID
         self.uniqueID = uniqueID
@@ -52,5 +57,19 @@ public struct StoredPush: Sendable, Codable, Equatable {
         self.receivedAt = receivedAt
         self.payload = payload
         self.contentAvailable = contentAvailable
+        self.registeredAt = registeredAt
+    }
+}
+
+extension StoredPush {
+    /// Whether `registration` (its token's registration now) is still the one the push was sent
+    /// to: live, and not made since it was sent (the app removed and registered again, which gives
+    /// the same token). Without that, a push stored before a removal would reach the app installed
+    /// again whenever the device registered before its backlog was read.
+    func isFor(_ registration: Registration?) -> Bool {
+        guard let registration, registration.invalidatedAt == nil else { return false }
+        guard let registeredAt else { return true }
+        // Records keep milliseconds: only a registration made later than that is a new one.
+        return registration.registeredAt.timeIntervalSince(registeredAt) < 0.001
     }
 }

@@ -141,9 +141,10 @@ final class DeviceLinkService: Sendable {
         }
     }
 
-    /// Whether a stored push's registration is still live (the app not removed, the device not reset).
+    /// Whether a stored push's registration is still live (the app not removed, the device not
+    /// reset) and the one it was sent to (the app not removed and registered again since).
     func isRegistered(_ stored: StoredPush) -> Bool {
-        directory.registry.registration(stored.token, in: stored.environment)?.invalidatedAt == nil
+        stored.isFor(directory.registry.registration(stored.token, in: stored.environment))
     }
 
     /// Subscribes a link to broadcast channels: what the channels keep, or why not.
