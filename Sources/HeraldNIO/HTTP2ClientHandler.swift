@@ -63,6 +63,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     let refused: (PendingRequest) -> Void
     private var context: ChannelHandlerContext?
     private var nextStreamID = HTTP2StreamID(1)
+    /// The last request's `:path`.
+    private var lastPath = ""
     private var inFlight: [HTTP2StreamID: InFlight] = [:]
     private var waiting = CircularBuffer<PendingRequest>()
     private let turnFlush = LoopTurnFlush()
@@ -158,7 +160,12 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: ":method", value: request.method)
         headers.add(name: ":scheme", value: scheme)
         headers.add(name: ":authority", value: authority)
-        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        // A path is new on every request of a bulk send to many devices, and entering each would
+        // only churn the table; one that repeats the last request's (pushes to one device) is
+        // entered, and from the third request on it is an index instead of a Huffman-coded string.
+        let pathRepeats = request.path == lastPath
+        headers.add(name: ":path", value: request.path, indexing: pathRepeats ? .indexable : .nonIndexable)
+        if !pathRepeats { lastPath = request.path }
         for (name, value) in request.headers {
             headers.add(name: name, value: value, indexing: Self.repeats(name) ? .indexable : .nonIndexable)
         }

@@ -201,7 +201,8 @@ public final class APNsClient: Sendable {
         if let p = n.priority { headers.append(("apns-priority", String(p.rawValue))) }
         if let e = n.expiration { headers.append(("apns-expiration", String(e))) }
         if let c = n.collapseID { headers.append(("apns-collapse-id", c)) }
-        headers.append(("content-type", "application/json"))
+        // No `content-type`: APNs' request headers do not include one (the body is JSON by
+        // definition), and on a bulk send it was one more field to look up and encode per push.
         return headers
     }
 
