@@ -31,10 +31,9 @@ public struct StoredPush: Sendable, Codable, Equatable {
     public var payload: Data
     /// `content-available: 1`.
     public var contentAvailable: Bool
-    /// When the registration it was sent to was made (`nil` in records from before it was kept). A
-    /// push outlives its registration only as a discard: once the app is removed, or the device
-    /// reset, it is void, even when the app is registered again (with the same token) before the
-    /// device comes back.
+    /// When the registration it was sent to was made (`nil` in records from before it was kept).
+    /// Once that registration ends (the app removed, the device reset) the push is void, even when
+    /// the app is registered again, with the same token, before the device comes back.
     public var registeredAt: Date?
 
     /// Creates a stored push.
