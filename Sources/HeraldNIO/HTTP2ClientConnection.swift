@@ -96,8 +96,9 @@ final class HTTP2ClientConnection: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname)) }
-                    // A turn's requests, two frames each, reach TLS as one buffer: one record, not two
-                    // per request, though the client flushes each request (HTTP2ClientHandler.start).
+                    // A turn's requests, two frames each, reach TLS as one buffer per 8 KiB, not two
+                    // records per request, though the client flushes each request
+                    // (HTTP2ClientHandler.start); the first 8 KiB leave while the rest are made.
                     try sync.addHandler(WriteCoalescingHandler(flushOncePerLoopTurn: true))
                     // The requests are the client's own, built well formed (their content-length is
                     // their body's); of the answers only a few fields are read, and a body is read as

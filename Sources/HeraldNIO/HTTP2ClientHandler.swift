@@ -187,8 +187,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         // then sends those of every stream written since in the order of a `Set`: flushed once per
         // turn, a turn's requests reached the server in no set order, were answered out of order,
         // and each answer's stream was taken from the middle of both sides' stream lists (an
-        // element-by-element move of the rest). The write below is still once per turn
-        // (`WriteCoalescingHandler(flushOncePerLoopTurn:)`).
+        // element-by-element move of the rest). The write below is still one per turn, or per
+        // 8 KiB of requests (`WriteCoalescingHandler(flushOncePerLoopTurn:)`).
         context.flush()
     }
 

@@ -25,6 +25,7 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
     /// on the loop now have run, then passed on and flushed once. That lets the handler above flush
     /// as often as it likes (nio-http2 sends the DATA frames of one flush in no set order, so the
     /// provider client flushes each request on its own) at the cost of one write and flush below.
+    /// A turn that writes a lot flushes early, at ``earlyFlush`` bytes.
     public init(flushOncePerLoopTurn: Bool = false) {
         self.turnFlush = flushOncePerLoopTurn ? LoopTurnFlush() : nil
     }
@@ -33,7 +34,16 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
     /// holds.
     public static let limit = 16 * 1024
 
+    /// With one flush per loop turn: once a flush finds this much unflushed (gathered, or passed on
+    /// since the last flush), it goes at once instead of at the turn's end. The peer then starts on
+    /// the first part of a long turn's output while the rest is made: a provider client answered
+    /// 100 streams at once in one read makes 100 new requests in that turn, about 28 KB, and without
+    /// this the server had nothing to do until the last of them was made.
+    public static let earlyFlush = 8 * 1024
+
     private var gathered: ByteBuffer?
+    /// Bytes passed on (at the ``limit``) and not flushed yet.
+    private var passedOnSinceFlush = 0
     private var promise: EventLoopPromise<Void>?
     /// With one flush per loop turn: what schedules it, and whether one is coming.
     private let turnFlush: LoopTurnFlush?
@@ -63,9 +73,10 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
 
     /// Passes on what is gathered, then flushes: now, or once this turn of the loop is over.
     public func flush(context: ChannelHandlerContext) {
-        guard let turnFlush else {
-            passOn(context)
-            context.flush()
+        guard let turnFlush else { return flushNow(context) }
+        if passedOnSinceFlush + (gathered?.readableBytes ?? 0) >= Self.earlyFlush {
+            // Worth a write of its own: it goes now, and the turn goes on gathering.
+            flushNow(context)
             return
         }
         flushPending = true
@@ -91,6 +102,7 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
     private func flushNow(_ context: ChannelHandlerContext) {
         flushPending = false
         passOn(context)
+        passedOnSinceFlush = 0
         context.flush()
     }
 
@@ -100,6 +112,7 @@ public final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChan
         let promise = self.promise
         gathered = nil
         self.promise = nil
+        passedOnSinceFlush += buffer.readableBytes
         context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
     }
 }

@@ -122,6 +122,34 @@ final class OutboundRecorder: ChannelOutboundHandler {
         #expect(plainBelow.events == ["write a", "flush", "write b", "flush"])
     }
 
+    /// A turn that writes a lot does not hold it all to the turn's end: a flush that finds
+    /// `earlyFlush` bytes unflushed sends them at once, so the peer can start on them.
+    @Test func aTurnThatWritesALotFlushesEachEarlyFlushsWorthAtOnce() throws {
+        let (channel, below) = try recorded(flushOncePerLoopTurn: true)
+        let request = String(repeating: "r", count: 1000)
+        let early = WriteCoalescingHandler.earlyFlush / 1000 + 1  // the flush that reaches it
+        for _ in 0..<(early - 1) { channel.writeAndFlush(ByteBuffer(string: request), promise: nil) }
+        #expect(below.events == [])
+        channel.writeAndFlush(ByteBuffer(string: request), promise: nil)
+        let first = String(repeating: request, count: early)
+        #expect(below.events == ["write " + first, "flush"])
+        // The turn goes on gathering; the rest waits for its end.
+        channel.writeAndFlush(ByteBuffer(string: "tail"), promise: nil)
+        #expect(below.events == ["write " + first, "flush"])
+        channel.embeddedEventLoop.run()
+        #expect(below.events == ["write " + first, "flush", "write tail", "flush"])
+        #expect(try outbound(channel) == [first, "tail"])
+
+        // Bytes passed on at a record's limit count too: with them, a small flush goes at once.
+        let (other, otherBelow) = try recorded(flushOncePerLoopTurn: true)
+        let big = String(repeating: "b", count: WriteCoalescingHandler.limit - 10)
+        other.write(ByteBuffer(string: big), promise: nil)
+        other.write(ByteBuffer(string: String(repeating: "c", count: 20)), promise: nil)
+        #expect(otherBelow.events == ["write " + big])
+        other.flush()
+        #expect(otherBelow.events == ["write " + big, "write " + String(repeating: "c", count: 20), "flush"])
+    }
+
     @Test func aFlushStillToComeIsDoneBeforeACloseOrTheHandlersRemoval() throws {
         let (channel, below) = try recorded(flushOncePerLoopTurn: true)
         channel.writeAndFlush(ByteBuffer(string: "last words"), promise: nil)

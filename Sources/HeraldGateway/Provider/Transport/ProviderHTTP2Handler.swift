@@ -243,7 +243,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         // Flushed alone: nio-http2 holds DATA frames until a flush and then sends those of all the
         // streams written since in the order of a `Set`, so a turn's error answers ended in no set
         // order (and their streams left the middle of both sides' stream lists). The write below
-        // is still one per turn (`WriteCoalescingHandler(flushOncePerLoopTurn:)`).
+        // is still one per turn, or per 8 KiB (`WriteCoalescingHandler(flushOncePerLoopTurn:)`).
         context.flush()
     }
 
