@@ -44,6 +44,42 @@ import Testing
         #expect(try await store.takeFeedback(bundleID: "com.example.demo", environment: .development).isEmpty)
     }
 
+    /// Many registrations saved at once (a bulk registration) read back as saved one by one: the
+    /// last record of a token wins, and a token registered again leaves the feedback list.
+    @Test(arguments: StoreKind.allCases) func manyRegistrationsInOneSaveMatchOneByOne(kind: StoreKind) async throws {
+        let store = try await kind.location().open()
+        let issuer = TokenIssuer(secret: Array(repeating: 3, count: 32))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func registration(_ device: String, _ environment: APNsEnvironment) -> Registration {
+            Registration(
+                token: issuer.token(
+                    device: device, bundleID: "com.example.bulk", environment: environment, generation: 1),
+                deviceID: device, bundleID: "com.example.bulk", environment: environment, generation: 1,
+                registeredAt: now)
+        }
+        var all = (0..<300).map { registration("bulk\($0)", $0 % 2 == 0 ? .production : .development) }
+        // A token removed earlier is on the feedback list until it is registered again.
+        let returning = registration("bulk0", .production)
+        let removed = FeedbackEntry(
+            bundleID: "com.example.bulk", token: returning.token, environment: .production, removedAt: now)
+        try await store.save([], feedback: [removed], device: nil)
+        // The same token twice in one save: the later record is the one kept.
+        var later = registration("bulk1", .development)
+        later.invalidatedAt = now
+        later.invalidation = .appRemoved
+        all.append(later)
+        try await store.save(all, feedback: [], device: nil)
+
+        let saved = try await store.loadDirectory().registrations
+        #expect(saved.count == 300)
+        let byToken = Dictionary(
+            saved.map { ($0.token.hex + $0.environment.rawValue, $0) }, uniquingKeysWith: { a, _ in a })
+        #expect(byToken[later.token.hex + "development"]?.invalidation == .appRemoved)
+        #expect(byToken[returning.token.hex + "production"]?.invalidatedAt == nil)
+        #expect(Set(saved.map(\.deviceID)).count == 300)
+        #expect(try await store.takeFeedback(bundleID: "com.example.bulk", environment: .production).isEmpty)
+    }
+
     @Test func tokensAreStableUnforgeableAndPerEnvironment() {
         let a = TokenIssuer(secret: Array(repeating: 1, count: 32))
         let b = TokenIssuer(secret: Array(repeating: 2, count: 32))

@@ -122,19 +122,35 @@ extension PostgresGatewayStore: DirectoryStore {
                     ON CONFLICT (id) DO UPDATE SET record = excluded.record
                     """, on: connection)
             }
-            for (r, record) in rows {
+            // Two statements for them all, not two round trips each: a bulk registration of
+            // hundreds of devices is one transaction, and under load its round trips alone could
+            // outlast the request's deadline. The last record of a token wins, as one by one.
+            func key(_ r: Registration) -> String { r.environment.rawValue + "\t" + r.token.hex }
+            var latest: [String: Int] = [:]
+            for (i, row) in rows.enumerated() { latest[key(row.0)] = i }
+            let kept = rows.indices.filter { latest[key(rows[$0].0)] == $0 }
+            if !kept.isEmpty {
+                let environments = kept.map { rows[$0].0.environment.rawValue }
+                let tokens = kept.map { rows[$0].0.token.hex }
+                let deviceIDs = kept.map { rows[$0].0.deviceID }
+                let records = kept.map { ByteBuffer(data: rows[$0].1) }
                 try await self.drain(
                     """
                     INSERT INTO registration (environment, token, device_id, record)
-                    VALUES (\(r.environment.rawValue), \(r.token.hex), \(r.deviceID), \(record))
+                    SELECT * FROM unnest(
+                        \(environments)::text[], \(tokens)::text[], \(deviceIDs)::text[], \(records)::bytea[])
                     ON CONFLICT (environment, token) DO UPDATE SET record = excluded.record
                     """, on: connection)
-                if r.invalidatedAt == nil {
-                    // Re-registered: it no longer belongs on the feedback list.
-                    try await self.drain(
-                        "DELETE FROM feedback WHERE environment = \(r.environment.rawValue) AND token = \(r.token.hex)",
-                        on: connection)
-                }
+            }
+            // Registered (again): such a token no longer belongs on the feedback list.
+            let live = registrations.filter { $0.invalidatedAt == nil }
+            if !live.isEmpty {
+                try await self.drain(
+                    """
+                    DELETE FROM feedback USING unnest(\(live.map(\.environment.rawValue))::text[],
+                        \(live.map(\.token.hex))::text[]) AS t(environment, token)
+                    WHERE feedback.environment = t.environment AND feedback.token = t.token
+                    """, on: connection)
             }
             for f in feedback {
                 try await self.drain(
