@@ -269,18 +269,28 @@ import Testing
         #expect(h.f.directory.registry.device("device-1")?.publicKey.isEmpty == false)
     }
 
-    @Test func aStoredPushWhoseAppWasRemovedMeanwhileIsDiscardedNotDelivered() async throws {
-        let h = try await LinkBench()
+    /// A device with two apps, gone offline, and a push stored for each: `removed` to the one
+    /// (Fixture.bundle, `token`) a test goes on to remove, the other to `kept`.
+    func awayWithAPushForEachOfTwoApps(_ h: LinkBench, device: String) async throws -> (
+        identity: DeviceIdentity, token: DeviceToken, kept: DeviceToken, removed: ProviderResponse
+    ) {
         try await h.f.directory.putApp(bundleID: "com.example.kept", teamID: Fixture.team)
-        let identity = DeviceIdentity(deviceID: "phone-11")
+        let identity = DeviceIdentity(deviceID: device)
         let first = try await h.connect(identity)
         let token = try await first.register(topic: Fixture.bundle)
         let kept = try await first.register(topic: "com.example.kept")
         try await first.close()
-        #expect(!h.router.links.isOnline("phone-11"))
+        #expect(!h.router.links.isOnline(device))
         let removed = await h.push(to: token)
+        #expect(removed.status == 200)
         #expect(await h.push(to: kept, topic: "com.example.kept").status == 200)
         #expect(try await h.storedCount() == 2)
+        return (identity, token, kept, removed)
+    }
+
+    @Test func aStoredPushWhoseAppWasRemovedMeanwhileIsDiscardedNotDelivered() async throws {
+        let h = try await LinkBench()
+        let (identity, _, kept, removed) = try await awayWithAPushForEachOfTwoApps(h, device: "phone-11")
         try await h.f.directory.unregisterApp(
             device: "phone-11", bundleID: Fixture.bundle, environment: .development, now: Date())
 
@@ -296,15 +306,7 @@ import Testing
     /// (a race the end-to-end test of Apple's states once lost).
     @Test func aStoredPushOfAnAppRemovedAndRegisteredAgainIsDiscardedNotDelivered() async throws {
         let h = try await LinkBench()
-        try await h.f.directory.putApp(bundleID: "com.example.kept", teamID: Fixture.team)
-        let identity = DeviceIdentity(deviceID: "phone-13")
-        let first = try await h.connect(identity)
-        let token = try await first.register(topic: Fixture.bundle)
-        let kept = try await first.register(topic: "com.example.kept")
-        try await first.close()
-        let before = await h.push(to: token)
-        #expect(before.status == 200)
-        #expect(await h.push(to: kept, topic: "com.example.kept").status == 200)
+        let (identity, token, kept, before) = try await awayWithAPushForEachOfTwoApps(h, device: "phone-13")
         let removedAt = Date()
         try await h.f.directory.unregisterApp(
             device: "phone-13", bundleID: Fixture.bundle, environment: .development, now: removedAt)
