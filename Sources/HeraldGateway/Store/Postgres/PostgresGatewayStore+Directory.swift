@@ -95,9 +95,7 @@ extension PostgresGatewayStore: DirectoryStore {
 
     public func save(devices: [DeviceRecord]) async throws {
         // One statement for them all; the last record of an id wins, as one by one.
-        var latest: [String: Int] = [:]
-        for (i, device) in devices.enumerated() { latest[device.id] = i }
-        let kept = devices.indices.filter { latest[devices[$0].id] == $0 }
+        let kept = Self.lastOfEach(devices) { $0.id }
         let ids = kept.map { devices[$0].id }
         let records = try kept.map { ByteBuffer(data: try self.records.encoder.encode(devices[$0])) }
         try await drain(
@@ -125,10 +123,7 @@ extension PostgresGatewayStore: DirectoryStore {
             // Two statements for them all, not two round trips each: a bulk registration of
             // hundreds of devices is one transaction, and under load its round trips alone could
             // outlast the request's deadline. The last record of a token wins, as one by one.
-            func key(_ r: Registration) -> String { r.environment.rawValue + "\t" + r.token.hex }
-            var latest: [String: Int] = [:]
-            for (i, row) in rows.enumerated() { latest[key(row.0)] = i }
-            let kept = rows.indices.filter { latest[key(rows[$0].0)] == $0 }
+            let kept = Self.lastOfEach(rows) { $0.0.environment.rawValue + "\t" + $0.0.token.hex }
             if !kept.isEmpty {
                 let environments = kept.map { rows[$0].0.environment.rawValue }
                 let tokens = kept.map { rows[$0].0.token.hex }
@@ -167,5 +162,15 @@ extension PostgresGatewayStore: DirectoryStore {
                 FROM unnest(\(changedDevices)::text[]) AS t(id)
                 """, on: connection)
         }
+    }
+}
+
+extension PostgresGatewayStore {
+    /// The indices of `items` whose key does not come again later, in order: one statement may not
+    /// update a row twice, and one by one the last record of a key would win.
+    static func lastOfEach<T>(_ items: [T], key: (T) -> String) -> [Int] {
+        var latest: [String: Int] = [:]
+        for (i, item) in items.enumerated() { latest[key(item)] = i }
+        return items.indices.filter { latest[key(items[$0])] == $0 }
     }
 }
