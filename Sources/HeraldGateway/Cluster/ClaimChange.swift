@@ -4,7 +4,8 @@
 ///
 /// Payloads: `claim<TAB>device<TAB>node<TAB>epoch`, `release<TAB>device<TAB>node<TAB>epoch`,
 /// `claims<TAB>node<TAB>device epoch<TAB>device epoch…` for the claims one statement made (many links
-/// opened at once: a node takes its devices' claims in batches), and `nodes` when a node starts,
+/// opened at once: a node takes its devices' claims in batches), `releases<TAB>node<TAB>device epoch…`
+/// likewise for the releases of many links closed at once, and `nodes` when a node starts,
 /// stops or moves (its claims are dropped wholesale then).
 public enum ClaimChange: ClusterChange {
     /// `node` claimed `device`'s link with connection epoch `epoch`.
@@ -22,16 +23,26 @@ public enum ClaimChange: ClusterChange {
     /// For log lines.
     public static let subject = "where devices are linked"
 
-    /// Every change a payload names: a `claims` batch names one per device.
+    /// Every change a payload names: a `claims` or `releases` batch names one per device.
     public static func changes(payload: String) -> [ClaimChange] {
-        guard payload.hasPrefix("claims\t") else { return Self(payload: payload).map { [$0] } ?? [] }
+        let released: Bool
+        if payload.hasPrefix("claims\t") {
+            released = false
+        } else if payload.hasPrefix("releases\t") {
+            released = true
+        } else {
+            return Self(payload: payload).map { [$0] } ?? []
+        }
         let fields = payload.split(separator: "\t", omittingEmptySubsequences: false)
         guard fields.count >= 3, !fields[1].isEmpty else { return [] }
         let node = String(fields[1])
         return fields.dropFirst(2).compactMap { item in
             let parts = item.split(separator: " ")
             guard parts.count == 2, !parts[0].isEmpty, let epoch = Int64(parts[1]) else { return nil }
-            return .claimed(device: String(parts[0]), node: node, epoch: epoch)
+            let device = String(parts[0])
+            return released
+                ? .released(device: device, node: node, epoch: epoch)
+                : .claimed(device: device, node: node, epoch: epoch)
         }
     }
 

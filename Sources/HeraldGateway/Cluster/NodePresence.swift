@@ -21,8 +21,8 @@ public final class NodePresence: Service, Sendable {
     private let ring: AsyncStream<Void>.Continuation
     private let claims = Mutex<[String: DeviceClaim]>([:])
 
-    /// The most claims written in one statement (and named in one notification, whose payload holds
-    /// 8,000 bytes: 80 device ids of up to 64 characters with their epochs fit).
+    /// The most claims (or releases) written in one statement (and named in one notification, whose
+    /// payload holds 8,000 bytes: 80 device ids of up to 64 characters with their epochs fit).
     static let claimBatch = 80
 
     enum Event {
@@ -104,9 +104,10 @@ public final class NodePresence: Service, Sendable {
     }
 
     /// Applies the links' openings and closings in the order they happened, so that a device's
-    /// release names the claim its opening made. Openings in a row are claimed together, up to
-    /// ``claimBatch`` in a statement: a reconnect storm brings thousands a second, and a statement
-    /// and a notification each would keep the database busier than the nodes.
+    /// release names the claim its opening made. Openings in a row are claimed together, and
+    /// closings in a row released together, up to ``claimBatch`` in a statement: a reconnect storm
+    /// (or a node's own shutdown, which closes every link at once) brings thousands a second, and a
+    /// statement and a notification each would keep the database busier than the nodes.
     private func record() async {
         for await _ in doorbell {
             let events = queue.withLock { queue in
@@ -116,9 +117,16 @@ public final class NodePresence: Service, Sendable {
             var next = 0
             while next < events.count {
                 if Task.isCancelled { return }
-                if case .disconnected(let device) = events[next] {
-                    next += 1
-                    await release(device)
+                if case .disconnected = events[next] {
+                    // Closings in a row are released together, as openings are claimed.
+                    var closed: [String] = []
+                    while closed.count < Self.claimBatch, next < events.count,
+                        case .disconnected(let device) = events[next]
+                    {
+                        next += 1
+                        closed.append(device)
+                    }
+                    await release(closed)
                     continue
                 }
                 var opened: [(device: String, connectedAt: Date)] = []
@@ -156,14 +164,18 @@ public final class NodePresence: Service, Sendable {
         }
     }
 
-    private func release(_ device: String) async {
-        guard let claim = claims.withLock({ $0.removeValue(forKey: device) }) else { return }
+    private func release(_ devices: [String]) async {
+        let held = claims.withLock { claims in
+            devices.compactMap { device in
+                claims.removeValue(forKey: device).map { (device: device, epoch: $0.epoch) }
+            }
+        }
         do {
-            try await store.releaseDevice(device, claim: claim)
+            _ = try await store.releaseDevices(held, node: id)
         } catch {
             logger.warning(
-                "could not record where a device is linked",
-                metadata: ["error": "\(PostgresGatewayStore.describe(error))"])
+                "could not record where devices are linked",
+                metadata: ["devices": "\(held.count)", "error": "\(PostgresGatewayStore.describe(error))"])
         }
     }
 }

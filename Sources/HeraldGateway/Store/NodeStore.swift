@@ -25,6 +25,10 @@ public protocol NodeStore: Sendable {
     /// Returns whether it was released.
     @discardableResult
     func releaseDevice(_ device: String, claim: DeviceClaim) async throws -> Bool
+    /// ``releaseDevice(_:claim:)`` for many of node `node`'s claims in one statement (each device
+    /// once, with the epoch its claim was made with): the devices released; one left out had a later
+    /// claim. The other nodes hear of them in one notification.
+    func releaseDevices(_ claims: [(device: String, epoch: Int64)], node: String) async throws -> Set<String>
     /// The latest claim on `device`'s link as recorded, whether or not its node still runs: the
     /// node (`nil` once released) and the epoch. `nil` when no node ever held it.
     func latestClaim(of device: String) async throws -> (node: String?, epoch: Int64)?

@@ -197,7 +197,46 @@ import Testing
         }
     }
 
-    /// A `claims` payload names one claim per device; a malformed item is skipped, a payload this
+    /// Links closed together are released in one statement, with the rules of one release each
+    /// (only the claim the node made, at its epoch), and heard as one notification naming each.
+    @Test func releasesMadeTogetherFollowTheRulesOfOneAndAreHeardInOneNotification() async throws {
+        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
+        defer { store.close() }
+        let heard = Mutex<[ClaimChange]>([])
+        let follower = ClusterFollower<ClaimChange>(store: store, logger: .silent) { changes in
+            heard.withLock { $0 += changes }
+        }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await follower.run() }
+            try await waitUntil("the follower listens", within: .seconds(60)) { follower.progress.applied >= 1 }
+            try await store.registerNode(id: "node-a", address: "", now: t0)
+            try await store.registerNode(id: "node-b", address: "", now: t0)
+            let made = try await store.claimDevices([("d1", t0), ("d2", t0), ("d3", t0), ("d4", t0)], node: "node-a")
+            #expect(made.count == 4)
+            // d3 moved to B since; d4 was claimed again by A (a new epoch).
+            _ = try await store.claimDevice("d3", node: "node-b", connectedAt: t0 + 1)
+            _ = try await store.claimDevice("d4", node: "node-a", connectedAt: t0 + 1)
+            let released = try await store.releaseDevices(
+                [("d1", 1), ("d2", 1), ("d3", 1), ("d4", 1), ("never-claimed", 1)], node: "node-a")
+            #expect(released == ["d1", "d2"])
+            #expect(try await store.deviceNodes(now: t0 + 2) == ["d3": "node-b", "d4": "node-a"])
+            let expected: [ClaimChange] = [
+                .released(device: "d1", node: "node-a", epoch: 1), .released(device: "d2", node: "node-a", epoch: 1),
+            ]
+            try await waitUntil("the batch to be heard", within: .seconds(10)) {
+                heard.withLock { heard in expected.allSatisfy(heard.contains) }
+            }
+            #expect(
+                !heard.withLock {
+                    $0.contains { if case .released(let d, _, _) = $0 { d == "d3" || d == "d4" } else { false } }
+                })
+            #expect(try await store.releaseDevices([], node: "node-a").isEmpty)
+            group.cancelAll()
+        }
+    }
+
+    /// A `claims` or `releases` payload names one change per device; a malformed item is skipped, a payload this
     /// binary does not know names nothing.
     @Test func aClaimsPayloadNamesEachClaim() {
         #expect(
@@ -205,6 +244,12 @@ import Testing
                 == [.claimed(device: "d1", node: "node-a", epoch: 3), .claimed(device: "d2", node: "node-a", epoch: 4)])
         #expect(
             ClaimChange.changes(payload: "claim\td\tnode-a\t2") == [.claimed(device: "d", node: "node-a", epoch: 2)])
+        #expect(
+            ClaimChange.changes(payload: "releases\tnode-b\td1 3\td2 x\td3 5")
+                == [
+                    .released(device: "d1", node: "node-b", epoch: 3),
+                    .released(device: "d3", node: "node-b", epoch: 5),
+                ])
         #expect(ClaimChange.changes(payload: "something-new\tx").isEmpty)
     }
 }

@@ -126,6 +126,27 @@ extension PostgresGatewayStore: NodeStore {
         ).isEmpty
     }
 
+    public func releaseDevices(_ claims: [(device: String, epoch: Int64)], node: String) async throws -> Set<String> {
+        guard !claims.isEmpty else { return [] }
+        let devices = claims.map(\.device)
+        let epochs = claims.map(\.epoch)
+        // One notification for the batch, as for ``claimDevices(_:node:)``.
+        let rows = try await rows(
+            """
+            WITH released AS (
+                UPDATE device_node d SET node_id = NULL
+                FROM unnest(\(devices)::text[], \(epochs)::bigint[]) AS r(device_id, epoch)
+                WHERE d.device_id = r.device_id AND d.node_id = \(node) AND d.epoch = r.epoch
+                RETURNING d.device_id, d.epoch),
+            told AS (
+                SELECT pg_notify(\(ClaimChange.channel),
+                    concat_ws(chr(9), 'releases', \(node), string_agg(device_id || ' ' || epoch, chr(9))))
+                FROM released HAVING count(*) > 0)
+            SELECT device_id, (SELECT count(*) FROM told) FROM released
+            """, as: (String, Int64).self)
+        return Set(rows.map(\.0))
+    }
+
     /// The latest claim on `device`'s link as recorded, whether or not its node still runs: the
     /// node (`nil` once released) and the epoch. `nil` when no node ever held it.
     public func latestClaim(of device: String) async throws -> (node: String?, epoch: Int64)? {
