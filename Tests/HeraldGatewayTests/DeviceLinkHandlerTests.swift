@@ -85,6 +85,49 @@ import Testing
         #expect(deliveredAt != nil)
     }
 
+    /// A stopping gateway's `goaway` and close frame leave in one flush (one write to the socket per
+    /// link, where there were two), and so do a refusal's `error` and close frame.
+    @Test func aGoAwayAndItsCloseFrameLeaveInOneFlush() async throws {
+        let f = try await Fixture(now: Date())
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
+        let service = DeviceLinkService.quiet(f, router: router, configuration: DeviceLinkServer.Configuration())
+        for refusal in [false, true] {
+            let channel = EmbeddedChannel()
+            let flushes = FlushCounter()
+            try channel.pipeline.syncOperations.addHandler(flushes)
+            let handler = DeviceLinkHandler(service: service)
+            try channel.pipeline.syncOperations.addHandler(handler)
+            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+            _ = try channel.readOutbound(as: WebSocketFrame.self)  // the challenge
+            handler.machine.phase = .online(device: "phone")
+            flushes.log.removeAll()
+            if refusal {
+                handler.refuse(code: .replaced, message: "the device connected again")
+            } else {
+                handler.goAway()
+            }
+            // Both frames were written before the one flush.
+            #expect(flushes.log == ["write", "write", "flush"], "\(flushes.log)")
+            let message = try #require(try channel.readOutbound(as: WebSocketFrame.self))
+            let decoded = try LinkMessage(json: Data(message.unmaskedData.readableBytesView))
+            if refusal {
+                guard case .error(_, .replaced, _) = decoded else {
+                    Issue.record("not an error: \(decoded)")
+                    continue
+                }
+            } else {
+                guard case .goAway = decoded else {
+                    Issue.record("not a goaway: \(decoded)")
+                    continue
+                }
+            }
+            let close = try #require(try channel.readOutbound(as: WebSocketFrame.self))
+            #expect(close.opcode == .connectionClose)
+            #expect(close.unmaskedData.getInteger(at: 0, as: UInt16.self) == (refusal ? 1008 : 1001))
+            #expect(!channel.isActive)
+        }
+    }
+
     /// A `push` is written below the WebSocket encoder, already framed: byte for byte what the
     /// encoder writes for the same text, at every length form (7-bit, 16-bit and 64-bit lengths).
     @Test func aPushFramedByHandIsWhatTheEncoderWrites() throws {
@@ -99,5 +142,22 @@ import Testing
             #expect(DeviceLinkHandler.textFrame(payload, allocator: channel.allocator) == encoded, "\(count) bytes")
             _ = try channel.finish()
         }
+    }
+}
+
+/// Notes the writes and flushes that pass it, in order.
+private final class FlushCounter: ChannelOutboundHandler {
+    typealias OutboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+    var log: [String] = []
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        log.append("write")
+        context.write(data, promise: promise)
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        log.append("flush")
+        context.flush()
     }
 }

@@ -70,7 +70,16 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: Running the machine's actions
 
     func run(_ actions: [Action]) {
-        for action in actions { run(action) }
+        for (index, action) in actions.enumerated() {
+            // A message right before the close frame (a `goaway`, an `error`) leaves in the close
+            // frame's flush: one write to the socket, not two. A stopping gateway does this for
+            // every link at once.
+            if case .send(let message) = action, index + 1 < actions.count, actions[index + 1].isClose {
+                writeText(message.encoded(), flush: false)
+            } else {
+                run(action)
+            }
+        }
     }
 
     func run(_ action: Action) {

@@ -8,7 +8,7 @@ extension DeviceLinkStateMachine {
     enum Action: Equatable {
         // MARK: Writes
 
-        /// Writes a message and flushes.
+        /// Writes a message and flushes (right before a close, the close frame's flush sends both).
         case send(LinkMessage)
         /// Writes a notification; ``flush`` follows once the turn's notifications are written.
         case write(LinkPush)
@@ -90,5 +90,15 @@ extension DeviceLinkStateMachine {
 
         /// Two completions are the same when they answer the same ticket (tests compare actions).
         static func == (a: Completion, b: Completion) -> Bool { a.ticket == b.ticket }
+    }
+}
+
+extension DeviceLinkStateMachine.Action {
+    /// Whether this writes a close frame and closes the connection.
+    var isClose: Bool {
+        switch self {
+        case .close, .echoClose: true
+        default: false
+        }
     }
 }
