@@ -19,7 +19,10 @@ the first gateway; most are still reconnecting, so their push is stored. It meas
   back:       seconds from the last gateway being ready to every device online again
   delivered:  seconds from the same moment to every one of those pushes received by its device
   peak:       the most devices that came back within one 100 ms interval
-  CPU:        of the gateways, the test devices and PostgreSQL meanwhile, per device
+  CPU:        of the gateways, the test devices and PostgreSQL meanwhile, per device; and of the
+              gateways and the test devices while the gateways stopped (the devices retry meanwhile;
+              a gateway's CPU is read until it exits, so the kernel's closing of its sockets at exit
+              is not counted)
 
 The devices resume with the ticket their last welcome gave (docs/device-link.md, "Resuming"). With
 --reference the storm is run first with --link-ticket-hours 0 (every device signs, as before tickets
@@ -168,12 +171,22 @@ class Storm:
         self.round += 1
         for g in self.gateways:
             g.extra[1] = "168" if tickets else "0"
+        old_pids = [g.process.pid for g in self.gateways]
+        # The CPU the stop takes: a gateway's is read until it exits (its last reading is kept).
+        stop_cpu = {pid: cpu_seconds(pid) for pid in old_pids}
+        stop_cpu_before = sum(stop_cpu.values())
+        stop_devices_cpu = sum(cpu_seconds(w.process.pid) for w in self.watchers)
         stopping = time.time()
         for g in self.gateways:
             (g.process.send_signal(signal.SIGKILL if self.kill else signal.SIGTERM))
+        while any(g.process.poll() is None for g in self.gateways):
+            for pid in old_pids:
+                stop_cpu[pid] = cpu_seconds(pid) or stop_cpu[pid]
+            time.sleep(0.05)
         for g in self.gateways:
             g.process.wait()
         stopped = time.time()
+        stop_devices_cpu = sum(cpu_seconds(w.process.pid) for w in self.watchers) - stop_devices_cpu
         for g in self.gateways:
             g.launch()
         for g in self.gateways:
@@ -225,7 +238,8 @@ class Storm:
             profiler.send_signal(signal.SIGINT)
             profiler.wait()
         result = {
-            "stopped": stopped - stopping, "ready": ready - stopped, "back": back_at and back_at - ready,
+            "stopped": stopped - stopping, "stop_gateway_cpu": sum(stop_cpu.values()) - stop_cpu_before,
+            "stop_devices_cpu": stop_devices_cpu, "ready": ready - stopped, "back": back_at and back_at - ready,
             "levels": {k: v - ready for k, v in levels.items()}, "peak": max((d for _, d in samples), default=0),
             "gateway_cpu": sum(cpu_seconds(pid) for pid in pids) - gateway_cpu,
             "devices_cpu": sum(cpu_seconds(w.process.pid) for w in self.watchers) - devices_cpu,
@@ -241,7 +255,8 @@ class Storm:
         how = "SIGKILL" if self.kill else "SIGTERM"
         total = self.total
         print(f"bench-reconnect [{label}]: {len(self.gateways)} gateway(s) stopped ({how}) in {r['stopped']:.2f} s "
-              f"and all ready again {r['ready']:.2f} s later")
+              f"and all ready again {r['ready']:.2f} s later; CPU while stopping: gateways {r['stop_gateway_cpu']:.1f} s, "
+              f"the test devices {r['stop_devices_cpu']:.1f} s")
         if r["back"] is None:
             print(f"bench-reconnect [{label}]: NOT all back within 600 s: {r['last']} of {total}")
             return False
