@@ -155,18 +155,7 @@ import Testing
     /// epoch grows, a link older than the current claim is refused), and heard as one notification
     /// naming every claim made.
     @Test func claimsMadeTogetherFollowTheRulesOfOneAndAreHeardInOneNotification() async throws {
-        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
-        defer { store.close() }
-        let heard = Mutex<[ClaimChange]>([])
-        let follower = ClusterFollower<ClaimChange>(store: store, logger: .silent) { changes in
-            heard.withLock { $0 += changes }
-        }
-        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await follower.run() }
-            try await waitUntil("the follower listens", within: .seconds(60)) { follower.progress.applied >= 1 }
-            try await store.registerNode(id: "node-a", address: "", now: t0)
-            try await store.registerNode(id: "node-b", address: "", now: t0)
+        try await withNodesAAndB { store, heard, t0 in
             let older = try #require(try await store.claimDevice("d2", node: "node-b", connectedAt: t0 + 5))
             let made = try await store.claimDevices(
                 [("d1", t0 + 1), ("d2", t0 + 2), ("d3-with-a-longer-id", t0 + 3)], node: "node-a")
@@ -185,33 +174,21 @@ import Testing
                 .claimed(device: "d3-with-a-longer-id", node: "node-a", epoch: 1),
             ]
             try await waitUntil("the batch to be heard", within: .seconds(10)) {
-                heard.withLock { heard in expected.allSatisfy(heard.contains) }
+                expected.allSatisfy(heard().contains)
             }
-            #expect(!heard.withLock { $0.contains(.claimed(device: "d2", node: "node-a", epoch: older.epoch + 1)) })
+            #expect(!heard().contains(.claimed(device: "d2", node: "node-a", epoch: older.epoch + 1)))
             // A second batch raises the epochs; releasing names the batch's claim.
             let again = try await store.claimDevices([("d1", t0 + 7)], node: "node-b")
             #expect(again == ["d1": DeviceClaim(node: "node-b", epoch: 2)])
             #expect(try await store.releaseDevice("d1", claim: DeviceClaim(node: "node-b", epoch: 2)))
             #expect(try await store.claimDevices([], node: "node-a").isEmpty)
-            group.cancelAll()
         }
     }
 
     /// Links closed together are released in one statement, with the rules of one release each
     /// (only the claim the node made, at its epoch), and heard as one notification naming each.
     @Test func releasesMadeTogetherFollowTheRulesOfOneAndAreHeardInOneNotification() async throws {
-        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
-        defer { store.close() }
-        let heard = Mutex<[ClaimChange]>([])
-        let follower = ClusterFollower<ClaimChange>(store: store, logger: .silent) { changes in
-            heard.withLock { $0 += changes }
-        }
-        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await follower.run() }
-            try await waitUntil("the follower listens", within: .seconds(60)) { follower.progress.applied >= 1 }
-            try await store.registerNode(id: "node-a", address: "", now: t0)
-            try await store.registerNode(id: "node-b", address: "", now: t0)
+        try await withNodesAAndB { store, heard, t0 in
             let made = try await store.claimDevices([("d1", t0), ("d2", t0), ("d3", t0), ("d4", t0)], node: "node-a")
             #expect(made.count == 4)
             // d3 moved to B since; d4 was claimed again by A (a new epoch).
@@ -225,19 +202,38 @@ import Testing
                 .released(device: "d1", node: "node-a", epoch: 1), .released(device: "d2", node: "node-a", epoch: 1),
             ]
             try await waitUntil("the batch to be heard", within: .seconds(10)) {
-                heard.withLock { heard in expected.allSatisfy(heard.contains) }
+                expected.allSatisfy(heard().contains)
             }
-            #expect(
-                !heard.withLock {
-                    $0.contains { if case .released(let d, _, _) = $0 { d == "d3" || d == "d4" } else { false } }
-                })
+            #expect(!heard().contains { if case .released(let d, _, _) = $0 { d == "d3" || d == "d4" } else { false } })
             #expect(try await store.releaseDevices([], node: "node-a").isEmpty)
+        }
+    }
+
+    /// A fresh store with nodes A and B registered at `t0`, and what a follower of `herald_claims`
+    /// has heard on it so far, for `body`.
+    private func withNodesAAndB(
+        _ body: (PostgresGatewayStore, _ heard: @escaping @Sendable () -> [ClaimChange], _ t0: Date) async throws
+            -> Void
+    ) async throws {
+        let store = try await PostgresGatewayStore.forTests(url: try await TestPostgres.database())
+        defer { store.close() }
+        let heard = Mutex<[ClaimChange]>([])
+        let follower = ClusterFollower<ClaimChange>(store: store, logger: .silent) { changes in
+            heard.withLock { $0 += changes }
+        }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await follower.run() }
+            try await waitUntil("the follower listens", within: .seconds(60)) { follower.progress.applied >= 1 }
+            try await store.registerNode(id: "node-a", address: "", now: t0)
+            try await store.registerNode(id: "node-b", address: "", now: t0)
+            try await body(store, { heard.withLock { $0 } }, t0)
             group.cancelAll()
         }
     }
 
-    /// A `claims` or `releases` payload names one change per device; a malformed item is skipped, a payload this
-    /// binary does not know names nothing.
+    /// A `claims` or `releases` payload names one change per device; a malformed item is skipped, a
+    /// payload this binary does not know names nothing.
     @Test func aClaimsPayloadNamesEachClaim() {
         #expect(
             ClaimChange.changes(payload: "claims\tnode-a\td1 3\tbad\td2 4")
