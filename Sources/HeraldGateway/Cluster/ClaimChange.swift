@@ -2,7 +2,8 @@
 /// ``channel``, sent when a claim or a release commits): a node that forwards pushes keeps its
 /// idea of who holds which device up to date with them (``DeviceHolders``, docs/cluster.md).
 ///
-/// Payloads: `claim<TAB>device<TAB>node<TAB>epoch`, `release<TAB>device<TAB>node<TAB>epoch`,
+/// Payloads: `claim<TAB>device<TAB>node<TAB>epoch`, `release<TAB>device<TAB>node<TAB>epoch` (sent by
+/// nodes of an earlier version; this one releases in batches),
 /// `claims<TAB>node<TAB>device epoch<TAB>device epoch…` for the claims one statement made (many links
 /// opened at once: a node takes its devices' claims in batches), `releases<TAB>node<TAB>device epoch…`
 /// likewise for the releases of many links closed at once, and `nodes` when a node starts,

@@ -21,13 +21,9 @@ public protocol NodeStore: Sendable {
     /// The other nodes hear of them in one notification.
     func claimDevices(_ links: [(device: String, connectedAt: Date)], node: String) async throws -> [String:
         DeviceClaim]
-    /// Releases the claim `claim` made on `device`; a later claim (another epoch) is left alone.
-    /// Returns whether it was released.
-    @discardableResult
-    func releaseDevice(_ device: String, claim: DeviceClaim) async throws -> Bool
-    /// ``releaseDevice(_:claim:)`` for many of node `node`'s claims in one statement (each device
-    /// once, with the epoch its claim was made with): the devices released; one left out had a later
-    /// claim. The other nodes hear of them in one notification.
+    /// Releases claims node `node` made, each device once with the epoch its claim was made with, in
+    /// one statement: a device whose current claim is a later one (another epoch, or another node's)
+    /// is left alone. Returns the devices released; the other nodes hear of them in one notification.
     func releaseDevices(_ claims: [(device: String, epoch: Int64)], node: String) async throws -> Set<String>
     /// The latest claim on `device`'s link as recorded, whether or not its node still runs: the
     /// node (`nil` once released) and the epoch. `nil` when no node ever held it.

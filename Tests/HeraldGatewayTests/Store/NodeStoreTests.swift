@@ -24,7 +24,7 @@ import Testing
         let b = try #require(try await store.claimDevice("d", node: "node-b", connectedAt: t0 + 5))
         #expect(b == DeviceClaim(node: "node-b", epoch: 2))
         // A's old link closes late: B's claim stays.
-        #expect(try await store.releaseDevice("d", claim: a) == false)
+        #expect(try await store.releaseDevices([("d", a.epoch)], node: a.node).isEmpty)
         #expect(try await store.deviceNodes(now: t0 + 6) == ["d": "node-b"])
         #expect(try await store.deviceNode("d", now: t0 + 6) == "node-b")
         #expect(try await store.deviceNode("other", now: t0 + 6) == nil)
@@ -49,7 +49,9 @@ import Testing
         let a2 = try #require(try await store.nodes().first)
         #expect(a2.address == "http://a2" && a2.heartbeatAt == t0 + 12 && a2.stoppedAt == t0 + 13)
         #expect(!a2.isAlive(at: t0 + 13))
-        #expect(try await store.releaseDevice("d", claim: again) == false, "released by the stop already")
+        #expect(
+            try await store.releaseDevices([("d", again.epoch)], node: again.node).isEmpty,
+            "released by the stop already")
     }
 
     /// What a node knows of where devices are linked (``DeviceHolders``): read once per device,
@@ -142,7 +144,7 @@ import Testing
             let claim = try #require(try await store.claimDevice("d", node: "node-b", connectedAt: t0))
             try await hear(.claimed(device: "d", node: "node-b", epoch: claim.epoch))
             #expect(!heard.withLock { $0.contains(.nodes) })
-            try await store.releaseDevice("d", claim: claim)
+            #expect(try await store.releaseDevices([("d", claim.epoch)], node: claim.node) == ["d"])
             try await hear(.released(device: "d", node: "node-b", epoch: claim.epoch))
             // The address set once the listeners are bound is.
             try await store.heartbeat(node: "node-b", address: "https://b:2", now: t0 + 2)
@@ -180,7 +182,7 @@ import Testing
             // A second batch raises the epochs; releasing names the batch's claim.
             let again = try await store.claimDevices([("d1", t0 + 7)], node: "node-b")
             #expect(again == ["d1": DeviceClaim(node: "node-b", epoch: 2)])
-            #expect(try await store.releaseDevice("d1", claim: DeviceClaim(node: "node-b", epoch: 2)))
+            #expect(try await store.releaseDevices([("d1", 2)], node: "node-b") == ["d1"])
             #expect(try await store.claimDevices([], node: "node-a").isEmpty)
         }
     }

@@ -109,23 +109,6 @@ extension PostgresGatewayStore: NodeStore {
         return Dictionary(rows.map { ($0.0, DeviceClaim(node: node, epoch: $0.1)) }, uniquingKeysWith: { _, b in b })
     }
 
-    /// Releases the claim `claim` made on `device`; a later claim (another epoch) is left alone.
-    /// Returns whether it was released.
-    @discardableResult
-    public func releaseDevice(_ device: String, claim: DeviceClaim) async throws -> Bool {
-        try await !rows(
-            """
-            WITH released AS (
-                UPDATE device_node SET node_id = NULL
-                WHERE device_id = \(device) AND node_id = \(claim.node) AND epoch = \(claim.epoch)
-                RETURNING device_id, epoch)
-            SELECT device_id,
-                pg_notify(\(ClaimChange.channel), concat_ws(chr(9), 'release', device_id, \(claim.node), epoch))::text
-            FROM released
-            """, as: (String, String).self
-        ).isEmpty
-    }
-
     public func releaseDevices(_ claims: [(device: String, epoch: Int64)], node: String) async throws -> Set<String> {
         guard !claims.isEmpty else { return [] }
         let devices = claims.map(\.device)
