@@ -46,6 +46,10 @@ public final class Gateway: Sendable {
         /// Port of the channel management API in cleartext on loopback, for development (2296; 0 picks
         /// a free port; `nil` = off).
         public var channelsDevelopmentPort: Int? = 2296
+        /// Listening sockets handed over at start (systemd's socket activation): a listener with one
+        /// serves it instead of binding its address and port, and an optional listener (development,
+        /// legacy, channel management) with one runs even when its port is `nil`.
+        public var inheritedSockets = InheritedSockets()
         /// Acknowledgement timeout, batching window and background budget of the device link.
         public var link = DeviceLinkServer.Configuration()
         /// The environment requests address when their authority names none.
@@ -281,44 +285,56 @@ public final class Gateway: Sendable {
         let clock = self.clock
         let capture = try configuration.capturePath.map { try ProviderCapture(path: $0, logger: logger) }
         defer { capture?.close() }
-        let provider = try await Self.listening("provider API", address, configuration.port) {
+        let inherited = configuration.inheritedSockets
+        try inherited.check()
+        for (name, descriptor) in inherited.descriptors.sorted(by: { $0.value < $1.value }) {
+            logger.info(
+                "serving a socket handed over", metadata: ["listener": "\(name)", "descriptor": "\(descriptor)"])
+        }
+        let provider = try await Self.listening(
+            "provider API", address, configuration.port, socket: inherited["provider"]
+        ) {
             try await ProviderServer.start(
-                host: address, port: configuration.port, transport: .tls(tls, ca: ca), api: api,
-                router: router, environment: configuration.environment, group: group, logger: logger,
+                host: address, port: configuration.port, socket: inherited["provider"], transport: .tls(tls, ca: ca),
+                api: api, router: router, environment: configuration.environment, group: group, logger: logger,
                 firstBytes: firstBytes, log: log, clock: clock, capture: capture)
         }
         var development: ProviderServer?
-        if let port = configuration.developmentPort {
-            development = try await Self.listening("development listener", "127.0.0.1", port) {
+        if let port = configuration.developmentPort ?? inherited["development"].map({ _ in 0 }) {
+            development = try await Self.listening(
+                "development listener", "127.0.0.1", port, socket: inherited["development"]
+            ) {
                 try await ProviderServer.start(
-                    host: "127.0.0.1", port: port, transport: .cleartext, api: api, router: router,
-                    environment: configuration.environment, group: group, logger: logger, firstBytes: firstBytes,
-                    log: log, clock: clock, capture: capture)
+                    host: "127.0.0.1", port: port, socket: inherited["development"], transport: .cleartext, api: api,
+                    router: router, environment: configuration.environment, group: group, logger: logger,
+                    firstBytes: firstBytes, log: log, clock: clock, capture: capture)
             }
         }
         // The channel management API: the provider API's transports, its own listeners.
         let channelsAPI = api.managingChannels(store: broadcasts.store)
         var channels: [ProviderServer] = []
         for (port, secure) in [(configuration.channelsPort, true), (configuration.channelsDevelopmentPort, false)] {
-            guard let port else { continue }
+            let socket = inherited[secure ? "channels" : "channels-development"]
+            guard let port = port ?? socket.map({ _ in 0 }) else { continue }
             let host = secure ? address : "127.0.0.1"
             channels.append(
                 try await Self.listening(
-                    secure ? "channel management API" : "channel management development listener", host, port
+                    secure ? "channel management API" : "channel management development listener", host, port,
+                    socket: socket
                 ) {
                     try await ProviderServer.start(
-                        host: host, port: port, transport: secure ? .tls(tls, ca: ca) : .cleartext, api: channelsAPI,
-                        router: router, environment: configuration.environment, group: group, logger: logger,
-                        firstBytes: firstBytes, log: log, clock: clock)
+                        host: host, port: port, socket: socket, transport: secure ? .tls(tls, ca: ca) : .cleartext,
+                        api: channelsAPI, router: router, environment: configuration.environment, group: group,
+                        logger: logger, firstBytes: firstBytes, log: log, clock: clock)
                 })
         }
         let linkTLS = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca, deviceLink: true)
-        let link = try await Self.listening("device link", address, configuration.linkPort) {
+        let link = try await Self.listening("device link", address, configuration.linkPort, socket: inherited["link"]) {
             try await DeviceLinkServer.start(
-                host: address, port: configuration.linkPort, tls: linkTLS, directory: directory,
-                links: router.links, offline: router.offline, configuration: configuration.link, group: linkGroup,
-                logger: logger, log: log, clock: clock, broadcasts: broadcasts)
+                host: address, port: configuration.linkPort, socket: inherited["link"], tls: linkTLS,
+                directory: directory, links: router.links, offline: router.offline, configuration: configuration.link,
+                group: linkGroup, logger: logger, log: log, clock: clock, broadcasts: broadcasts)
         }
         let legacyTLS = try GatewayStateDirectory.legacyTLSContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca)
@@ -326,12 +342,14 @@ public final class Gateway: Sendable {
         for (service, port) in [
             (LegacyServer.Service.binary, configuration.binaryPort), (.feedback, configuration.feedbackPort),
         ] {
-            guard let port else { continue }
+            let socket = inherited[service == .binary ? "binary" : "feedback"]
+            guard let port = port ?? socket.map({ _ in 0 }) else { continue }
             legacy.append(
-                try await Self.listening(service.rawValue, address, port) {
+                try await Self.listening(service.rawValue, address, port, socket: socket) {
                     try await LegacyServer.start(
-                        service, host: address, port: port, tls: legacyTLS, ca: ca, api: api, router: router,
-                        directory: directory, environment: configuration.environment, group: group, logger: logger,
+                        service, host: address, port: port, socket: socket, tls: legacyTLS, ca: ca, api: api,
+                        router: router, directory: directory, environment: configuration.environment, group: group,
+                        logger: logger,
                         timeouts: ListenerTimeouts(
                             firstBytes: configuration.firstBytesTimeout, idle: configuration.provider.idleTimeout),
                         log: log, clock: clock)
@@ -488,13 +506,14 @@ public final class Gateway: Sendable {
         return address
     }
 
-    static func listening<T>(_ listener: String, _ host: String, _ port: Int, _ start: () async throws -> T)
-        async throws -> T
-    {
+    static func listening<T>(
+        _ listener: String, _ host: String, _ port: Int, socket: CInt? = nil, _ start: () async throws -> T
+    ) async throws -> T {
         do {
             return try await start()
         } catch {
-            throw ListenerStartError(listener: listener, address: "\(host):\(port)", reason: "\(error)")
+            let address = socket.map { "the socket handed over as descriptor \($0)" } ?? "\(host):\(port)"
+            throw ListenerStartError(listener: listener, address: address, reason: "\(error)")
         }
     }
 }

@@ -11,7 +11,11 @@ extension GatewayCommand {
             On first start the state directory gets a development CA (ca.pem), a TLS certificate, an \
             admin token (admin-token) and, unless --database names PostgreSQL, the SQLite database; later \
             starts reuse them. Once listening, the gateway writes the addresses to gateway.json in the \
-            state directory. `herald gateway faults` sets a running gateway's fault rules.
+            state directory. `herald gateway faults` sets a running gateway's fault rules. \
+            Listening sockets handed over by systemd (a socket unit: LISTEN_FDS, with each socket named \
+            by FileDescriptorName= as provider, development, link, binary, feedback, channels or \
+            channels-development) are served instead of binding those ports; connections made while the \
+            gateway restarts then wait for it instead of being refused.
             """,
         subcommands: [FaultsCommand.self])
 }

@@ -209,6 +209,11 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.channelsPort = noChannels ? nil : ports.channelsPort
         configuration.channelsDevelopmentPort = noChannels ? nil : ports.channelsDevPort
         configuration.link.acknowledgementTimeout = .nanoseconds(Int64(ackTimeout * 1e9))
+        // Sockets systemd handed over (socket activation); the variables are not passed on to any
+        // process the gateway starts.
+        configuration.inheritedSockets = try InheritedSockets(
+            environment: ProcessInfo.processInfo.environment, processID: getpid())
+        for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) }
         configuration.link.qos = LinkQoS.Configuration(
             batchWindow: .nanoseconds(Int64((batchWindow * 1e9).rounded())), backgroundBudget: backgroundBudget)
         let gateway = try await Gateway.open(configuration, logger: logger)

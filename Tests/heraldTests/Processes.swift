@@ -27,12 +27,18 @@ final class Child {
     let reader: LineReader
     /// Where its standard error goes, with `keepingErrors` (removed with the child).
     let errorFile: URL?
+    /// Its standard input, with `input` (otherwise it inherits the test's).
+    let input: Pipe?
 
     /// Starts `executable`; with `keepingErrors`, what it writes to standard error is kept in a file
-    /// for ``errors`` (a test's failure message), otherwise dropped.
-    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], keepingErrors: Bool = false)
-        throws
-    {
+    /// for ``errors`` (a test's failure message), otherwise dropped; with `input`, ``send(_:)`` writes
+    /// to its standard input.
+    init(
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], keepingErrors: Bool = false,
+        input: Bool = false
+    ) throws {
+        self.input = input ? Pipe() : nil
+        if let pipe = self.input { process.standardInput = pipe }
         process.executableURL = executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -48,6 +54,11 @@ final class Child {
         }
         reader = LineReader(output.fileHandleForReading)
         try process.run()
+    }
+
+    /// Writes `line` and a line end to its standard input (with `input`).
+    func send(_ line: String) {
+        input?.fileHandleForWriting.write(Data((line + "\n").utf8))
     }
 
     /// What it wrote to standard error so far (with `keepingErrors`).

@@ -27,6 +27,7 @@ node first (device i on node i mod N), and moves to the next when its node goes;
 connection goes to a random node; each cycle kills a random node with SIGKILL and starts it
 again. The accounting is the same, read from any node (the delivery log is shared).
 """
+import fcntl
 import glob
 import json
 import os
@@ -102,13 +103,25 @@ class PrivatePostgres:
 
 
 class Gateway:
-    def __init__(self, herald, state, ports, database=None, extra=()):
+    def __init__(self, herald, state, ports, database=None, extra=(), sockets=None):
         """`ports` names tls, dev, admin and link; with "channels-dev" too, the channel management
         API listens (its TLS listener on a free port), else it does not. `extra`: more arguments
-        for `herald gateway` (a list the caller may change between starts)."""
+        for `herald gateway` (a list the caller may change between starts). `sockets`: listening
+        sockets by listener name ("link", …) handed to every start of the gateway as systemd's
+        socket activation does (docs/listeners.md); they stay open here across restarts."""
         self.herald, self.state, self.ports, self.database = herald, state, ports, database
         self.extra = list(extra)
+        self.sockets = dict(sockets or {})
         self.process = None
+
+    def hand_over(self):
+        """In the child, before exec: the sockets at descriptors 3 and up, and the variables naming them."""
+        # Out of the way first, so that placing one cannot close another that sits at 3 and up.
+        high = [fcntl.fcntl(sock.fileno(), fcntl.F_DUPFD, 100) for sock in self.sockets.values()]
+        for index, descriptor in enumerate(high):
+            os.dup2(descriptor, 3 + index)
+        os.environ.update({"LISTEN_PID": str(os.getpid()), "LISTEN_FDS": str(len(self.sockets)),
+                           "LISTEN_FDNAMES": ":".join(self.sockets)})
 
     def start(self):
         self.launch()
@@ -124,7 +137,9 @@ class Gateway:
             + (["--channels-port", "0", "--channels-dev-port", str(self.ports["channels-dev"])]
                if "channels-dev" in self.ports else ["--no-channels"])
             + (["--database", self.database] if self.database else []) + self.extra,
-            stdout=subprocess.PIPE, stderr=log, text=True)
+            stdout=subprocess.PIPE, stderr=log, text=True,
+            preexec_fn=self.hand_over if self.sockets else None,
+            pass_fds=tuple(range(3, 3 + len(self.sockets))))
 
     def wait_ready(self):
         for line in self.process.stdout:

@@ -32,10 +32,11 @@ public final class DeviceLinkServer: Sendable {
 
     /// Binds the listener. With `tls` nil only cleartext from loopback is served; with it, a
     /// connection whose first byte is a TLS handshake gets TLS and a cleartext one from a loopback
-    /// address is served as it is. Cleartext from elsewhere is closed.
+    /// address is served as it is. Cleartext from elsewhere is closed. With `socket` (a listening
+    /// socket handed over, ``InheritedSockets``) that socket is served instead of binding `host:port`.
     public static func start(
-        host: String, port: Int, tls: NIOSSLContext?, directory: GatewayDirectory, links: DeviceLinks,
-        offline: OfflineStore,
+        host: String, port: Int, socket: CInt? = nil, tls: NIOSSLContext?, directory: GatewayDirectory,
+        links: DeviceLinks, offline: OfflineStore,
         configuration: Configuration = Configuration(), group: any EventLoopGroup, logger: Logger,
         log: ListenerLog? = nil, clock: any WallClock = SystemClock(), broadcasts: BroadcastHub? = nil
     ) async throws -> DeviceLinkServer {
@@ -61,7 +62,7 @@ public final class DeviceLinkServer: Sendable {
                     try sync.addHandler(LinkTransportSniffer(service: service, tls: tls))
                 }
             }
-        let channel = try await bootstrap.bind(host: host, port: port).get()
+        let channel = try await bootstrap.bind(host: host, port: port, socket: socket, backlog: 4096)
         return DeviceLinkServer(service: service, serverChannel: channel, channels: channels)
     }
 

@@ -30,11 +30,13 @@ public final class LegacyServer: Sendable {
     }
 
     /// Binds a listener. `tls` must require client certificates
-    /// (``GatewayStateDirectory/legacyTLSContext(certificatePEM:keyPEM:ca:)``).
+    /// (``GatewayStateDirectory/legacyTLSContext(certificatePEM:keyPEM:ca:)``). With `socket` (a
+    /// listening socket handed over, ``InheritedSockets``) that socket is served instead of binding
+    /// `host:port`.
     public static func start(
-        _ service: Service, host: String, port: Int, tls: NIOSSLContext, ca: GatewayCA, api: ProviderAPI,
-        router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment, group: any EventLoopGroup,
-        logger: Logger = .silent, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .seconds(3600)),
+        _ service: Service, host: String, port: Int, socket: CInt? = nil, tls: NIOSSLContext, ca: GatewayCA,
+        api: ProviderAPI, router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment,
+        group: any EventLoopGroup, logger: Logger = .silent, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .seconds(3600)),
         log: ListenerLog? = nil,
         clock: any WallClock = SystemClock()
     ) async throws -> LegacyServer {
@@ -74,7 +76,7 @@ public final class LegacyServer: Sendable {
                     }
                 }
             }
-        let channel = try await bootstrap.bind(host: host, port: port).get()
+        let channel = try await bootstrap.bind(host: host, port: port, socket: socket, backlog: 256)
         return LegacyServer(serverChannel: channel, registry: registry, service: service)
     }
 

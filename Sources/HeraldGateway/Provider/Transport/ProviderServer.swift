@@ -38,9 +38,11 @@ public final class ProviderServer: Sendable {
     /// accepting it until its first complete request); the idle deadline is the API's
     /// (``ProviderAPI/idleTimeout``). Without ALPN (cleartext, or a TLS client that offers none) the
     /// first bytes say whether it is HTTP/2 or HTTP/1.1; anything else is closed with a logged reason.
-    /// With a `capture`, every connection's traffic after TLS is written to it.
+    /// With a `capture`, every connection's traffic after TLS is written to it. With `socket` (a
+    /// listening socket handed over, ``InheritedSockets``) that socket is served instead of binding
+    /// `host:port`.
     public static func start(
-        host: String, port: Int, transport: Transport, api: ProviderAPI, router: PushRouter,
+        host: String, port: Int, socket: CInt? = nil, transport: Transport, api: ProviderAPI, router: PushRouter,
         environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger = .silent,
         firstBytes: TimeAmount = .seconds(10), log: ListenerLog? = nil,
         clock: any WallClock = SystemClock(), capture: ProviderCapture? = nil
@@ -98,7 +100,7 @@ public final class ProviderServer: Sendable {
                     }
                 }
             }
-        let channel = try await bootstrap.bind(host: host, port: port).get()
+        let channel = try await bootstrap.bind(host: host, port: port, socket: socket, backlog: 1024)
         var cleartext = false
         if case .cleartext = transport { cleartext = true }
         let server = ProviderServer(
