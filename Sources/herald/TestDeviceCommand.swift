@@ -239,24 +239,20 @@ struct TestDeviceCommand: AsyncParsableCommand {
         urls: [String], from start: Int, identity: DeviceIdentity, pem: String?, ack: Bool, retry: Bool,
         failed: Bool = false, source: String? = nil
     ) async throws -> (GatewayLinkClient, Int) {
-        var failures = failed ? 1 : 0
-        var index = start % urls.count
-        while true {
-            if failures > 0 {
-                let delay = ReconnectBackoff.delay(
-                    failures: failures, base: 0.5, maximum: 30, jitter: Double.random(in: 0...1))
-                try await Task.sleep(for: .seconds(delay))
-            }
-            do {
-                let client = try await GatewayLinkClient.connect(
-                    url: urls[index], identity: identity, caCertificatePEM: pem, autoAcknowledge: ack,
-                    sourceAddress: source)
-                return (client, index)
-            } catch {
-                guard retry, !(error is CancellationError) else { throw error }
-                failures += 1
-                index = (index + 1) % urls.count
-            }
+        guard retry else {
+            let index = start % urls.count
+            let client = try await GatewayLinkClient.connect(
+                url: urls[index], identity: identity, caCertificatePEM: pem, autoAcknowledge: ack, sourceAddress: source
+            )
+            return (client, index)
+        }
+        // The waits and the attempts run on the link's event loop; this task waits once, for the link.
+        return try await GatewayLinkClient.connect(
+            urls: urls, from: start, identity: identity, caCertificatePEM: pem, autoAcknowledge: ack,
+            sourceAddress: source, failures: failed ? 1 : 0
+        ) { failures in
+            .seconds(
+                ReconnectBackoff.delay(failures: failures, base: 0.5, maximum: 30, jitter: Double.random(in: 0...1)))
         }
     }
 

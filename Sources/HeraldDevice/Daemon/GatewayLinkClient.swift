@@ -51,19 +51,48 @@ public final class GatewayLinkClient: Sendable {
         url: String, identity: DeviceIdentity, caCertificatePEM: String? = nil, autoAcknowledge: Bool = true,
         sourceAddress: String? = nil, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> GatewayLinkClient {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme, scheme == "ws" || scheme == "wss",
-            let host = parsed.host
-        else {
-            throw Failure(code: .badURL, message: "the gateway link URL must be ws://host:port/device/v1 or wss://…")
-        }
-        let secure = scheme == "wss"
-        let port = parsed.port ?? 5223
-        let path = parsed.path.isEmpty ? DeviceLink.path : parsed.path
-        let tls: NIOSSLContext? = try secure ? Self.tlsContext(trusting: caCertificatePEM) : nil
-        let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
+        let target = try Target(url: url, caCertificatePEM: caCertificatePEM, sourceAddress: sourceAddress)
         // The connection, its welcome and the handler's lookup all on one loop, chained there: the
         // caller's task waits once, not once per step (each wait is a hop between threads).
-        let loop = group.any()
+        return try await open(target, identity: identity, autoAcknowledge: autoAcknowledge, on: group.any()).get()
+    }
+
+    /// Where a connection goes: the gateway's address and path, TLS or not, and the local address.
+    struct Target: Sendable {
+        let host: String
+        let port: Int
+        let path: String
+        let tls: NIOSSLContext?
+        let source: SocketAddress?
+
+        init(url: String, caCertificatePEM: String?, sourceAddress: String?) throws {
+            guard let parsed = URL(string: url), let scheme = parsed.scheme, scheme == "ws" || scheme == "wss",
+                let host = parsed.host
+            else {
+                throw Failure(
+                    code: .badURL, message: "the gateway link URL must be ws://host:port/device/v1 or wss://…")
+            }
+            self.host = host
+            port = parsed.port ?? 5223
+            path = parsed.path.isEmpty ? DeviceLink.path : parsed.path
+            tls = try scheme == "wss" ? GatewayLinkClient.tlsContext(trusting: caCertificatePEM) : nil
+            if let sourceAddress {
+                guard let source = try? SocketAddress(ipAddress: sourceAddress, port: 0) else {
+                    throw Failure(code: .badURL, message: "the source address \(sourceAddress) is not an IP address")
+                }
+                self.source = source
+            } else {
+                source = nil
+            }
+        }
+    }
+
+    /// One connection to `target` and its authentication, every step on `loop`.
+    static func open(
+        _ target: Target, identity: DeviceIdentity, autoAcknowledge: Bool, on loop: any EventLoop
+    ) -> EventLoopFuture<GatewayLinkClient> {
+        let (host, port, path, tls) = (target.host, target.port, target.path, target.tls)
+        let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
         let welcome = loop.makePromise(of: LinkClientHandler.Welcome.self)
         var bootstrap = ClientBootstrap(group: loop)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -93,10 +122,7 @@ public final class GatewayLinkClient: Sendable {
                     upgraded.whenFailure { welcome.fail($0) }
                 }
             }
-        if let sourceAddress {
-            guard let source = try? SocketAddress(ipAddress: sourceAddress, port: 0) else {
-                throw Failure(code: .badURL, message: "the source address \(sourceAddress) is not an IP address")
-            }
+        if let source = target.source {
             // The port is still chosen at connect time, for this destination (IP_BIND_ADDRESS_NO_PORT).
             bootstrap = bootstrap.bind(to: source).channelOption(
                 ChannelOptions.Types.SocketOption(
@@ -113,7 +139,7 @@ public final class GatewayLinkClient: Sendable {
                 bootstrap.connect(host: host, port: port)
             }
         connecting.whenFailure { welcome.fail($0) }
-        let opened = connecting.flatMap { (channel: any Channel) -> EventLoopFuture<GatewayLinkClient> in
+        return connecting.flatMap { (channel: any Channel) -> EventLoopFuture<GatewayLinkClient> in
             channel.closeFuture.whenComplete { _ in
                 welcome.fail(Failure(code: .closed, message: "the gateway closed the link before welcoming the device"))
             }
@@ -127,7 +153,6 @@ public final class GatewayLinkClient: Sendable {
                 throw error
             }
         }
-        return try await opened.get()
     }
 
     /// The HTTP/1.1 pipeline that asks `host:port` to upgrade `path` to a WebSocket with `upgrader`;

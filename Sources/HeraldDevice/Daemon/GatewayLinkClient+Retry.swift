@@ -1,0 +1,102 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOPosix
+
+extension GatewayLinkClient {
+    /// Connects to the first of `urls` (from `start`) that takes the device, trying again after every
+    /// failure, each time at the next URL, after `wait(failures)`; with `failures` above 0 it waits
+    /// first. The attempts and the waits between them all run on one event loop, so the caller's
+    /// task waits once, for the link: a device that fails a thousand times costs its task nothing
+    /// meanwhile (a wait and a try in a task are hops between threads each time). Returns the link
+    /// and the index of its URL. Cancelling the task stops the attempts (`CancellationError`); a
+    /// malformed URL or source address throws at once.
+    public static func connect(
+        urls: [String], from start: Int = 0, identity: DeviceIdentity, caCertificatePEM: String? = nil,
+        autoAcknowledge: Bool = true, sourceAddress: String? = nil, failures: Int = 0,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        wait: @escaping @Sendable (_ failures: Int) -> Duration
+    ) async throws -> (client: GatewayLinkClient, index: Int) {
+        precondition(!urls.isEmpty, "at least one URL")
+        let targets = try urls.map {
+            try Target(url: $0, caCertificatePEM: caCertificatePEM, sourceAddress: sourceAddress)
+        }
+        let loop = group.any()
+        let attempts = Attempts(
+            targets: targets, index: start % urls.count, failures: failures, identity: identity,
+            autoAcknowledge: autoAcknowledge, wait: wait, loop: loop)
+        return try await withTaskCancellationHandler {
+            loop.execute { attempts.begin() }
+            return try await attempts.result.futureResult.get()
+        } onCancel: {
+            loop.execute { attempts.cancel() }
+        }
+    }
+
+    /// The attempts of one ``connect(urls:from:identity:caCertificatePEM:autoAcknowledge:sourceAddress:failures:group:wait:)``,
+    /// touched only on their loop.
+    final class Attempts: @unchecked Sendable {
+        let targets: [Target]
+        let identity: DeviceIdentity
+        let autoAcknowledge: Bool
+        let wait: @Sendable (Int) -> Duration
+        let loop: any EventLoop
+        let result: EventLoopPromise<(client: GatewayLinkClient, index: Int)>
+        var index: Int
+        var failures: Int
+        var pause: Scheduled<Void>?
+        var cancelled = false
+
+        init(
+            targets: [Target], index: Int, failures: Int, identity: DeviceIdentity, autoAcknowledge: Bool,
+            wait: @escaping @Sendable (Int) -> Duration, loop: any EventLoop
+        ) {
+            self.targets = targets
+            self.index = index
+            self.failures = failures
+            self.identity = identity
+            self.autoAcknowledge = autoAcknowledge
+            self.wait = wait
+            self.loop = loop
+            result = loop.makePromise()
+        }
+
+        func begin() {
+            if failures > 0 { pauseThenTry() } else { attempt() }
+        }
+
+        func pauseThenTry() {
+            let delay = wait(failures)
+            pause = loop.scheduleTask(in: TimeAmount(delay)) { self.attempt() }
+        }
+
+        func attempt() {
+            loop.assertInEventLoop()
+            guard !cancelled else { return }
+            let current = index
+            GatewayLinkClient.open(targets[current], identity: identity, autoAcknowledge: autoAcknowledge, on: loop)
+                .hop(to: loop).whenComplete { outcome in
+                    switch outcome {
+                    case .success(let client):
+                        if self.cancelled {
+                            client.channel.close(promise: nil)
+                        } else {
+                            self.result.succeed((client, current))
+                        }
+                    case .failure:
+                        guard !self.cancelled else { return }
+                        self.failures += 1
+                        self.index = (current + 1) % self.targets.count
+                        self.pauseThenTry()
+                    }
+                }
+        }
+
+        func cancel() {
+            guard !cancelled else { return }
+            cancelled = true
+            pause?.cancel()
+            result.fail(CancellationError())
+        }
+    }
+}
