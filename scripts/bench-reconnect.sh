@@ -2,11 +2,12 @@
 # A reconnect storm: N devices held on the device link (cleartext loopback), every gateway restarted,
 # and the time until all are connected again and every push stored meanwhile is delivered.
 #
-#   scripts/bench-reconnect.sh N [--nodes K] [--processes P] [--kill] [--reference] [--hold-sockets]
+#   scripts/bench-reconnect.sh N [--nodes K] [--processes P] [--kill] [--reference] [--hold-sockets [S]]
 #       N: idle devices (default 18000); K gateways on one private PostgreSQL (default 1: SQLite);
 #       P test-device processes per gateway; --reference: first a storm where every device signs,
 #       and the ratio of CPU per device with tickets to it; --hold-sockets: each gateway's device
-#       link socket is held across the restart and handed over, as a systemd socket unit does.
+#       link socket is held across the restart and handed over, as a systemd socket unit does
+#       (S: that many sockets per gateway on one port, with SO_REUSEPORT, each queueing 4,096).
 #
 # Builds herald in release unless HERALD names a binary. A gateway holds its share of the N links,
 # so it needs that many file descriptors: the script raises the soft limit to the hard one and

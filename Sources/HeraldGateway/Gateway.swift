@@ -287,25 +287,25 @@ public final class Gateway: Sendable {
         defer { capture?.close() }
         let inherited = configuration.inheritedSockets
         try inherited.check()
-        for (name, descriptor) in inherited.descriptors.sorted(by: { $0.value < $1.value }) {
+        for (name, descriptor) in inherited.all {
             logger.info(
                 "serving a socket handed over", metadata: ["listener": "\(name)", "descriptor": "\(descriptor)"])
         }
         let provider = try await Self.listening(
-            "provider API", address, configuration.port, socket: inherited["provider"]
+            "provider API", address, configuration.port, sockets: inherited["provider"]
         ) {
             try await ProviderServer.start(
-                host: address, port: configuration.port, socket: inherited["provider"], transport: .tls(tls, ca: ca),
+                host: address, port: configuration.port, sockets: inherited["provider"], transport: .tls(tls, ca: ca),
                 api: api, router: router, environment: configuration.environment, group: group, logger: logger,
                 firstBytes: firstBytes, log: log, clock: clock, capture: capture)
         }
         var development: ProviderServer?
-        if let port = configuration.developmentPort ?? inherited["development"].map({ _ in 0 }) {
+        if let port = configuration.developmentPort ?? (inherited["development"].isEmpty ? nil : 0) {
             development = try await Self.listening(
-                "development listener", "127.0.0.1", port, socket: inherited["development"]
+                "development listener", "127.0.0.1", port, sockets: inherited["development"]
             ) {
                 try await ProviderServer.start(
-                    host: "127.0.0.1", port: port, socket: inherited["development"], transport: .cleartext, api: api,
+                    host: "127.0.0.1", port: port, sockets: inherited["development"], transport: .cleartext, api: api,
                     router: router, environment: configuration.environment, group: group, logger: logger,
                     firstBytes: firstBytes, log: log, clock: clock, capture: capture)
             }
@@ -314,25 +314,26 @@ public final class Gateway: Sendable {
         let channelsAPI = api.managingChannels(store: broadcasts.store)
         var channels: [ProviderServer] = []
         for (port, secure) in [(configuration.channelsPort, true), (configuration.channelsDevelopmentPort, false)] {
-            let socket = inherited[secure ? "channels" : "channels-development"]
-            guard let port = port ?? socket.map({ _ in 0 }) else { continue }
+            let sockets = inherited[secure ? "channels" : "channels-development"]
+            guard let port = port ?? (sockets.isEmpty ? nil : 0) else { continue }
             let host = secure ? address : "127.0.0.1"
             channels.append(
                 try await Self.listening(
                     secure ? "channel management API" : "channel management development listener", host, port,
-                    socket: socket
+                    sockets: sockets
                 ) {
                     try await ProviderServer.start(
-                        host: host, port: port, socket: socket, transport: secure ? .tls(tls, ca: ca) : .cleartext,
+                        host: host, port: port, sockets: sockets, transport: secure ? .tls(tls, ca: ca) : .cleartext,
                         api: channelsAPI, router: router, environment: configuration.environment, group: group,
                         logger: logger, firstBytes: firstBytes, log: log, clock: clock)
                 })
         }
         let linkTLS = try GatewayStateDirectory.tlsContext(
             certificatePEM: identity.certificatePEM, keyPEM: identity.keyPEM, ca: ca, deviceLink: true)
-        let link = try await Self.listening("device link", address, configuration.linkPort, socket: inherited["link"]) {
+        let link = try await Self.listening("device link", address, configuration.linkPort, sockets: inherited["link"])
+        {
             try await DeviceLinkServer.start(
-                host: address, port: configuration.linkPort, socket: inherited["link"], tls: linkTLS,
+                host: address, port: configuration.linkPort, sockets: inherited["link"], tls: linkTLS,
                 directory: directory, links: router.links, offline: router.offline, configuration: configuration.link,
                 group: linkGroup, logger: logger, log: log, clock: clock, broadcasts: broadcasts)
         }
@@ -342,12 +343,12 @@ public final class Gateway: Sendable {
         for (service, port) in [
             (LegacyServer.Service.binary, configuration.binaryPort), (.feedback, configuration.feedbackPort),
         ] {
-            let socket = inherited[service == .binary ? "binary" : "feedback"]
-            guard let port = port ?? socket.map({ _ in 0 }) else { continue }
+            let sockets = inherited[service == .binary ? "binary" : "feedback"]
+            guard let port = port ?? (sockets.isEmpty ? nil : 0) else { continue }
             legacy.append(
-                try await Self.listening(service.rawValue, address, port, socket: socket) {
+                try await Self.listening(service.rawValue, address, port, sockets: sockets) {
                     try await LegacyServer.start(
-                        service, host: address, port: port, socket: socket, tls: legacyTLS, ca: ca, api: api,
+                        service, host: address, port: port, sockets: sockets, tls: legacyTLS, ca: ca, api: api,
                         router: router, directory: directory, environment: configuration.environment, group: group,
                         logger: logger,
                         timeouts: ListenerTimeouts(
@@ -507,12 +508,15 @@ public final class Gateway: Sendable {
     }
 
     static func listening<T>(
-        _ listener: String, _ host: String, _ port: Int, socket: CInt? = nil, _ start: () async throws -> T
+        _ listener: String, _ host: String, _ port: Int, sockets: [CInt] = [], _ start: () async throws -> T
     ) async throws -> T {
         do {
             return try await start()
         } catch {
-            let address = socket.map { "the socket handed over as descriptor \($0)" } ?? "\(host):\(port)"
+            let address =
+                sockets.isEmpty
+                ? "\(host):\(port)"
+                : "the sockets handed over as descriptors \(sockets.map(String.init).joined(separator: ", "))"
             throw ListenerStartError(listener: listener, address: address, reason: "\(error)")
         }
     }

@@ -8,9 +8,10 @@ import NIOPosix
 
 /// Listening sockets a gateway was handed when it started, by name: systemd's socket activation
 /// (`LISTEN_PID`, `LISTEN_FDS`, `LISTEN_FDNAMES`; docs/listeners.md, "Sockets handed over"). A
-/// listener with a socket here takes its connections from it instead of binding its address, so
-/// that a socket outlives the gateway's restarts: connections made while no gateway runs wait in
-/// the socket's queue instead of being refused.
+/// listener with sockets here takes its connections from them instead of binding its address, so
+/// that they outlive the gateway's restarts: connections made while no gateway runs wait in a
+/// socket's queue instead of being refused. A listener may have several (a socket unit with more
+/// than one `ListenStream=`, such as an IPv4 and an IPv6 address, names each the same).
 public struct InheritedSockets: Sendable, Equatable {
     /// The names a socket may have, one per listener, and whether that listener speaks cleartext
     /// to whoever connects (its socket must then be bound to a loopback address).
@@ -22,19 +23,19 @@ public struct InheritedSockets: Sendable, Equatable {
     /// The first descriptor handed over (`SD_LISTEN_FDS_START`).
     public static let firstDescriptor: CInt = 3
 
-    /// The descriptor of each socket, by listener name.
-    public private(set) var descriptors: [String: CInt]
+    /// The descriptors of each listener's sockets, by listener name, in the order handed over.
+    public private(set) var descriptors: [String: [CInt]]
 
     /// No sockets: every listener binds its address.
     public init() { descriptors = [:] }
 
     /// These descriptors, by listener name (for tests: the variables always number them from 3).
-    init(descriptors: [String: CInt]) { self.descriptors = descriptors }
+    init(descriptors: [String: [CInt]]) { self.descriptors = descriptors }
 
     /// The sockets `environment` hands to the process `processID`. Nothing when `LISTEN_PID` is
     /// absent or names another process (the variables were meant for a parent). Throws when the
-    /// variables are malformed, a socket is unnamed or has a name no listener has, or two share a
-    /// name. The descriptors themselves are not looked at (``check()``).
+    /// variables are malformed, or a socket is unnamed or has a name no listener has. The
+    /// descriptors themselves are not looked at (``check()``).
     public init(environment: [String: String], processID: Int32) throws {
         descriptors = [:]
         guard let pid = environment["LISTEN_PID"] else { return }
@@ -61,15 +62,17 @@ public struct InheritedSockets: Sendable, Equatable {
                     "the socket handed over as \"\(name)\" (descriptor \(Self.firstDescriptor + CInt(index))) names "
                         + "no listener; a name is one of: \(known)")
             }
-            guard descriptors[name] == nil else {
-                throw InheritedSocketError("two sockets are handed over as \"\(name)\"; a listener takes one")
-            }
-            descriptors[name] = Self.firstDescriptor + CInt(index)
+            descriptors[name, default: []].append(Self.firstDescriptor + CInt(index))
         }
     }
 
-    /// The socket handed over for `listener` (one of ``listeners``' names), if any.
-    public subscript(_ listener: String) -> CInt? { descriptors[listener] }
+    /// The sockets handed over for `listener` (one of ``listeners``' names); none: it binds its own.
+    public subscript(_ listener: String) -> [CInt] { descriptors[listener] ?? [] }
+
+    /// Every socket handed over, with its listener's name, in the order of their descriptors.
+    public var all: [(name: String, descriptor: CInt)] {
+        descriptors.flatMap { name, list in list.map { (name, $0) } }.sorted { $0.descriptor < $1.descriptor }
+    }
 
     /// Whether any socket was handed over.
     public var isEmpty: Bool { descriptors.isEmpty }
@@ -78,7 +81,7 @@ public struct InheritedSockets: Sendable, Equatable {
     /// listener bound to a loopback address. Marks each close-on-exec, so that no process the
     /// gateway starts holds it.
     public func check() throws {
-        for (name, descriptor) in descriptors.sorted(by: { $0.value < $1.value }) {
+        for (name, descriptor) in all {
             let what = "the socket handed over as \"\(name)\" (descriptor \(descriptor))"
             guard Self.option(descriptor, SO_TYPE) == Int32(SOCK_STREAM.rawValue) else {
                 throw InheritedSocketError("\(what) is not a stream socket (ListenStream= in a systemd socket unit)")
@@ -140,19 +143,41 @@ public struct InheritedSocketError: Error, CustomStringConvertible, Sendable {
     init(_ description: String) { self.description = description }
 }
 
+/// The server channels of one listener: the one it bound, or one for each socket handed over.
+struct ListeningChannels: Sendable {
+    let all: [any Channel]
+
+    /// The first channel's address (the listener's, when it bound its own).
+    var localAddress: SocketAddress? { all.first?.localAddress }
+
+    /// Stops accepting on every channel.
+    func close() async throws {
+        for channel in all { try? await channel.close() }
+    }
+}
+
 extension ServerBootstrap {
-    /// Binds `host:port`, or with `socket` takes that listening socket instead (its address is
-    /// what it was bound to). NIO listens on a socket it is handed with a queue of 128; the queue
-    /// is set to `backlog` again, as when the listener binds its own.
-    func bind(host: String, port: Int, socket: CInt?, backlog: Int32) async throws -> any Channel {
-        guard let socket else { return try await bind(host: host, port: port).get() }
-        let channel = try await withBoundSocket(socket).get()
-        try await channel.eventLoop.submit {
-            guard listen(socket, backlog) == 0 else {
-                throw InheritedSocketError(
-                    "listening on the socket handed over (descriptor \(socket)) failed: errno \(errno)")
+    /// Binds `host:port`, or with `sockets` takes those listening sockets instead (their addresses
+    /// are what they were bound to). NIO listens on a socket it is handed with a queue of 128; the
+    /// queue is set to `backlog` again, as when the listener binds its own.
+    func bind(host: String, port: Int, sockets: [CInt], backlog: Int32) async throws -> ListeningChannels {
+        guard !sockets.isEmpty else { return ListeningChannels(all: [try await bind(host: host, port: port).get()]) }
+        var channels: [any Channel] = []
+        do {
+            for socket in sockets {
+                let channel = try await withBoundSocket(socket).get()
+                channels.append(channel)
+                try await channel.eventLoop.submit {
+                    guard listen(socket, backlog) == 0 else {
+                        throw InheritedSocketError(
+                            "listening on the socket handed over (descriptor \(socket)) failed: errno \(errno)")
+                    }
+                }.get()
             }
-        }.get()
-        return channel
+        } catch {
+            for channel in channels { try? await channel.close() }
+            throw error
+        }
+        return ListeningChannels(all: channels)
     }
 }

@@ -18,19 +18,26 @@ import Testing
         let holder = try Child(
             URL(fileURLWithPath: "/usr/bin/env"),
             [
-                "python3", ConnectionFaultsEndToEndTests.client("socket_holder.py"), "127.0.0.1:0", "link", "--",
-                try heraldExecutable().path, "gateway", "--state", state.path, "--port", "0", "--dev-port", "0",
-                "--admin-port", "0", "--link-port", "0", "--no-legacy", "--no-channels", "--drain-window", "0.2",
+                "python3", ConnectionFaultsEndToEndTests.client("socket_holder.py"), "127.0.0.1:0", "link",
+                "127.0.0.1:0", "link", "--", try heraldExecutable().path, "gateway", "--state", state.path, "--port",
+                "0", "--dev-port", "0", "--admin-port", "0", "--link-port", "0", "--no-legacy", "--no-channels",
+                "--drain-window", "0.2",
             ], keepingErrors: true, input: true)
         let watchdog = DispatchWorkItem { kill(holder.process.processIdentifier, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
         defer { watchdog.cancel() }
-        let listening = try #require(holder.reader.line(), "the holder's standard error: \(holder.errors)")
-        let port = try #require(Int32(listening.split(separator: ":").last ?? ""), "\(listening)")
+        // Two sockets for the device link, as a socket unit with two ListenStream= lines hands them.
+        var ports: [Int32] = []
+        for _ in 0..<2 {
+            let listening = try #require(holder.reader.line(), "the holder's standard error: \(holder.errors)")
+            ports.append(try #require(Int32(listening.split(separator: ":").last ?? ""), "\(listening)"))
+        }
+        let (port, other) = (ports[0], ports[1])
 
         let first = try Self.start(holder)
         let info = try GatewayInfo.read(directory: state)
-        #expect(info.linkDevelopmentURL == "ws://127.0.0.1:\(port)/device/v1", "the link serves the socket handed over")
+        #expect(
+            info.linkDevelopmentURL == "ws://127.0.0.1:\(port)/device/v1", "the link serves the sockets handed over")
         #expect(holder.errors.contains("serving a socket handed over"), "\(holder.errors)")
         let team = try curl([
             "-X", "POST", info.adminURL + "/teams", "-H", "authorization: Bearer \(info.adminToken)", "-d",
@@ -54,8 +61,8 @@ import Testing
         #expect(linked.child.reader.json()?["event"] as? String == "goaway")
         #expect(linked.child.reader.json()?["event"] as? String == "disconnected")
 
-        // No gateway runs now. The kernel still completes a connection on the socket and queues it.
-        let waiting = try Self.connect(port: port)
+        // No gateway runs now. The kernel still completes a connection on the second socket and queues it.
+        let waiting = try Self.connect(port: other)
         defer { close(waiting) }
         let request = "GET /device/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
         #expect(write(waiting, request, request.utf8.count) == request.utf8.count)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A reconnect storm: N devices on the link, every gateway restarted, and the time until all are back.
 
-usage: bench_reconnect.py HERALD N [--nodes K] [--processes P] [--kill] [--reference] [--hold-sockets]
+usage: bench_reconnect.py HERALD N [--nodes K] [--processes P] [--kill] [--reference] [--hold-sockets [S]]
        (run by scripts/bench-reconnect.sh)
 
 Starts K gateways (one: its own SQLite state; more: a private PostgreSQL server they share, as a
@@ -15,7 +15,9 @@ all are online (the gateways' herald_devices_online), every gateway is stopped (
 gets a close frame; --kill: SIGKILL, the sockets simply die) and all are started again at once on
 the same state and ports (with --hold-sockets, the script holds each gateway's device link socket
 and hands it to every start, as a systemd socket unit does: docs/listeners.md; a device that
-reconnects while its gateway is down then waits in the socket's queue instead of being refused).
+reconnects while its gateway is down then waits in the socket's queue instead of being refused;
+with --hold-sockets S, S sockets per gateway on the same address and port with SO_REUSEPORT, each
+queueing up to 4,096 connections, `somaxconn` here).
 As soon as they are ready, one push goes to each registered device through
 the first gateway; most are still reconnecting, so their push is stored. It measures:
 
@@ -114,7 +116,7 @@ class Watcher(threading.Thread):
 class Storm:
     def __init__(self, herald, n, nodes, processes, kill, hold):
         self.herald, self.n, self.nodes, self.processes, self.kill = herald, n, nodes, processes, kill
-        self.hold = hold
+        self.hold = hold  # device link sockets held per gateway (0: each gateway binds its own)
         self.work = tempfile.mkdtemp(prefix="herald-storm-")
         self.postgres, self.gateways, self.watchers = None, [], []
         self.round = 0
@@ -130,14 +132,16 @@ class Storm:
             extra = ["--link-ticket-hours", "168" if tickets else "0", "--drain-window", "0"]
             if self.nodes > 1:
                 extra += ["--listen", f"127.0.0.{i + 2}"]
-            sockets = {}
-            if self.hold:
-                # The device link's socket, held here across restarts as a systemd socket unit holds it.
+            sockets = []
+            for _ in range(self.hold):
+                # The device link's sockets, held here across restarts as systemd socket units hold them.
                 link = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                 link.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if self.hold > 1:
+                    link.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
                 link.bind((f"127.0.0.{i + 2}" if self.nodes > 1 else "127.0.0.1", ports["link"]))
                 link.listen(4096)
-                sockets["link"] = link
+                sockets.append(("link", link))
             gateway = Gateway(self.herald, os.path.join(self.work, f"node{i}"), ports,
                               self.postgres.url if self.postgres else None, extra, sockets)
             gateway.start()
@@ -265,7 +269,8 @@ class Storm:
         return result
 
     def report(self, r, label):
-        how = ("SIGKILL" if self.kill else "SIGTERM") + (", device link sockets held" if self.hold else "")
+        how = ("SIGKILL" if self.kill else "SIGTERM") + (
+            f", {self.hold} device link socket(s) per gateway held" if self.hold else "")
         total = self.total
         print(f"bench-reconnect [{label}]: {len(self.gateways)} gateway(s) stopped ({how}) in {r['stopped']:.2f} s "
               f"and all ready again {r['ready']:.2f} s later; CPU while stopping: gateways {r['stop_gateway_cpu']:.1f} s, "
@@ -316,7 +321,11 @@ def main():
                          f"{hard} files: use more --nodes")
     if n // (nodes * processes) + 1024 > hard:
         raise SystemExit(f"each test device would hold {n // (nodes * processes)} links: use more --processes")
-    storm = Storm(herald, n, nodes, processes, kill, "--hold-sockets" in sys.argv)
+    hold = 0
+    if "--hold-sockets" in sys.argv:
+        after = sys.argv[sys.argv.index("--hold-sockets") + 1:]
+        hold = int(after[0]) if after and after[0].isdigit() else 1
+    storm = Storm(herald, n, nodes, processes, kill, hold)
     ok = True
     try:
         storm.start(tickets=not reference)

@@ -107,21 +107,22 @@ class Gateway:
         """`ports` names tls, dev, admin and link; with "channels-dev" too, the channel management
         API listens (its TLS listener on a free port), else it does not. `extra`: more arguments
         for `herald gateway` (a list the caller may change between starts). `sockets`: listening
-        sockets by listener name ("link", …) handed to every start of the gateway as systemd's
-        socket activation does (docs/listeners.md); they stay open here across restarts."""
+        sockets, as (listener name, socket) pairs ("link", …), handed to every start of the gateway
+        as systemd's socket activation does (docs/listeners.md); they stay open here across
+        restarts."""
         self.herald, self.state, self.ports, self.database = herald, state, ports, database
         self.extra = list(extra)
-        self.sockets = dict(sockets or {})
+        self.sockets = list(sockets or [])
         self.process = None
 
     def hand_over(self):
         """In the child, before exec: the sockets at descriptors 3 and up, and the variables naming them."""
         # Out of the way first, so that placing one cannot close another that sits at 3 and up.
-        high = [fcntl.fcntl(sock.fileno(), fcntl.F_DUPFD, 100) for sock in self.sockets.values()]
+        high = [fcntl.fcntl(sock.fileno(), fcntl.F_DUPFD, 100) for _, sock in self.sockets]
         for index, descriptor in enumerate(high):
             os.dup2(descriptor, 3 + index)
         os.environ.update({"LISTEN_PID": str(os.getpid()), "LISTEN_FDS": str(len(self.sockets)),
-                           "LISTEN_FDNAMES": ":".join(self.sockets)})
+                           "LISTEN_FDNAMES": ":".join(name for name, _ in self.sockets)})
 
     def start(self):
         self.launch()

@@ -18,13 +18,13 @@ public final class DeviceLinkServer: Sendable {
 
     /// The per-connection logic's shared state.
     let service: DeviceLinkService
-    let serverChannel: any Channel
+    let serverChannel: ListeningChannels
     let channels: ChannelRegistry
 
     /// The bound address.
     public var localAddress: SocketAddress? { serverChannel.localAddress }
 
-    private init(service: DeviceLinkService, serverChannel: any Channel, channels: ChannelRegistry) {
+    private init(service: DeviceLinkService, serverChannel: ListeningChannels, channels: ChannelRegistry) {
         self.service = service
         self.serverChannel = serverChannel
         self.channels = channels
@@ -32,10 +32,10 @@ public final class DeviceLinkServer: Sendable {
 
     /// Binds the listener. With `tls` nil only cleartext from loopback is served; with it, a
     /// connection whose first byte is a TLS handshake gets TLS and a cleartext one from a loopback
-    /// address is served as it is. Cleartext from elsewhere is closed. With `socket` (a listening
-    /// socket handed over, ``InheritedSockets``) that socket is served instead of binding `host:port`.
+    /// address is served as it is. Cleartext from elsewhere is closed. With `sockets` (listening
+    /// sockets handed over, ``InheritedSockets``) those are served instead of binding `host:port`.
     public static func start(
-        host: String, port: Int, socket: CInt? = nil, tls: NIOSSLContext?, directory: GatewayDirectory,
+        host: String, port: Int, sockets: [CInt] = [], tls: NIOSSLContext?, directory: GatewayDirectory,
         links: DeviceLinks, offline: OfflineStore,
         configuration: Configuration = Configuration(), group: any EventLoopGroup, logger: Logger,
         log: ListenerLog? = nil, clock: any WallClock = SystemClock(), broadcasts: BroadcastHub? = nil
@@ -62,7 +62,7 @@ public final class DeviceLinkServer: Sendable {
                     try sync.addHandler(LinkTransportSniffer(service: service, tls: tls))
                 }
             }
-        let channel = try await bootstrap.bind(host: host, port: port, socket: socket, backlog: 4096)
+        let channel = try await bootstrap.bind(host: host, port: port, sockets: sockets, backlog: 4096)
         return DeviceLinkServer(service: service, serverChannel: channel, channels: channels)
     }
 

@@ -16,27 +16,28 @@ public final class LegacyServer: Sendable {
     /// Which of the two it is (``LegacyService``).
     public typealias Service = LegacyService
 
-    let serverChannel: any Channel
+    let serverChannel: ListeningChannels
     let registry: ChannelRegistry
     let service: Service
 
     /// The bound address.
     public var localAddress: SocketAddress? { serverChannel.localAddress }
 
-    init(serverChannel: any Channel, registry: ChannelRegistry, service: Service) {
+    init(serverChannel: ListeningChannels, registry: ChannelRegistry, service: Service) {
         self.serverChannel = serverChannel
         self.registry = registry
         self.service = service
     }
 
     /// Binds a listener. `tls` must require client certificates
-    /// (``GatewayStateDirectory/legacyTLSContext(certificatePEM:keyPEM:ca:)``). With `socket` (a
-    /// listening socket handed over, ``InheritedSockets``) that socket is served instead of binding
+    /// (``GatewayStateDirectory/legacyTLSContext(certificatePEM:keyPEM:ca:)``). With `sockets`
+    /// (listening sockets handed over, ``InheritedSockets``) those are served instead of binding
     /// `host:port`.
     public static func start(
-        _ service: Service, host: String, port: Int, socket: CInt? = nil, tls: NIOSSLContext, ca: GatewayCA,
+        _ service: Service, host: String, port: Int, sockets: [CInt] = [], tls: NIOSSLContext, ca: GatewayCA,
         api: ProviderAPI, router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment,
-        group: any EventLoopGroup, logger: Logger = .silent, timeouts: ListenerTimeouts = ListenerTimeouts(idle: .seconds(3600)),
+        group: any EventLoopGroup, logger: Logger = .silent,
+        timeouts: ListenerTimeouts = ListenerTimeouts(idle: .seconds(3600)),
         log: ListenerLog? = nil,
         clock: any WallClock = SystemClock()
     ) async throws -> LegacyServer {
@@ -76,7 +77,7 @@ public final class LegacyServer: Sendable {
                     }
                 }
             }
-        let channel = try await bootstrap.bind(host: host, port: port, socket: socket, backlog: 256)
+        let channel = try await bootstrap.bind(host: host, port: port, sockets: sockets, backlog: 256)
         return LegacyServer(serverChannel: channel, registry: registry, service: service)
     }
 

@@ -27,7 +27,7 @@ public final class ProviderServer: Sendable {
     let environment: APNsEnvironment
     let clock: any WallClock
     let logger: Logger
-    let serverChannel: any Channel
+    let serverChannel: ListeningChannels
     /// Whether it speaks cleartext (the development listeners).
     public let isCleartext: Bool
 
@@ -38,11 +38,11 @@ public final class ProviderServer: Sendable {
     /// accepting it until its first complete request); the idle deadline is the API's
     /// (``ProviderAPI/idleTimeout``). Without ALPN (cleartext, or a TLS client that offers none) the
     /// first bytes say whether it is HTTP/2 or HTTP/1.1; anything else is closed with a logged reason.
-    /// With a `capture`, every connection's traffic after TLS is written to it. With `socket` (a
-    /// listening socket handed over, ``InheritedSockets``) that socket is served instead of binding
+    /// With a `capture`, every connection's traffic after TLS is written to it. With `sockets`
+    /// (listening sockets handed over, ``InheritedSockets``) those are served instead of binding
     /// `host:port`.
     public static func start(
-        host: String, port: Int, socket: CInt? = nil, transport: Transport, api: ProviderAPI, router: PushRouter,
+        host: String, port: Int, sockets: [CInt] = [], transport: Transport, api: ProviderAPI, router: PushRouter,
         environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger = .silent,
         firstBytes: TimeAmount = .seconds(10), log: ListenerLog? = nil,
         clock: any WallClock = SystemClock(), capture: ProviderCapture? = nil
@@ -100,7 +100,7 @@ public final class ProviderServer: Sendable {
                     }
                 }
             }
-        let channel = try await bootstrap.bind(host: host, port: port, socket: socket, backlog: 1024)
+        let channel = try await bootstrap.bind(host: host, port: port, sockets: sockets, backlog: 1024)
         var cleartext = false
         if case .cleartext = transport { cleartext = true }
         let server = ProviderServer(
@@ -113,7 +113,7 @@ public final class ProviderServer: Sendable {
 
     init(
         api: ProviderAPI, router: PushRouter, environment: APNsEnvironment, clock: any WallClock,
-        logger: Logger, serverChannel: any Channel, registry: ChannelRegistry, isCleartext: Bool
+        logger: Logger, serverChannel: ListeningChannels, registry: ChannelRegistry, isCleartext: Bool
     ) {
         self.isCleartext = isCleartext
         self.api = api
