@@ -54,12 +54,14 @@ import Testing
         #expect(Array(waits.prefix(3)) == [1, 2, 3], "a wait first (one failure already), then one per refusal")
     }
 
-    @Test func aMalformedURLIsRefusedAtOnceNotTriedAgain() async {
-        await #expect(throws: GatewayLinkClient.Failure.self) {
-            _ = try await GatewayLinkClient.connect(urls: ["http://example.invalid"], identity: DeviceIdentity()) { _ in
+    @Test(arguments: [["http://example.invalid"], []])
+    func aMalformedURLOrNoneIsRefusedAtOnceNotTriedAgain(urls: [String]) async {
+        let failure = await #expect(throws: GatewayLinkClient.Failure.self) {
+            _ = try await GatewayLinkClient.connect(urls: urls, identity: DeviceIdentity()) { _ in
                 Issue.record("no wait for a URL that can never work")
                 return .seconds(0)
             }
         }
+        #expect(failure?.code == .badURL)
     }
 }

@@ -10,14 +10,14 @@ extension GatewayLinkClient {
     /// task waits once, for the link: a device that fails a thousand times costs its task nothing
     /// meanwhile (a wait and a try in a task are hops between threads each time). Returns the link
     /// and the index of its URL. Cancelling the task stops the attempts (`CancellationError`); a
-    /// malformed URL or source address throws at once.
+    /// malformed URL or source address, or no URL at all, throws at once.
     public static func connect(
         urls: [String], from start: Int = 0, identity: DeviceIdentity, caCertificatePEM: String? = nil,
         autoAcknowledge: Bool = true, sourceAddress: String? = nil, failures: Int = 0,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         wait: @escaping @Sendable (_ failures: Int) -> Duration
     ) async throws -> (client: GatewayLinkClient, index: Int) {
-        precondition(!urls.isEmpty, "at least one URL")
+        guard !urls.isEmpty else { throw Failure(code: .badURL, message: "no gateway link URL to connect to") }
         let targets = try urls.map {
             try Target(url: $0, caCertificatePEM: caCertificatePEM, sourceAddress: sourceAddress)
         }
