@@ -22,6 +22,13 @@ public enum DeviceLink {
     }
     /// The bytes a resumption's proof authenticates for a nonce.
     public static func resumedBytes(nonce: Data) -> Data { Data(resumePrefix) + nonce }
+
+    /// The `Sec-WebSocket-Accept` that answers a `Sec-WebSocket-Key` (RFC 6455 §4.2.2): SHA-1 of
+    /// the key followed by the protocol's GUID, in base64.
+    public static func webSocketAccept(key: String) -> String {
+        Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
+            .base64EncodedString()
+    }
 }
 
 /// A broadcast as it travels down the device link to every device subscribed to its channel

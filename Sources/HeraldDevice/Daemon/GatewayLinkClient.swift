@@ -102,24 +102,14 @@ public final class GatewayLinkClient: Sendable {
                     if let tls {
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: host))
                     }
-                    let upgrader = NIOTypedWebSocketClientUpgrader<Void>(
-                        maxFrameSize: DeviceLink.maximumMessageSize,
-                        upgradePipelineHandler: { channel, _ in
-                            channel.eventLoop.makeCompletedFuture {
-                                let sync = channel.pipeline.syncOperations
-                                try sync.addHandler(
-                                    NIOWebSocketFrameAggregator(
-                                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
-                                        maxAccumulatedFrameSize: DeviceLink.maximumMessageSize))
-                                try sync.addHandler(
-                                    LinkClientHandler(
-                                        identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome,
-                                        events: continuation))
-                            }
-                        })
-                    let pipeline = Self.upgradePipeline(host: host, port: port, path: path, upgrader: upgrader)
-                    let upgraded = try sync.configureUpgradableHTTPClientPipeline(configuration: pipeline)
-                    upgraded.whenFailure { welcome.fail($0) }
+                    try LinkClientHandshake.configure(
+                        sync, host: host, port: port, path: path,
+                        link: {
+                            LinkClientHandler(
+                                identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome,
+                                events: continuation)
+                        },
+                        failed: { welcome.fail($0) })
                 }
             }
         if let source = target.source {
@@ -153,27 +143,6 @@ public final class GatewayLinkClient: Sendable {
                 throw error
             }
         }
-    }
-
-    /// The HTTP/1.1 pipeline that asks `host:port` to upgrade `path` to a WebSocket with `upgrader`;
-    /// a server that answers without upgrading fails the connection with `notUpgraded`.
-    static func upgradePipeline(
-        host: String, port: Int, path: String, upgrader: NIOTypedWebSocketClientUpgrader<Void>
-    ) -> NIOUpgradableHTTPClientPipelineConfiguration<Void> {
-        var headers = HTTPHeaders()
-        headers.add(name: "host", value: "\(host):\(port)")
-        headers.add(name: "content-length", value: "0")
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
-        var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(
-            upgradeConfiguration: .init(
-                upgradeRequestHead: head, upgraders: [upgrader],
-                notUpgradingCompletionHandler: { channel in
-                    channel.eventLoop.makeFailedFuture(
-                        Failure(code: .notUpgraded, message: "the server did not accept the WebSocket upgrade"))
-                }))
-        // The gateway's challenge may arrive in the same read as the 101: keep those bytes.
-        pipeline.leftOverBytesStrategy = .forwardBytes
-        return pipeline
     }
 
     static func tlsContext(trusting caCertificatePEM: String?) throws -> NIOSSLContext {

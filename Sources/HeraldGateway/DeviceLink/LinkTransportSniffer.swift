@@ -12,8 +12,8 @@ import NIOWebSocket
 
 /// Looks at the first byte: a TLS handshake (0x16) gets TLS; cleartext is served only to loopback
 /// peers. Then the first bytes of HTTP are checked (``ProtocolSniffer``: HTTP/1.1 only; an HTTP/2
-/// preface or bytes that are no request line are closed with a logged reason) and HTTP with the
-/// WebSocket upgrade is set up.
+/// preface or bytes that are no request line are closed with a logged reason) and the link's
+/// opening handshake (``LinkHandshakeHandler``) is set up.
 final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -44,7 +44,7 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
             try sync.addHandler(
                 ProtocolSniffer(
                     listener: Self.listener, log: service.log,
-                    http1: { try Self.configureHTTP($0, service: service) }, http2: nil))
+                    http1: { try LinkHandshakeHandler.configure($0, service: service) }, http2: nil))
         } catch {
             service.log.closed(listener: Self.listener, peer: context.channel.remoteAddress, reason: "\(error)")
             context.close(promise: nil)
@@ -67,34 +67,5 @@ final class LinkTransportSniffer: ChannelInboundHandler, RemovableChannelHandler
     static func isLoopback(_ address: SocketAddress?) -> Bool {
         guard let ip = address?.ipAddress else { return false }
         return Loopback.contains(ip)
-    }
-
-    static func configureHTTP(_ sync: ChannelPipeline.SynchronousOperations, service: DeviceLinkService) throws {
-        let upgrader = NIOWebSocketServerUpgrader(
-            maxFrameSize: DeviceLink.maximumMessageSize, automaticErrorHandling: true,
-            shouldUpgrade: { channel, head in
-                let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-                return channel.eventLoop.makeSucceededFuture(path == DeviceLink.path ? HTTPHeaders() : nil)
-            },
-            upgradePipelineHandler: { channel, _ in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(
-                        NIOWebSocketFrameAggregator(
-                            minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
-                            maxAccumulatedFrameSize: DeviceLink.maximumMessageSize))
-                    try sync.addHandler(DeviceLinkHandler(service: service))
-                }
-            })
-        try sync.configureHTTPServerPipeline(
-            withServerUpgrade: (
-                upgraders: [upgrader],
-                completionHandler: { context in
-                    if let fallback = try? context.pipeline.syncOperations.handler(type: LinkHTTPFallbackHandler.self) {
-                        context.pipeline.syncOperations.removeHandler(fallback, promise: nil)
-                    }
-                }
-            ), withErrorHandling: true)
-        try sync.addHandler(LinkHTTPFallbackHandler())
     }
 }
