@@ -232,7 +232,9 @@ public final class Gateway: Sendable {
                 ClusterFollower<BroadcastChange>(store: postgres, logger: logger, apply: broadcasts.apply),
             ]
             if let holders {
-                followers.append(ClusterFollower<ClaimChange>(store: postgres, logger: logger, apply: holders.apply))
+                followers.append(
+                    ClusterFollower<ClaimChange>(
+                        store: postgres, logger: logger, select: holders.watched, apply: holders.apply))
             }
             if let presence { followers.append(presence) }
         }

@@ -15,17 +15,22 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
     let logger: Logger
     let retry: Duration
     let apply: @Sendable (Set<Change>) async throws -> Void
+    let select: @Sendable ([Change]) -> [Change]
     private let pending = Mutex<Set<Change>>([])
     private let counts = Mutex<(listens: Int, applied: Int)>((0, 0))
 
     /// A follower of `Change`'s channel on `store`'s database that hands what it hears to `apply`.
+    /// `select` picks, from each notification's changes, those worth keeping until `apply` runs (all
+    /// of them unless told otherwise); ``ClusterChange/everything`` is always kept.
     public init(
         store: PostgresGatewayStore, logger: Logger = .silent, retry: Duration = .seconds(1),
+        select: @escaping @Sendable ([Change]) -> [Change] = { $0 },
         apply: @escaping @Sendable (Set<Change>) async throws -> Void
     ) {
         self.store = store
         self.logger = logger
         self.retry = retry
+        self.select = select
         self.apply = apply
     }
 
@@ -68,7 +73,7 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
                         counts.withLock { $0.listens += 1 }
                         note(.everything)
                         for try await notification in notifications {
-                            for change in Change.changes(payload: notification.payload) { note(change) }
+                            for change in select(Change.changes(payload: notification.payload)) { note(change) }
                         }
                     }
                 }

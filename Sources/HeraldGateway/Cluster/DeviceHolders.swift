@@ -128,6 +128,29 @@ public final class DeviceHolders: Sendable {
         }
     }
 
+    /// Of `changes`, those ``apply(_:)`` would use: the claims and releases of devices remembered
+    /// here (asked about, or being read), and every `nodes` and `everything`. The rest need not wait
+    /// in the follower: a device asked about later is read from the database after it is
+    /// remembered, and so after every notification that came before.
+    public func watched(_ changes: [ClaimChange]) -> [ClaimChange] {
+        state.withLock { state in
+            if state.claims.isEmpty {
+                return changes.filter {
+                    switch $0 {
+                    case .claimed, .released: false
+                    case .nodes, .everything: true
+                    }
+                }
+            }
+            return changes.filter {
+                switch $0 {
+                case .claimed(let device, _, _), .released(let device, _, _): state.claims[device] != nil
+                case .nodes, .everything: true
+                }
+            }
+        }
+    }
+
     /// Applies what the nodes notified (``ClaimChange``).
     public func apply(_ changes: Set<ClaimChange>) async throws {
         if changes.contains(.everything) {

@@ -87,7 +87,17 @@ import Testing
         // A claim of this node is no reason to forward.
         try await holders.apply([.claimed(device: "d", node: "node-a", epoch: claim.epoch + 2)])
         #expect(holders.cachedHolder(of: "d") == .some(nil))
-        // Devices no push asked about are not remembered.
+        // Devices no push asked about are not remembered, and their notifications need not wait in
+        // the follower (`watched`); `nodes` and `everything` always do.
+        #expect(
+            holders.watched([
+                .claimed(device: "other", node: "node-b", epoch: 1), .claimed(device: "d", node: "node-b", epoch: 9),
+                .released(device: "other", node: "node-b", epoch: 1), .nodes, .everything,
+            ]) == [.claimed(device: "d", node: "node-b", epoch: 9), .nodes, .everything])
+        #expect(
+            DeviceHolders(store: store, me: "node-a", clock: clock).watched([
+                .claimed(device: "d", node: "node-b", epoch: 9), .nodes,
+            ]) == [.nodes])
         try await holders.apply([.claimed(device: "other", node: "node-b", epoch: 1)])
         #expect(holders.cachedHolder(of: "other") == nil)
         #expect(try await holders.lookUp("other") == nil, "read from the database: no claim was made")
@@ -249,5 +259,18 @@ import Testing
                     .released(device: "d3", node: "node-b", epoch: 5),
                 ])
         #expect(ClaimChange.changes(payload: "something-new\tx").isEmpty)
+        // An empty batch, a batch without its node, an epoch past Int64 or not a number, an item
+        // without its device or epoch: nothing of those.
+        #expect(ClaimChange.changes(payload: "claims\tnode-a").isEmpty)
+        #expect(ClaimChange.changes(payload: "claims\tnode-a\t").isEmpty)
+        #expect(ClaimChange.changes(payload: "claims\t\td1 3").isEmpty)
+        #expect(
+            ClaimChange.changes(payload: "claims\tn\td1 99999999999999999999\td2 -1\t 3\td3 \td4 9223372036854775807")
+                == [.claimed(device: "d4", node: "n", epoch: .max)])
+        // A long batch, as one statement's claims of many links: every item, in order.
+        let many = (0..<5000).map { "device-\($0) \($0 * 7)" }.joined(separator: "\t")
+        #expect(
+            ClaimChange.changes(payload: "releases\tnode-c\t" + many)
+                == (0..<5000).map { .released(device: "device-\($0)", node: "node-c", epoch: Int64($0 * 7)) })
     }
 }
