@@ -1,8 +1,8 @@
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOHTTP1
-import NIOWebSocket
 
 /// The device's side of the link's opening handshake (RFC 6455 §4.1) in one step: writes the
 /// upgrade request as the connection opens (through NIO's HTTP/1.1 encoder, which the decoder
@@ -152,14 +152,7 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         sync.removeHandler(decoder).assumeIsolated().whenComplete { [self] result in
             do {
                 try result.get()
-                try sync.addHandlers(
-                    WebSocketFrameEncoder(),
-                    ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: DeviceLink.maximumMessageSize)),
-                    WebSocketProtocolErrorHandler(),
-                    NIOWebSocketFrameAggregator(
-                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
-                        maxAccumulatedFrameSize: DeviceLink.maximumMessageSize),
-                    link())
+                try sync.addHandlers(DeviceLinkFraming.handlers(then: link()))
             } catch {
                 failed(GatewayLinkFailure(code: .closed, message: "could not set up the link: \(error)"))
                 context.close(promise: nil)

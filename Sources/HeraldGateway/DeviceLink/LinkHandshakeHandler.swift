@@ -3,7 +3,6 @@ import HeraldCore
 import HeraldRuntime
 import NIOCore
 import NIOHTTP1
-import NIOWebSocket
 
 /// The device link's opening handshake (RFC 6455 §4.2) in one step. NIO's decoder reads the
 /// HTTP/1.1 request; a WebSocket upgrade of the link's path is answered `101` and the WebSocket
@@ -78,14 +77,7 @@ final class LinkHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler
         let channel = context.channel
         sync.removeHandler(context: context, promise: nil)
         do {
-            try sync.addHandlers(
-                WebSocketFrameEncoder(),
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: DeviceLink.maximumMessageSize)),
-                WebSocketProtocolErrorHandler(),
-                NIOWebSocketFrameAggregator(
-                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
-                    maxAccumulatedFrameSize: DeviceLink.maximumMessageSize),
-                DeviceLinkHandler(service: service))
+            try sync.addHandlers(DeviceLinkFraming.handlers(then: DeviceLinkHandler(service: service)))
         } catch {
             service.log.closed(listener: DeviceLinkService.listener, peer: channel.remoteAddress, reason: "\(error)")
             channel.close(promise: nil)
