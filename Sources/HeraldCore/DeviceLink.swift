@@ -29,6 +29,12 @@ public enum DeviceLink {
         Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
             .base64EncodedString()
     }
+
+    /// The comma-separated tokens of a header's values, trimmed and lowercased (RFC 9110 §5.6.1):
+    /// what both sides of the opening handshake look for in `Upgrade` and `Connection`.
+    public static func headerTokens(_ values: [String]) -> [String] {
+        values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+    }
 }
 
 /// A broadcast as it travels down the device link to every device subscribed to its channel

@@ -27,6 +27,7 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
     /// Called when the gateway does not switch protocols.
     let failed: (GatewayLinkFailure) -> Void
     var head: HTTPResponseHead?
+    var sent = false
     var done = false
     /// What the decoder hands on while it is taken out (bytes it read past the `101`), replayed to
     /// the WebSocket decoder.
@@ -81,8 +82,6 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         context.fireChannelActive()
     }
 
-    private var sent = false
-
     private func send(_ context: ChannelHandlerContext) {
         guard !sent else { return }
         sent = true
@@ -123,12 +122,9 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         guard head.status == .switchingProtocols else {
             return "the server did not accept the WebSocket upgrade (\(head.status.code) \(head.status.reasonPhrase))"
         }
-        func tokens(_ name: String) -> [String] {
-            head.headers[name].flatMap { $0.split(separator: ",") }.map {
-                $0.trimmingCharacters(in: .whitespaces).lowercased()
-            }
-        }
-        guard tokens("upgrade").contains("websocket"), tokens("connection").contains("upgrade") else {
+        guard DeviceLink.headerTokens(head.headers["upgrade"]).contains("websocket"),
+            DeviceLink.headerTokens(head.headers["connection"]).contains("upgrade")
+        else {
             return "the server's 101 does not switch to WebSocket"
         }
         guard head.headers["sec-websocket-accept"] == [expectedAccept] else {

@@ -134,15 +134,7 @@ public final class DeviceHolders: Sendable {
     /// remembered, and so after every notification that came before.
     public func watched(_ changes: [ClaimChange]) -> [ClaimChange] {
         state.withLock { state in
-            if state.claims.isEmpty {
-                return changes.filter {
-                    switch $0 {
-                    case .claimed, .released: false
-                    case .nodes, .everything: true
-                    }
-                }
-            }
-            return changes.filter {
+            changes.filter {
                 switch $0 {
                 case .claimed(let device, _, _), .released(let device, _, _): state.claims[device] != nil
                 case .nodes, .everything: true
