@@ -183,6 +183,9 @@ public final class Gateway: Sendable {
             database: configuration.database, state: state, durability: configuration.durability, logger: logger)
         let (store, postgres, close) = (opened.store, opened.shared, opened.close)
         let ca = try state.certificateAuthority()
+        // Listening before the directory is read: its follower then need not read it all again.
+        var primer: DirectoryFollower.Primer?
+        if let postgres { primer = try? await DirectoryFollower.Primer.listen(store: postgres) }
         let directory = try await GatewayDirectory.open(
             store: store, issuer: TokenIssuer(secret: try state.tokenSecret()))
         let faults = FaultInjector(shared: postgres)
@@ -224,7 +227,7 @@ public final class Gateway: Sendable {
         var followers: [any Service] = []
         if let postgres {
             followers = [
-                DirectoryFollower(registry: directory.registry, store: postgres, logger: logger),
+                DirectoryFollower(registry: directory.registry, store: postgres, logger: logger, primer: primer),
                 storedFollower(store: postgres, router: router, clock: clock, logger: logger),
                 ClusterFollower<FaultChange>(store: postgres, logger: logger) { _ in
                     faults.replace(with: try await postgres.faultRules())

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldRuntime
 import HeraldTesting
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 @testable import HeraldGateway
@@ -136,5 +137,91 @@ import Testing
                 b.follower.progress.listens >= 2 && b.directory.registry.team("TEAMMISSED") != nil
             }
         }
+    }
+
+    /// A node that listened before it read the directory (a ``DirectoryFollower/Primer``): its
+    /// follower applies what changed since then and goes on hearing on the primer's connection,
+    /// never reading the whole directory again.
+    @Test func aPrimedFollowerReadsOnlyWhatChangedSinceItListened() async throws {
+        let url = try await TestPostgres.database()
+        let a = try await Self.node(url)
+        try await a.directory.putTeam(id: "TEAMBEFORE")
+        let store = try await PostgresGatewayStore.forTests(url: url)
+        let primer = try await DirectoryFollower.Primer.listen(store: store)
+        // Committed after B listened and before it reads: read, and heard too.
+        try await a.directory.putTeam(id: "TEAMBETWIX")
+        let directory = try await GatewayDirectory.open(store: store, issuer: Self.issuer)
+        #expect(directory.registry.team("TEAMBEFORE") != nil && directory.registry.team("TEAMBETWIX") != nil)
+        // Committed after B read and before its follower runs: only heard.
+        try await a.directory.putTeam(id: "TEAMAFTERS")
+        #expect(directory.registry.team("TEAMAFTERS") == nil)
+        let (follower, applied) = Self.recordingFollower(directory: directory, store: store, primer: primer)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await follower.run() }
+            // Through the PostgreSQL server, as in the tests above.
+            try await waitUntil("B applies what it heard before running", within: .seconds(60)) {
+                directory.registry.team("TEAMAFTERS") != nil
+            }
+            // Heard on the primer's connection while the follower runs.
+            try await a.directory.removeTeam("TEAMBEFORE")
+            try await waitUntil("B sees the team removed", within: .seconds(60)) {
+                directory.registry.team("TEAMBEFORE") == nil
+            }
+            group.cancelAll()
+        }
+        let sets = applied.all
+        #expect(!sets.contains { $0.contains(.everything) })
+        #expect(sets.contains { $0.contains(.team("TEAMAFTERS")) })
+        #expect(follower.progress.listens == 1)
+    }
+
+    /// A primer whose connection is cut before its follower runs heard nothing of what changed
+    /// after: the follower listens anew and reads the whole directory.
+    @Test func aPrimedFollowerWhosePrimerWasCutReadsEverything() async throws {
+        let url = try await TestPostgres.database()
+        let server = try await TestPostgres.server()
+        let database = String(url.split(separator: "/").last!)
+        let a = try await Self.node(url)
+        let store = try await PostgresGatewayStore.forTests(url: url)
+        let primer = try await DirectoryFollower.Primer.listen(store: store)
+        let directory = try await GatewayDirectory.open(store: store, issuer: Self.issuer)
+        let terminated = try server.sql(
+            """
+            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE datname = '\(database)' AND query LIKE 'LISTEN%'
+            """, database: database)
+        #expect(terminated.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        try await a.directory.putTeam(id: "TEAMMISSED")
+        let (follower, applied) = Self.recordingFollower(directory: directory, store: store, primer: primer)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await follower.run() }
+            // Through the PostgreSQL server, as in the tests above.
+            try await waitUntil("B listens again and reads everything", within: .seconds(60)) {
+                directory.registry.team("TEAMMISSED") != nil
+            }
+            group.cancelAll()
+        }
+        #expect(applied.all.contains { $0.contains(.everything) })
+        #expect(follower.progress.listens >= 2)
+    }
+
+    /// Each set of changes a follower applied.
+    final class Applied: Sendable {
+        private let sets = Mutex<[Set<DirectoryChange>]>([])
+        func append(_ changes: Set<DirectoryChange>) { sets.withLock { $0.append(changes) } }
+        var all: [Set<DirectoryChange>] { sets.withLock { $0 } }
+    }
+
+    /// A directory follower that also records each set of changes it applies.
+    static func recordingFollower(
+        directory: GatewayDirectory, store: PostgresGatewayStore, primer: DirectoryFollower.Primer
+    ) -> (DirectoryFollower, Applied) {
+        let applied = Applied()
+        let registry = directory.registry
+        let follower = DirectoryFollower(store: store, retry: .milliseconds(200), primer: primer) { changes in
+            applied.append(changes)
+            registry.apply(try await store.reload(changes))
+        }
+        return (follower, applied)
     }
 }

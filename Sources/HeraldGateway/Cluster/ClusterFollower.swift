@@ -9,27 +9,32 @@ import Synchronization
 /// it and applies what it hears. Notifications arriving together are applied as one set; when
 /// applying fails, the set is kept and tried again after about `retry`. Each time listening
 /// (re)starts, after a lost connection or a database restart, ``ClusterChange/everything`` is
-/// applied.
+/// applied, except on a ``Primer``'s connection: what it heard is all that changed since it listened.
 public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
     let store: PostgresGatewayStore
     let logger: Logger
     let retry: Duration
     let apply: @Sendable (Set<Change>) async throws -> Void
     let select: @Sendable ([Change]) -> [Change]
+    let primer: Primer?
     private let pending = Mutex<Set<Change>>([])
     private let counts = Mutex<(listens: Int, applied: Int)>((0, 0))
 
     /// A follower of `Change`'s channel on `store`'s database that hands what it hears to `apply`.
     /// `select` picks, from each notification's changes, those worth keeping until `apply` runs (all
-    /// of them unless told otherwise); ``ClusterChange/everything`` is always kept.
+    /// of them unless told otherwise); ``ClusterChange/everything`` is always kept. With a `primer`
+    /// (listening since before its owner read what `apply` keeps up to date), the follower first
+    /// applies what the primer heard and hears, instead of ``ClusterChange/everything``.
     public init(
         store: PostgresGatewayStore, logger: Logger = .silent, retry: Duration = .seconds(1),
+        primer: Primer? = nil,
         select: @escaping @Sendable ([Change]) -> [Change] = { $0 },
         apply: @escaping @Sendable (Set<Change>) async throws -> Void
     ) {
         self.store = store
         self.logger = logger
         self.retry = retry
+        self.primer = primer
         self.select = select
         self.apply = apply
     }
@@ -39,6 +44,7 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
 
     /// Listens and applies changes until cancelled or the graceful shutdown.
     public func run() async throws {
+        defer { primer?.cancel() }
         let (wake, waker) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
@@ -66,6 +72,16 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
     /// Holds one pooled connection with `LISTEN` on it for as long as it lasts; again after a pause
     /// when it ends.
     private func listen(_ note: @escaping @Sendable (Change) -> Void) async {
+        if let primer, let heard = primer.take() {
+            counts.withLock { $0.listens += 1 }
+            for await payload in heard {
+                for change in select(Change.changes(payload: payload)) { note(change) }
+            }
+            primer.cancel()
+            if Task.isCancelled { return }
+            // Its connection ended: listening again below starts with everything.
+            logger.warning("not hearing \(Change.subject) from PostgreSQL; listening again")
+        }
         while !Task.isCancelled {
             do {
                 try await store.client.withConnection { connection in
@@ -108,5 +124,73 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
             }
             return false
         }
+    }
+}
+
+extension ClusterFollower {
+    /// `LISTEN` on `Change`'s channel, on a pooled connection of its own, started before a node reads
+    /// what a follower keeps up to date (the whole directory, at start). Every change committed after
+    /// ``listen(store:)`` returns is heard, so the follower that takes the primer over need not read
+    /// everything again: it applies what the primer heard meanwhile and goes on hearing on the
+    /// primer's connection. When that connection ends, the follower listens anew as always,
+    /// starting with ``ClusterChange/everything``.
+    ///
+    /// The listening runs in a task of its own until the follower's ``ClusterFollower/run()`` ends,
+    /// ``cancel()`` is called or the primer is released.
+    public final class Primer: Sendable {
+        private let heard: AsyncStream<String>
+        private let task: Task<Void, Never>
+        private let taken = Mutex(false)
+
+        private init(heard: AsyncStream<String>, task: Task<Void, Never>) {
+            self.heard = heard
+            self.task = task
+        }
+
+        /// Listens on a pooled connection of `store`'s; returns once `LISTEN` is in effect. Throws
+        /// when no connection answers within the store's request timeout, or the `LISTEN` fails.
+        public static func listen(store: PostgresGatewayStore) async throws -> Primer {
+            let (started, start) = AsyncStream<Result<Void, any Error>>.makeStream()
+            let (heard, hear) = AsyncStream<String>.makeStream()
+            let task = Task {
+                do {
+                    try await store.client.withConnection { connection in
+                        try await connection.listen(on: Change.channel) { notifications in
+                            start.yield(.success(()))
+                            for try await notification in notifications { hear.yield(notification.payload) }
+                        }
+                    }
+                    start.yield(.failure(CancellationError()))
+                } catch {
+                    start.yield(.failure(error))
+                }
+                start.finish()
+                hear.finish()
+            }
+            let primer = Primer(heard: heard, task: task)
+            do {
+                try await withDeadline(store.requestTimeout) {
+                    for await result in started { return try result.get() }
+                    throw CancellationError()
+                }
+            } catch {
+                task.cancel()
+                throw error
+            }
+            return primer
+        }
+
+        /// What was heard and will be, until the connection ends; `nil` after the first call.
+        func take() -> AsyncStream<String>? {
+            taken.withLock { taken in
+                defer { taken = true }
+                return taken ? nil : heard
+            }
+        }
+
+        /// Stops listening.
+        public func cancel() { task.cancel() }
+
+        deinit { task.cancel() }
     }
 }

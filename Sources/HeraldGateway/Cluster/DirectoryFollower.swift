@@ -7,11 +7,13 @@ import Logging
 public typealias DirectoryFollower = ClusterFollower<DirectoryChange>
 
 extension ClusterFollower where Change == DirectoryChange {
-    /// A follower that keeps `registry` as `store` has it.
+    /// A follower that keeps `registry` as `store` has it; `primer`, when the registry was read after
+    /// it started listening.
     public convenience init(
-        registry: Registry, store: PostgresGatewayStore, logger: Logger = .silent, retry: Duration = .seconds(1)
+        registry: Registry, store: PostgresGatewayStore, logger: Logger = .silent, retry: Duration = .seconds(1),
+        primer: Primer? = nil
     ) {
-        self.init(store: store, logger: logger, retry: retry) { changes in
+        self.init(store: store, logger: logger, retry: retry, primer: primer) { changes in
             registry.apply(try await store.reload(changes))
         }
     }
