@@ -44,6 +44,23 @@ import Testing
                 == .upgrade(accept: "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="))
     }
 
+    /// `Upgrade` and `Connection` are comma-separated lists of case-insensitive tokens, possibly over
+    /// several header lines, with whitespace around each element (RFC 9110 §5.6.1).
+    @Test func aHeaderListsATokenInAnyCaseAmongOthers() {
+        #expect(DeviceLink.header(["websocket"], lists: "websocket"))
+        #expect(DeviceLink.header(["WebSocket"], lists: "websocket"))
+        #expect(DeviceLink.header(["keep-alive, Upgrade"], lists: "upgrade"))
+        #expect(DeviceLink.header(["keep-alive,\tUPGRADE \t"], lists: "upgrade"))
+        #expect(DeviceLink.header(["keep-alive", " upgrade"], lists: "upgrade"))
+        #expect(DeviceLink.header([",, upgrade,"], lists: "upgrade"))
+        #expect(!DeviceLink.header([], lists: "upgrade"))
+        #expect(!DeviceLink.header([""], lists: "upgrade"))
+        #expect(!DeviceLink.header(["keep-alive"], lists: "upgrade"))
+        #expect(!DeviceLink.header(["upgraded", "up grade", "upgrad"], lists: "upgrade"))
+        #expect(!DeviceLink.header(["websocket/13"], lists: "websocket"))
+        #expect(!DeviceLink.header(["h2c, upgrade-insecure"], lists: "upgrade"))
+    }
+
     @Test func everyOtherRequestGetsItsStatusAndAReason() {
         func status(_ head: HTTPRequestHead, body: Int = 0) -> (UInt, String, [String: String])? {
             guard case .refuse(let refusal) = LinkHandshake.answer(to: head, bodyBytes: body) else { return nil }

@@ -122,8 +122,8 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         guard head.status == .switchingProtocols else {
             return "the server did not accept the WebSocket upgrade (\(head.status.code) \(head.status.reasonPhrase))"
         }
-        guard DeviceLink.headerTokens(head.headers["upgrade"]).contains("websocket"),
-            DeviceLink.headerTokens(head.headers["connection"]).contains("upgrade")
+        guard DeviceLink.header(head.headers["upgrade"], lists: "websocket"),
+            DeviceLink.header(head.headers["connection"], lists: "upgrade")
         else {
             return "the server's 101 does not switch to WebSocket"
         }

@@ -139,7 +139,7 @@ enum LinkHandshake {
     static func answer(to head: HTTPRequestHead, bodyBytes: Int) -> Answer {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         guard path == DeviceLink.path else { return .refuse(Refusal(status: .notFound, message: "not found")) }
-        guard DeviceLink.headerTokens(head.headers["upgrade"]).contains("websocket") else {
+        guard DeviceLink.header(head.headers["upgrade"], lists: "websocket") else {
             return .refuse(
                 Refusal(
                     status: .upgradeRequired, message: "the device link speaks WebSocket: send Upgrade: websocket",
@@ -154,7 +154,7 @@ enum LinkHandshake {
         guard head.version.major == 1, head.version.minor >= 1 else {
             return .refuse(Refusal(status: .badRequest, message: "a WebSocket upgrade needs HTTP/1.1"))
         }
-        guard DeviceLink.headerTokens(head.headers["connection"]).contains("upgrade") else {
+        guard DeviceLink.header(head.headers["connection"], lists: "upgrade") else {
             return .refuse(Refusal(status: .badRequest, message: "a WebSocket upgrade needs Connection: upgrade"))
         }
         let versions = head.headers["sec-websocket-version"]
