@@ -184,8 +184,7 @@ public final class Gateway: Sendable {
         let (store, postgres, close) = (opened.store, opened.shared, opened.close)
         let ca = try state.certificateAuthority()
         // Listening before the directory is read: its follower then need not read it all again.
-        var primer: DirectoryFollower.Primer?
-        if let postgres { primer = try? await DirectoryFollower.Primer.listen(store: postgres) }
+        let primer = await DirectoryFollower.primer(store: postgres, logger: logger)
         let directory = try await GatewayDirectory.open(
             store: store, issuer: TokenIssuer(secret: try state.tokenSecret()))
         let faults = FaultInjector(shared: postgres)

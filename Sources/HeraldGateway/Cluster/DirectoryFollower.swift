@@ -17,4 +17,19 @@ extension ClusterFollower where Change == DirectoryChange {
             registry.apply(try await store.reload(changes))
         }
     }
+
+    /// A ``Primer`` on `store` (`nil` without one), for a node about to read the directory. When
+    /// it cannot listen, says so and returns `nil`: the follower then reads the directory again once
+    /// it listens, as without a primer.
+    public static func primer(store: PostgresGatewayStore?, logger: Logger) async -> Primer? {
+        guard let store else { return nil }
+        do {
+            return try await Primer.listen(store: store)
+        } catch {
+            logger.warning(
+                "could not listen for the directory's changes before reading it; it will be read twice",
+                metadata: ["error": "\(PostgresGatewayStore.describe(error))"])
+            return nil
+        }
+    }
 }
