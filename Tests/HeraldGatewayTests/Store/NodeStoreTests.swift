@@ -54,6 +54,49 @@ import Testing
             "released by the stop already")
     }
 
+    /// Nodes that stop together, and the claims of the devices moving between them meanwhile, lock
+    /// rows of `device_node` in different orders, and PostgreSQL ends one of them to break the
+    /// deadlock. A stop so ended runs again: the node is marked stopped and its devices released.
+    @Test func aStopEndedToBreakADeadlockRunsAgain() async throws {
+        let url = try await TestPostgres.database()
+        let database = String(url.split(separator: "/").last!)
+        let server = try await TestPostgres.server()
+        let store = try await PostgresGatewayStore.forTests(url: url)
+        defer { store.close() }
+        let other = try await PostgresGatewayStore.forTests(url: url)
+        defer { other.close() }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        try await store.registerNode(id: "node-a", address: "http://a", now: t0)
+        _ = try #require(try await store.claimDevice("d", node: "node-a", connectedAt: t0))
+        try await other.client.withConnection { connection in
+            try await other.drain("BEGIN", on: connection)
+            // Only the stop looks for the deadlock, so that it is the one ended.
+            try await other.drain("SET LOCAL deadlock_timeout = '1h'", on: connection)
+            // Holds d's row, as another node's claim of it would.
+            try await other.drain("UPDATE device_node SET epoch = epoch WHERE device_id = 'd'", on: connection)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await store.stopNode(id: "node-a", now: t0 + 1) }
+                // The stop holds node-a's row and waits for d's (in the PostgreSQL server: polled).
+                try await waitUntil("the stop waits for d's row", within: .seconds(60)) {
+                    try server.sql(
+                        """
+                        SELECT count(*) FROM pg_stat_activity
+                        WHERE datname = '\(database)' AND wait_event_type = 'Lock'
+                        """, database: database
+                    ).trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+                }
+                // Now this waits for node-a's row: a deadlock, which the stop's check finds after a
+                // second and breaks by ending the stop. This goes on and commits; the stop runs again.
+                try await other.drain("UPDATE node SET heartbeat_at = heartbeat_at WHERE id = 'node-a'", on: connection)
+                try await other.drain("COMMIT", on: connection)
+                try await group.waitForAll()
+            }
+        }
+        #expect(try await store.deviceNodes(now: t0 + 1) == [:])
+        let node = try #require(try await store.nodes().first)
+        #expect(node.stoppedAt == t0 + 1 && node.devices == 0)
+    }
+
     /// What a node knows of where devices are linked (``DeviceHolders``): read once per device,
     /// then kept by the claims and releases the nodes notify, in whatever order they arrive; a
     /// claim of this node, of a stopped node or of one whose heartbeat is stale is no holder.

@@ -38,11 +38,13 @@ extension PostgresGatewayStore: NodeStore {
 
     /// Node `id` stops gracefully: marked stopped, and its devices released.
     public func stopNode(id: String, now: Date) async throws {
-        try await transaction { connection in
-            try await self.drain(
-                "UPDATE node SET stopped_at = \(now.timeIntervalSince1970) WHERE id = \(id)", on: connection)
-            try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
-            try await self.notifyNodesChanged(on: connection)
+        try await retryingConflicts {
+            try await transaction { connection in
+                try await self.drain(
+                    "UPDATE node SET stopped_at = \(now.timeIntervalSince1970) WHERE id = \(id)", on: connection)
+                try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
+                try await self.notifyNodesChanged(on: connection)
+            }
         }
     }
 
@@ -90,23 +92,25 @@ extension PostgresGatewayStore: NodeStore {
         let times = links.map(\.connectedAt.timeIntervalSince1970)
         // One notification for the batch (a payload holds up to 8,000 bytes: NodePresence sends at
         // most ``NodePresence/claimBatch`` devices of up to 64 characters).
-        let rows = try await rows(
-            """
-            WITH claimed AS (
-                INSERT INTO device_node (device_id, node_id, epoch, connected_at)
-                SELECT c.device_id, \(node), 1, c.connected_at
-                FROM unnest(\(devices)::text[], \(times)::double precision[]) AS c(device_id, connected_at)
-                ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, epoch = device_node.epoch + 1,
-                    connected_at = excluded.connected_at
-                WHERE device_node.node_id IS NULL OR device_node.connected_at <= excluded.connected_at
-                RETURNING device_id, epoch),
-            told AS (
-                SELECT pg_notify(\(ClaimChange.channel),
-                    concat_ws(chr(9), 'claims', \(node), string_agg(device_id || ' ' || epoch, chr(9))))
-                FROM claimed HAVING count(*) > 0)
-            SELECT device_id, epoch, (SELECT count(*) FROM told) FROM claimed
-            """, as: (String, Int64, Int64).self)
-        return Dictionary(rows.map { ($0.0, DeviceClaim(node: node, epoch: $0.1)) }, uniquingKeysWith: { _, b in b })
+        let claimed = try await retryingConflicts {
+            try await rows(
+                """
+                WITH claimed AS (
+                    INSERT INTO device_node (device_id, node_id, epoch, connected_at)
+                    SELECT c.device_id, \(node), 1, c.connected_at
+                    FROM unnest(\(devices)::text[], \(times)::double precision[]) AS c(device_id, connected_at)
+                    ON CONFLICT (device_id) DO UPDATE SET node_id = excluded.node_id, epoch = device_node.epoch + 1,
+                        connected_at = excluded.connected_at
+                    WHERE device_node.node_id IS NULL OR device_node.connected_at <= excluded.connected_at
+                    RETURNING device_id, epoch),
+                told AS (
+                    SELECT pg_notify(\(ClaimChange.channel),
+                        concat_ws(chr(9), 'claims', \(node), string_agg(device_id || ' ' || epoch, chr(9))))
+                    FROM claimed HAVING count(*) > 0)
+                SELECT device_id, epoch, (SELECT count(*) FROM told) FROM claimed
+                """, as: (String, Int64, Int64).self)
+        }
+        return Dictionary(claimed.map { ($0.0, DeviceClaim(node: node, epoch: $0.1)) }, uniquingKeysWith: { _, b in b })
     }
 
     public func releaseDevices(_ claims: [(device: String, epoch: Int64)], node: String) async throws -> Set<String> {
@@ -114,20 +118,22 @@ extension PostgresGatewayStore: NodeStore {
         let devices = claims.map(\.device)
         let epochs = claims.map(\.epoch)
         // One notification for the batch, as for ``claimDevices(_:node:)``.
-        let rows = try await rows(
-            """
-            WITH released AS (
-                UPDATE device_node d SET node_id = NULL
-                FROM unnest(\(devices)::text[], \(epochs)::bigint[]) AS r(device_id, epoch)
-                WHERE d.device_id = r.device_id AND d.node_id = \(node) AND d.epoch = r.epoch
-                RETURNING d.device_id, d.epoch),
-            told AS (
-                SELECT pg_notify(\(ClaimChange.channel),
-                    concat_ws(chr(9), 'releases', \(node), string_agg(device_id || ' ' || epoch, chr(9))))
-                FROM released HAVING count(*) > 0)
-            SELECT device_id, (SELECT count(*) FROM told) FROM released
-            """, as: (String, Int64).self)
-        return Set(rows.map(\.0))
+        let released = try await retryingConflicts {
+            try await rows(
+                """
+                WITH released AS (
+                    UPDATE device_node d SET node_id = NULL
+                    FROM unnest(\(devices)::text[], \(epochs)::bigint[]) AS r(device_id, epoch)
+                    WHERE d.device_id = r.device_id AND d.node_id = \(node) AND d.epoch = r.epoch
+                    RETURNING d.device_id, d.epoch),
+                told AS (
+                    SELECT pg_notify(\(ClaimChange.channel),
+                        concat_ws(chr(9), 'releases', \(node), string_agg(device_id || ' ' || epoch, chr(9))))
+                    FROM released HAVING count(*) > 0)
+                SELECT device_id, (SELECT count(*) FROM told) FROM released
+                """, as: (String, Int64).self)
+        }
+        return Set(released.map(\.0))
     }
 
     /// The latest claim on `device`'s link as recorded, whether or not its node still runs: the

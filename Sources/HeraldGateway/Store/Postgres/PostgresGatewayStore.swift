@@ -166,6 +166,30 @@ public final class PostgresGatewayStore: GatewayStore, Sendable {
         }
     }
 
+    /// Runs `body` again, up to `attempts` times in all, when PostgreSQL ended it to break a deadlock
+    /// (SQLSTATE 40P01) or a serialization failure (40001): what it did was rolled back whole. Only
+    /// for writes that may run twice. Nodes that stop together, and the claims of the devices that
+    /// move between them meanwhile, lock the same rows of `device_node` in different orders.
+    func retryingConflicts<Result: Sendable>(attempts: Int = 4, _ body: () async throws -> Result) async throws
+        -> Result
+    {
+        var attempt = 1
+        while true {
+            do {
+                return try await body()
+            } catch let error where attempt < attempts && Self.isConflict(error) {
+                attempt += 1
+            }
+        }
+    }
+
+    /// Whether `error` is PostgreSQL ending a transaction to break a deadlock or a serialization
+    /// conflict, which running it again may not meet.
+    static func isConflict(_ error: any Error) -> Bool {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return state == "40P01" || state == "40001"
+    }
+
     /// A message for a PostgresNIO error: the server's own message when there is one.
     static func describe(_ error: any Error) -> String {
         if let error = error as? PSQLError {
