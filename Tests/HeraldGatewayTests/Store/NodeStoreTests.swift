@@ -54,10 +54,17 @@ import Testing
             "released by the stop already")
     }
 
-    /// Nodes that stop together, and the claims of the devices moving between them meanwhile, lock
-    /// rows of `device_node` in different orders, and PostgreSQL ends one of them to break the
-    /// deadlock. A stop so ended runs again: the node is marked stopped and its devices released.
-    @Test func aStopEndedToBreakADeadlockRunsAgain() async throws {
+    /// A node's start or stop: its node row written, then its devices' rows released.
+    enum NodeWrite: CaseIterable, Sendable {
+        case start, stop
+    }
+
+    /// Nodes that start or stop together, and the claims of the devices moving between them
+    /// meanwhile, lock rows of `device_node` in different orders, and PostgreSQL ends one of them to
+    /// break the deadlock. A start or stop so ended runs again: the node is written and its devices
+    /// released.
+    @Test(arguments: NodeWrite.allCases)
+    func aNodeWriteEndedToBreakADeadlockRunsAgain(write: NodeWrite) async throws {
         let url = try await TestPostgres.database()
         let database = String(url.split(separator: "/").last!)
         let server = try await TestPostgres.server()
@@ -70,14 +77,19 @@ import Testing
         _ = try #require(try await store.claimDevice("d", node: "node-a", connectedAt: t0))
         try await other.client.withConnection { connection in
             try await other.drain("BEGIN", on: connection)
-            // Only the stop looks for the deadlock, so that it is the one ended.
+            // Only the node's write looks for the deadlock, so that it is the one ended.
             try await other.drain("SET LOCAL deadlock_timeout = '1h'", on: connection)
             // Holds d's row, as another node's claim of it would.
             try await other.drain("UPDATE device_node SET epoch = epoch WHERE device_id = 'd'", on: connection)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await store.stopNode(id: "node-a", now: t0 + 1) }
-                // The stop holds node-a's row and waits for d's (in the PostgreSQL server: polled).
-                try await waitUntil("the stop waits for d's row", within: .seconds(60)) {
+                group.addTask {
+                    switch write {
+                    case .start: try await store.registerNode(id: "node-a", address: "http://a2", now: t0 + 1)
+                    case .stop: try await store.stopNode(id: "node-a", now: t0 + 1)
+                    }
+                }
+                // The write holds node-a's row and waits for d's (in the PostgreSQL server: polled).
+                try await waitUntil("the node's write waits for d's row", within: .seconds(60)) {
                     try server.sql(
                         """
                         SELECT count(*) FROM pg_stat_activity
@@ -85,8 +97,8 @@ import Testing
                         """, database: database
                     ).trimmingCharacters(in: .whitespacesAndNewlines) == "1"
                 }
-                // Now this waits for node-a's row: a deadlock, which the stop's check finds after a
-                // second and breaks by ending the stop. This goes on and commits; the stop runs again.
+                // Now this waits for node-a's row: a deadlock, which the write's check finds after a
+                // second and breaks by ending the write. This goes on and commits; the write runs again.
                 try await other.drain("UPDATE node SET heartbeat_at = heartbeat_at WHERE id = 'node-a'", on: connection)
                 try await other.drain("COMMIT", on: connection)
                 try await group.waitForAll()
@@ -94,7 +106,11 @@ import Testing
         }
         #expect(try await store.deviceNodes(now: t0 + 1) == [:])
         let node = try #require(try await store.nodes().first)
-        #expect(node.stoppedAt == t0 + 1 && node.devices == 0)
+        #expect(node.devices == 0)
+        switch write {
+        case .start: #expect(node.startedAt == t0 + 1 && node.address == "http://a2" && node.stoppedAt == nil)
+        case .stop: #expect(node.stoppedAt == t0 + 1)
+        }
     }
 
     /// What a node knows of where devices are linked (``DeviceHolders``): read once per device,

@@ -7,15 +7,18 @@ extension PostgresGatewayStore: NodeStore {
     /// an earlier life are released (their links died with it).
     public func registerNode(id: String, address: String, now: Date) async throws {
         let at = now.timeIntervalSince1970
-        try await transaction { connection in
-            try await self.drain(
-                """
-                INSERT INTO node (id, address, started_at, heartbeat_at) VALUES (\(id), \(address), \(at), \(at))
-                ON CONFLICT (id) DO UPDATE SET address = excluded.address, started_at = excluded.started_at,
-                    heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
-                """, on: connection)
-            try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
-            try await self.notifyNodesChanged(on: connection)
+        // Nodes that start together lock rows as nodes that stop together do (``stopNode(id:now:)``).
+        try await retryingConflicts {
+            try await transaction { connection in
+                try await self.drain(
+                    """
+                    INSERT INTO node (id, address, started_at, heartbeat_at) VALUES (\(id), \(address), \(at), \(at))
+                    ON CONFLICT (id) DO UPDATE SET address = excluded.address, started_at = excluded.started_at,
+                        heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
+                    """, on: connection)
+                try await self.drain("UPDATE device_node SET node_id = NULL WHERE node_id = \(id)", on: connection)
+                try await self.notifyNodesChanged(on: connection)
+            }
         }
     }
 
