@@ -67,10 +67,16 @@ import Testing
         #expect(
             delivered.hasSuffix(AppLinkDatesText.format(dismissal)),
             "\(delivered) vs \(AppLinkDatesText.format(dismissal))")
-        let gone = try up.herald([
+        // The device gives the token up over its link after it showed the end, so the gateway may
+        // hear of it a moment after "delivered": until then an update is accepted (and the ended
+        // activity ignores it). Polled, within a deadline, until the answer is 410.
+        let updateGone = [
             "push", "--up", upFile, "--topic", "dev.herald.delivery", "--token", token, "--live-activity", "update",
             "--content-state", "{}",
-        ])
+        ]
+        var gone = try up.herald(updateGone)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while gone.status == 0, ContinuousClock.now < deadline { gone = try up.herald(updateGone) }
         #expect(gone.status == 1 && gone.stderr.contains("410 Unregistered"), "\(gone.stderr)")
 
         // A second activity, started on a broadcast channel, updated and ended by broadcasts.
