@@ -72,11 +72,13 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
     /// Holds one pooled connection with `LISTEN` on it for as long as it lasts; again after a pause
     /// when it ends.
     private func listen(_ note: @escaping @Sendable (Change) -> Void) async {
+        // What one notification names, as ``select`` keeps it.
+        let hear: @Sendable (String) -> Void = { payload in
+            for change in self.select(Change.changes(payload: payload)) { note(change) }
+        }
         if let primer, let heard = primer.take() {
             counts.withLock { $0.listens += 1 }
-            for await payload in heard {
-                for change in select(Change.changes(payload: payload)) { note(change) }
-            }
+            for await payload in heard { hear(payload) }
             primer.cancel()
             if Task.isCancelled { return }
             // Its connection ended: listening again below starts with everything.
@@ -88,9 +90,7 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
                     try await connection.listen(on: Change.channel) { notifications in
                         counts.withLock { $0.listens += 1 }
                         note(.everything)
-                        for try await notification in notifications {
-                            for change in select(Change.changes(payload: notification.payload)) { note(change) }
-                        }
+                        for try await notification in notifications { hear(notification.payload) }
                     }
                 }
             } catch {
