@@ -31,6 +31,10 @@ public struct JSONWriter {
         s.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
+    /// Appends one byte unchanged, for a binary record laid out beside the JSON (the delivery log's
+    /// record of a delivered push).
+    public mutating func byte(_ value: UInt8) { bytes.append(value) }
+
     /// Appends `s` as a JSON string literal, quotes included: `"`, `\` and control characters
     /// are escaped; everything else is copied as UTF-8.
     public mutating func string(_ s: String) {

@@ -75,7 +75,9 @@ class Counter:
     def replaced(self):
         """Pushes the offline policy replaced so far (the delivery log's `replaced` steps)."""
         return int(self.postgres.sql(
-            "SELECT count(DISTINCT apns_id) FROM event WHERE convert_from(record, 'UTF8') LIKE '%\"replaced\"%'"))
+            # A delivered push's record is binary (its first byte 1) and never a replacement.
+            "SELECT count(DISTINCT apns_id) FROM event WHERE CASE WHEN get_byte(record, 0) = 1 THEN false "
+            "ELSE convert_from(record, 'UTF8') LIKE '%\"replaced\"%' END"))
 
     def read(self):
         calls = int(self.postgres.sql(

@@ -105,7 +105,8 @@ struct StoredDeliveryEvent: Decodable {
 
 /// A push that went down a device's link and was acknowledged before the provider's answer: the
 /// common case by far, so its three delivery-log steps travel as one value, without an array of
-/// events or a detail string built for each push. Its ``events`` are what the log shows.
+/// events or a detail string built for each push, and is stored as a compact record
+/// (``DeliveredRecord``). Its ``events`` are what the log shows.
 public struct DeliveredPush: Sendable, Equatable {
     /// `apns-id`.
     public var apnsID: String
@@ -164,44 +165,29 @@ public struct DeliveredPush: Sendable, Equatable {
 
     /// Its delivery-log steps: accepted, a warning each, delivered, acknowledged.
     public var events: [DeliveryEvent] {
+        Self.events(
+            apnsID: apnsID, uniqueID: uniqueID, deviceID: deviceID, topic: topic, binaryIdentifier: binaryIdentifier,
+            acceptedAt: acceptedAt, deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt,
+            warnings: warnings.map(\.rawValue))
+    }
+
+    /// The steps of a delivered push from its fields (``events``, and a record read back, whose
+    /// warnings are the names it kept).
+    static func events(
+        apnsID: String, uniqueID: String?, deviceID: String, topic: String, binaryIdentifier: UInt32?,
+        acceptedAt: Date, deliveredAt: Date, acknowledgedAt: Date, warnings: [String]
+    ) -> [DeliveryEvent] {
         [
             DeliveryEvent(
                 apnsID: apnsID, uniqueID: uniqueID, kind: .accepted, at: acceptedAt,
-                detail: Self.acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier))
+                detail: acceptedDetail(device: deviceID, topic: topic, binaryIdentifier: binaryIdentifier))
         ]
             + warnings.map {
-                DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .warning, at: acceptedAt, detail: $0.rawValue)
+                DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .warning, at: acceptedAt, detail: $0)
             } + [
                 DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .delivered, at: deliveredAt),
                 DeliveryEvent(apnsID: apnsID, uniqueID: uniqueID, kind: .acknowledged, at: acknowledgedAt),
             ]
-    }
-
-    /// ``events`` as ``DeliveryEvent/writeRun(_:to:)`` writes them, straight from the fields.
-    func writeRun(to w: inout JSONWriter) {
-        w.raw(#"[{"kind":"accepted","at":"#)
-        w.integer(Int64((acceptedAt.timeIntervalSince1970 * 1000).rounded()))
-        w.raw(#","detail":"device "#)
-        w.stringContent(deviceID)
-        w.raw(", topic ")
-        w.stringContent(topic)
-        if let binaryIdentifier {
-            w.raw(", binary interface identifier ")
-            w.integer(Int64(binaryIdentifier))
-        }
-        w.raw(#""}"#)
-        for warning in warnings {
-            w.raw(#",{"kind":"warning","at":"#)
-            w.integer(Int64((acceptedAt.timeIntervalSince1970 * 1000).rounded()))
-            w.raw(#","detail":"#)
-            w.string(warning.rawValue)
-            w.raw("}")
-        }
-        w.raw(#",{"kind":"delivered","at":"#)
-        w.integer(Int64((deliveredAt.timeIntervalSince1970 * 1000).rounded()))
-        w.raw(#"},{"kind":"acknowledged","at":"#)
-        w.integer(Int64((acknowledgedAt.timeIntervalSince1970 * 1000).rounded()))
-        w.raw("}]")
     }
 }
 

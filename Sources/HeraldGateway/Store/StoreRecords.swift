@@ -44,9 +44,12 @@ struct StoreRecords: Sendable {
         return snapshot
     }
 
-    /// The events of one delivery-log row: runs are arrays without the identifiers; older records
-    /// are one event with them.
+    /// The events of one delivery-log row: a delivered push's compact record (``DeliveredRecord``),
+    /// or JSON: runs are arrays without the identifiers; older records are one event with them.
     func events(apnsID: String, uniqueID: String?, record: Data) throws -> [DeliveryEvent] {
+        if record.first == DeliveredRecord.marker {
+            return try DeliveredRecord.events(record, apnsID: apnsID, uniqueID: uniqueID)
+        }
         let stored =
             record.first == UInt8(ascii: "[")
             ? try decoder.decode([StoredDeliveryEvent].self, from: record)
@@ -87,7 +90,7 @@ enum LogRow: Sendable {
     func writeRecord(to w: inout JSONWriter) {
         switch self {
         case .run(let events): DeliveryEvent.writeRun(events, to: &w)
-        case .delivered(let push): push.writeRun(to: &w)
+        case .delivered(let push): DeliveredRecord.write(push, to: &w)
         }
     }
 

@@ -60,17 +60,16 @@ import Testing
         #expect(DeliveryCount.app(ofTopic: "com.example.voip", pushType: .alert) == "com.example.voip")
     }
 
-    /// The delivered fast path writes its run by hand: with warnings it still matches its events.
-    @Test func aDeliveredRunWithWarningsIsItsEvents() throws {
+    /// The delivered fast path writes a compact record: with warnings it still reads back as its
+    /// events.
+    @Test func aDeliveredRecordWithWarningsIsItsEvents() throws {
         let push = DeliveredPush(
             apnsID: "id", uniqueID: nil, deviceID: "d", topic: "t", acceptedAt: Date(timeIntervalSince1970: 1),
             deliveredAt: Date(timeIntervalSince1970: 2), acknowledgedAt: Date(timeIntervalSince1970: 3),
             warnings: PushWarnings([.badgeNotANumber, .alertTruncated]))
-        var direct = JSONWriter()
-        push.writeRun(to: &direct)
-        var fromEvents = JSONWriter()
-        DeliveryEvent.writeRun(push.events[...], to: &fromEvents)
-        #expect(direct.bytes == fromEvents.bytes)
+        var record = JSONWriter()
+        DeliveredRecord.write(push, to: &record)
+        #expect(try DeliveredRecord.events(Data(record.bytes), apnsID: "id", uniqueID: nil) == push.events)
         #expect(push.events.map(\.kind) == [.accepted, .warning, .warning, .delivered, .acknowledged])
     }
 
