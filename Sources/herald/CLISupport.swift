@@ -78,24 +78,23 @@ struct ProviderCredentials: ParsableArguments {
     func authentication(defaults: UpDefaults) throws -> APNsAuthentication {
         if let cert, let certKey {
             return .certificate(
-                chainPEM: try String(contentsOfFile: cert, encoding: .utf8),
-                privateKeyPEM: try String(contentsOfFile: certKey, encoding: .utf8))
+                chainPEM: try CLIFile.text(cert, for: "--cert"),
+                privateKeyPEM: try CLIFile.text(certKey, for: "--cert-key"))
         }
         guard let p8 = p8 ?? defaults.info?.p8, let keyID = keyId ?? defaults.info?.keyID,
             let team = team ?? defaults.info?.teamID
         else { throw defaults.missing("give --p8, --key-id and --team (or --cert and --cert-key)") }
+        let pem = try CLIFile.text(p8, for: "--p8")
         do {
-            return .token(try APNsSigningKey(p8File: p8, keyID: keyID, teamID: team))
+            return .token(try APNsSigningKey(p8: pem, keyID: keyID, teamID: team))
         } catch {
-            throw ValidationError("--p8: \(p8): \(error)")
+            throw ValidationError("--p8: \(p8) is not a PEM P-256 private key")
         }
     }
 
     /// The CA to trust: `--ca`, else `up.json`'s (none is read for Apple's hosts).
     func trustedCAPEM(defaults: UpDefaults) throws -> String? {
-        try (ca ?? defaults.info?.caCertificate).map {
-            try String(contentsOfFile: $0, encoding: .utf8)
-        }
+        try (ca ?? defaults.info?.caCertificate).map { try CLIFile.text($0, for: "--ca") }
     }
 }
 

@@ -156,10 +156,7 @@ struct ChannelCommand: AsyncParsableCommand {
         case .broadcast:
             let body: Data
             if let payload {
-                guard let data = FileManager.default.contents(atPath: payload) else {
-                    throw ValidationError("cannot read \(payload)")
-                }
-                body = data
+                body = try CLIFile.data(payload, for: "--payload")
             } else {
                 let shown =
                     title == nil && alert == nil && sound == nil

@@ -52,7 +52,8 @@ enum ConfigurationFile {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
             throw ConfigurationError(
-                description: "\(path): cannot read the configuration file (\(error.localizedDescription))")
+                description:
+                    "\(path): cannot read the configuration file: \(CLIFile.why(error, reading: path))")
         }
         return try parse(text, path: path, schema: schema)
     }

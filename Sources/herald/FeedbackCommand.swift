@@ -78,11 +78,7 @@ func legacyEndpoint(
         throw defaults.missing("give --cert and --cert-key (an app certificate from the gateway's CA)")
     }
     func read(_ path: String, _ option: String) throws -> String {
-        do {
-            return try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ValidationError("\(option): cannot read \(path)")
-        }
+        try CLIFile.text(path, for: option)
     }
     return APNsLegacyEndpoint(
         host: host, port: port, certificateChainPEM: try read(certPath, "--cert"),

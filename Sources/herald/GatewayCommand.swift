@@ -309,9 +309,7 @@ struct KeysToken: ParsableCommand {
     var issuedAt: Int64?
 
     func run() throws {
-        guard let data = FileManager.default.contents(atPath: p8) else {
-            throw ValidationError("--p8: cannot read \(p8)")
-        }
+        let data = try CLIFile.data(p8, for: "--p8")
         let key: P256.Signing.PrivateKey
         do {
             key = try P256.Signing.PrivateKey(pemRepresentation: String(decoding: data, as: UTF8.self))

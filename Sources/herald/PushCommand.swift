@@ -388,9 +388,7 @@ struct PushCommand: AsyncParsableCommand {
     /// device's token from `herald up`.
     func targetTokens(_ defaults: UpDefaults, topic: String? = nil) async throws -> [String] {
         if let tokens {
-            guard let contents = FileManager.default.contents(atPath: tokens) else {
-                throw ValidationError("--tokens-file: cannot read \(tokens)")
-            }
+            let contents = try CLIFile.data(tokens, for: "--tokens-file")
             let list = contents.withUnsafeBytes(Self.tokenLines)
             if list.isEmpty { throw ValidationError("--tokens-file: \(tokens) has no tokens") }
             return list
@@ -410,9 +408,7 @@ struct PushCommand: AsyncParsableCommand {
         }
         var bearer = defaults.info?.adminToken
         if let adminTokenFile {
-            guard let text = try? String(contentsOfFile: adminTokenFile, encoding: .utf8) else {
-                throw ValidationError("--admin-token-file: cannot read \(adminTokenFile)")
-            }
+            let text = try CLIFile.text(adminTokenFile, for: "--admin-token-file")
             bearer = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         let suffix = pushType?.topicSuffix ?? ""
@@ -440,9 +436,7 @@ struct PushCommand: AsyncParsableCommand {
     /// The payload's bytes, and the topic an `.apns` file names.
     func payloadBytes() throws -> (Data, String?) {
         if let file = apnsFile ?? payload {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw ValidationError("cannot read \(file)")
-            }
+            let data = try CLIFile.data(file, for: apnsFile != nil ? "the .apns file" : "--payload")
             let parsed: SimulatorPushFile
             do {
                 parsed = try SimulatorPushFile(data: data)

@@ -91,8 +91,13 @@ struct TestDeviceCommand: AsyncParsableCommand {
         let url = urls[0]
         var pem: String?
         if urls.contains(where: { $0.hasPrefix("wss:") }) {
-            let path = ca ?? URL(fileURLWithPath: gatewayState).appendingPathComponent("ca.pem").path
-            pem = try? String(contentsOfFile: path, encoding: .utf8)
+            if let ca {
+                pem = try CLIFile.text(ca, for: "--ca")
+            } else {
+                // The gateway state's CA when there is one; else the system's trust.
+                let path = URL(fileURLWithPath: gatewayState).appendingPathComponent("ca.pem").path
+                pem = try? String(contentsOfFile: path, encoding: .utf8)
+            }
         }
         var me = try DeviceIdentity.loadOrCreate(at: identity, deviceID: deviceId)
         var (client, linked) = try await Self.connect(

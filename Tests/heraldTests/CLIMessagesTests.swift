@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 
@@ -59,5 +60,40 @@ import Testing
         #expect(result.stderr.contains("com.nope.app is not installed"), "\(result.stderr)")
         #expect(result.stderr.contains("herald device install com.nope.app"), "\(result.stderr)")
         #expect(!result.stderr.contains("Herald 1"), "\(result.stderr)")
+    }
+    /// A file an option names that cannot be read is named with the option and why; one that is no
+    /// key says so. Never Foundation's dump of an `NSError`.
+    @Test func aFileThatCannotBeReadIsNamedWithItsOptionAndWhy() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-files-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let missing = directory.appendingPathComponent("missing.p8").path
+        let notAKey = directory.appendingPathComponent("not-a-key.p8").path
+        try Data("hello\n".utf8).write(to: URL(fileURLWithPath: notAKey))
+        let key = directory.appendingPathComponent("key.p8").path
+        try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: key))
+        // Nothing listens here: every case must fail on its file, before any connection.
+        let push = [
+            "push", "--url", "https://127.0.0.1:9", "--key-id", "ABC1234567", "--team", "DEF1234567", "--topic",
+            "com.example.app", "--alert", "Hi",
+        ]
+        let token = ["--token", String(repeating: "ab", count: 32)]
+        for (arguments, expected) in [
+            (push + token + ["--p8", missing], "--p8: cannot read \(missing): no such file or directory"),
+            (push + token + ["--p8", directory.path], "--p8: cannot read \(directory.path): is a directory"),
+            (push + token + ["--p8", notAKey], "--p8: \(notAKey) is not a PEM P-256 private key"),
+            (push + token + ["--p8", key, "--ca", missing], "--ca: cannot read \(missing): no such file or directory"),
+            (push + ["--p8", key, "--tokens-file", missing], "--tokens-file: cannot read \(missing): no such"),
+            (push + token + ["--p8", key, missing], "the .apns file: cannot read \(missing): no such file"),
+            (
+                ["keys", "token", "--p8", missing, "--key-id", "ABC1234567", "--team", "DEF1234567"],
+                "--p8: cannot read"
+            ),
+        ] {
+            let result = try run(try heraldExecutable().path, arguments)
+            #expect(result.status != 0, "\(arguments)")
+            #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Domain"), "\(arguments): \(result.stderr)")
+        }
     }
 }
