@@ -126,7 +126,7 @@ final class HTTP2ClientConnection: @unchecked Sendable {
                     }
                     for pending in queued { handler.send(pending) }
                 case .failure(let error):
-                    failQueued(.connect, "could not connect to \(endpoint): \(error)")
+                    failQueued(.connect, "could not connect to \(endpoint): \(ConnectFailure.describe(error))")
                 }
             }
     }

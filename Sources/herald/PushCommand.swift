@@ -251,7 +251,14 @@ struct PushCommand: AsyncParsableCommand {
             }
             throw ExitCode(1)
         } catch let error as APNsClientError {
-            throw ValidationError("\(error)")
+            switch error {
+            case .invalidDeviceToken, .invalidConfiguration:
+                throw ValidationError("\(error)")
+            case .transport, .deadlineExceeded:
+                // Not the command line's fault: no usage after it.
+                FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
         }
     }
 

@@ -96,4 +96,28 @@ import Testing
             #expect(!result.stderr.contains("Domain"), "\(arguments): \(result.stderr)")
         }
     }
+    /// A gateway that cannot be reached is a failure of the run, not of the command line: the
+    /// reason as a person reads it, and no usage after it.
+    @Test func anUnreachableGatewayIsSaidPlainlyWithoutUsage() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-unreachable-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.p8").path
+        try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: key))
+        // A free port below the ephemeral range: nothing listens on it.
+        let port = try portOutsideTheEphemeralRange()
+        let result = try run(
+            try heraldExecutable().path,
+            [
+                "push", "--url", "https://127.0.0.1:\(port)", "--p8", key, "--key-id", "ABC1234567", "--team",
+                "DEF1234567", "--topic", "com.example.app", "--token", String(repeating: "ab", count: 32), "--alert",
+                "Hi",
+            ])
+        #expect(result.status == 1, "\(result)")
+        #expect(
+            result.stderr.contains("could not connect to https://127.0.0.1:\(port): connection refused"),
+            "\(result.stderr)")
+        #expect(!result.stderr.contains("Usage:"), "\(result.stderr)")
+        #expect(!result.stderr.contains("SingleConnectionFailure"), "\(result.stderr)")
+    }
 }
