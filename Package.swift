@@ -172,6 +172,7 @@ let package = Package(
                 "HeraldGateway",
                 "HeraldProvider",
                 "HeraldKit",
+                "HeraldNIO",
                 "HeraldRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),

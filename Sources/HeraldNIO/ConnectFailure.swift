@@ -5,8 +5,10 @@ import NIOPosix
 /// Why a connection could not be made, as a person reads it ("connection refused", "cannot
 /// resolve push.example.com"), instead of swift-nio's description of its attempts
 /// (`SingleConnectionFailure(target: …, error: connection reset (error set): Connection refused)`).
-enum ConnectFailure {
-    static func describe(_ error: any Error) -> String {
+public enum ConnectFailure {
+    /// `error`, a failure to connect (or any other), in words: the system's reason for the first
+    /// address tried, or why the name did not resolve; any other error as it describes itself.
+    public static func describe(_ error: any Error) -> String {
         switch error {
         case let error as NIOConnectionError:
             // The first address tried says why; a name that resolved to nothing has no attempts.

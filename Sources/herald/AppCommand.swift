@@ -458,13 +458,13 @@ struct AppCommand: AsyncParsableCommand {
     /// (they are documented), and for the device's own what happened and what to do about it.
     static func readable(_ error: any Error, app: String) -> any Error {
         if let error = error as? NotificationError {
-            return ValidationError(
+            return CommandFailure(
                 "\(AppLink.notificationErrorDomain) \(error.code.rawValue) (\(error.code)): \(error.message)")
         }
         if let error = error as? AppLinkFailure {
-            if let activity = error.activityError { return ValidationError("ActivityKit \(activity)") }
-            if error.domain == AppLink.heraldErrorDomain { return ValidationError(deviceRefusal(error, app: app)) }
-            return ValidationError(error.description)
+            if let activity = error.activityError { return CommandFailure("ActivityKit \(activity)") }
+            if error.domain == AppLink.heraldErrorDomain { return CommandFailure(deviceRefusal(error, app: app)) }
+            return CommandFailure(error.description)
         }
         return error
     }

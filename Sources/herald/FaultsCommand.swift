@@ -196,9 +196,9 @@ struct FaultsRemove: AsyncParsableCommand {
 
     func run() async throws {
         let (status, body) = try await gateway.client(faults).http.exchange("DELETE", "/faults/\(id)")
-        if status == 404 { throw ValidationError("no fault rule \(id) (herald gateway faults list)") }
+        if status == 404 { throw CommandFailure("no fault rule \(id) (herald gateway faults list)") }
         guard status == 204 else {
-            throw ValidationError("DELETE /faults/\(id): HTTP \(status): \(String(decoding: body, as: UTF8.self))")
+            throw CommandFailure("DELETE /faults/\(id): HTTP \(status): \(String(decoding: body, as: UTF8.self))")
         }
         print("\(id) removed")
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldNIO
 import HeraldProvider
 
 struct FeedbackCommand: AsyncParsableCommand {
@@ -39,7 +40,8 @@ struct FeedbackCommand: AsyncParsableCommand {
         do {
             tuples = try await APNsFeedbackReader.read(endpoint)
         } catch {
-            throw ValidationError("feedback service \(endpoint.host):\(endpoint.port): \(error)")
+            throw CommandFailure(
+                "feedback service \(endpoint.host):\(endpoint.port): \(ConnectFailure.describe(error))")
         }
         let formatter = ISO8601DateFormatter()
         if json {

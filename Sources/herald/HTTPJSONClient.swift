@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldNIO
 import NIOCore
 import NIOSSL
 
@@ -16,6 +17,19 @@ struct HTTPJSONClient {
     /// admin API off loopback is served over TLS with the gateway's own CA.
     var ca: String?
 
+    /// A connection that cannot be made fails the command at once: AsyncHTTPClient would otherwise
+    /// try again, with a growing pause, until the request's timeout (a minute and a half for a port
+    /// nobody listens on), and the person at the terminal would wait for nothing.
+    private static var configuration: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(10)
+        return configuration
+    }
+
+    /// The client for servers the system's CAs vouch for (or plain HTTP), for the whole run.
+    private static let common = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+
     /// An error answer: `{"error":{"message":…}}`.
     private struct ErrorAnswer: Decodable {
         struct Detail: Decodable { var message: String? }
@@ -28,14 +42,14 @@ struct HTTPJSONClient {
         let (status, data) = try await exchange(method, path, body: body)
         guard status < 400 else {
             let message = (try? JSONDecoder().decode(ErrorAnswer.self, from: data))?.error?.message
-            throw ValidationError(
+            throw CommandFailure(
                 "\(method) \(path): HTTP \(status): \(message ?? String(decoding: data, as: UTF8.self))")
         }
         return (status, data)
     }
 
-    /// Sends a request and returns whatever status and body came back; throws only when no answer
-    /// came within `timeout`.
+    /// Sends a request and returns whatever status and body came back; throws when the connection
+    /// cannot be made (at once, without trying again) or no answer came within `timeout`.
     func exchange(_ method: String, _ path: String, body: Data? = nil, timeout: TimeAmount = .seconds(120))
         async throws -> (Int, Data)
     {
@@ -49,23 +63,23 @@ struct HTTPJSONClient {
         }
         let data: Data
         let status: Int
-        // The shared client trusts the system's CAs; a gateway's own CA needs a client of its own.
+        // The common client trusts the system's CAs; a gateway's own CA needs a client of its own.
         var own: HTTPClient?
         if let ca, base.hasPrefix("https://") {
-            var configuration = HTTPClient.Configuration()
+            var configuration = Self.configuration
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.trustRoots = .file(ca)
             configuration.tlsConfiguration = tls
             own = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         }
         do {
-            let response = try await (own ?? HTTPClient.shared).execute(request, timeout: timeout)
+            let response = try await (own ?? Self.common).execute(request, timeout: timeout)
             status = Int(response.status.code)
             data = Data(buffer: try await response.body.collect(upTo: 256 * 1024 * 1024))
             try? await own?.shutdown()
         } catch {
             try? await own?.shutdown()
-            throw ValidationError("\(method) \(base + path): \(error)")
+            throw CommandFailure("\(method) \(base + path): \(ConnectFailure.describe(error))")
         }
         return (status, data)
     }
@@ -78,7 +92,7 @@ struct HTTPJSONClient {
         do {
             return try Self.decoder.decode(Answer.self, from: data.isEmpty ? Data("null".utf8) : data)
         } catch {
-            throw ValidationError("\(method) \(path): an answer this herald does not understand: \(error)")
+            throw CommandFailure("\(method) \(path): an answer this herald does not understand: \(error)")
         }
     }
 

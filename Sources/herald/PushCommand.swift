@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldNIO
 import HeraldGateway
 import HeraldProvider
 
@@ -255,9 +256,7 @@ struct PushCommand: AsyncParsableCommand {
             case .invalidDeviceToken, .invalidConfiguration:
                 throw ValidationError("\(error)")
             case .transport, .deadlineExceeded:
-                // Not the command line's fault: no usage after it.
-                FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
-                throw ExitCode(1)
+                throw CommandFailure("\(error)")
             }
         }
     }
@@ -331,7 +330,7 @@ struct PushCommand: AsyncParsableCommand {
             identifiers = try await client.send(notifications)
             failures = try await client.close()
         } catch {
-            throw ValidationError("binary gateway \(endpoint.host):\(endpoint.port): \(error)")
+            throw CommandFailure("binary gateway \(endpoint.host):\(endpoint.port): \(ConnectFailure.describe(error))")
         }
         let elapsed = (clock.now - start) / .milliseconds(1) / 1000
         let rate = Double(identifiers.count) / max(elapsed, 1e-6)
@@ -425,7 +424,7 @@ struct PushCommand: AsyncParsableCommand {
         do {
             devices = device == "all" ? try await client.devices() : [try await client.device(device)]
         } catch {
-            throw ValidationError("--device: the admin API at \(base): \(error)")
+            throw CommandFailure("--device: the admin API at \(base): \(error)")
         }
         let tokens = devices.flatMap { record in
             record.apps.filter {

@@ -183,7 +183,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
         }
         finished(received: received, duplicates: duplicates)
         await client.close()
-        if let closedReason, !reconnect { throw ValidationError("the gateway closed the link: \(closedReason)") }
+        if let closedReason, !reconnect { throw CommandFailure("the gateway closed the link: \(closedReason)") }
     }
 
     /// Says how many notifications arrived (and, with --json, how many were dropped as duplicates).

@@ -190,7 +190,7 @@ struct UpCommand: AsyncParsableCommand {
                 return
             }
             await children.stopAll()
-            throw ValidationError("\(event); see the logs in \(root.path)")
+            throw CommandFailure("\(event); see the logs in \(root.path)")
         }
     }
 
@@ -237,7 +237,7 @@ struct UpCommand: AsyncParsableCommand {
                 let tail =
                     (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(5)
                     .joined(separator: "\n") ?? ""
-                throw ValidationError(
+                throw CommandFailure(
                     "the \(name) did not start\(process.isRunning ? " within 120 s" : ""); \(log.path) ends with:\n\(tail)"
                 )
             }

@@ -119,7 +119,7 @@ struct UpDemo {
             return token
         } catch {
             await center.close()
-            throw ValidationError("the demo app could not register: \(error)")
+            throw CommandFailure("the demo app could not register: \(error)")
         }
     }
 

@@ -119,5 +119,16 @@ import Testing
             "\(result.stderr)")
         #expect(!result.stderr.contains("Usage:"), "\(result.stderr)")
         #expect(!result.stderr.contains("SingleConnectionFailure"), "\(result.stderr)")
+        // The admin API's client says it the same way, at once: it does not try again until the
+        // request's timeout (it took a minute and a half).
+        let started = Date()
+        let admin = try run(
+            try heraldExecutable().path,
+            ["gateway", "faults", "list", "--admin-url", "http://127.0.0.1:\(port)", "--admin-token", "x"])
+        #expect(admin.status == 1, "\(admin)")
+        #expect(
+            admin.stderr.contains("Error: GET http://127.0.0.1:\(port)/faults: connection refused"), "\(admin.stderr)")
+        #expect(!admin.stderr.contains("Usage:"), "\(admin.stderr)")
+        #expect(Date().timeIntervalSince(started) < 30)
     }
 }
