@@ -13,9 +13,11 @@ enum CLIFile {
         }
     }
 
-    /// The text of `path`, which must be UTF-8.
+    /// The text of `path`, which must be UTF-8; a byte order mark before it is dropped (an editor
+    /// may write one; PEM readers and tokens do not expect it).
     static func text(_ path: String, for option: String) throws -> String {
-        let bytes = try data(path, for: option)
+        var bytes = try data(path, for: option)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ValidationError("\(option): \(path) is not UTF-8 text")
         }

@@ -84,17 +84,19 @@ struct ProviderCredentials: ParsableArguments {
         guard let p8 = p8 ?? defaults.info?.p8, let keyID = keyId ?? defaults.info?.keyID,
             let team = team ?? defaults.info?.teamID
         else { throw defaults.missing("give --p8, --key-id and --team (or --cert and --cert-key)") }
-        let pem = try CLIFile.text(p8, for: "--p8")
+        // A key from up.json is named as such: the person gave no --p8.
+        let option = self.p8 == nil ? "up.json's key" : "--p8"
+        let pem = try CLIFile.text(p8, for: option)
         do {
             return .token(try APNsSigningKey(p8: pem, keyID: keyID, teamID: team))
         } catch {
-            throw ValidationError("--p8: \(p8) is not a PEM P-256 private key")
+            throw ValidationError("\(option): \(p8) is not a PEM P-256 private key")
         }
     }
 
     /// The CA to trust: `--ca`, else `up.json`'s (none is read for Apple's hosts).
     func trustedCAPEM(defaults: UpDefaults) throws -> String? {
-        try (ca ?? defaults.info?.caCertificate).map { try CLIFile.text($0, for: "--ca") }
+        try (ca ?? defaults.info?.caCertificate).map { try CLIFile.text($0, for: ca == nil ? "up.json's CA" : "--ca") }
     }
 }
 

@@ -79,11 +79,13 @@ func legacyEndpoint(
     else {
         throw defaults.missing("give --cert and --cert-key (an app certificate from the gateway's CA)")
     }
-    func read(_ path: String, _ option: String) throws -> String {
-        try CLIFile.text(path, for: option)
+    // A file from up.json is named as such: the person gave no option for it.
+    func read(_ path: String, _ option: String, given: String?) throws -> String {
+        try CLIFile.text(path, for: given == nil ? "up.json's \(option.dropFirst(2))" : option)
     }
     return APNsLegacyEndpoint(
-        host: host, port: port, certificateChainPEM: try read(certPath, "--cert"),
-        privateKeyPEM: try read(keyPath, "--cert-key"),
-        caPEM: try (ca ?? defaults.info?.caCertificate).map { try read($0, "--ca") }, serverName: serverName)
+        host: host, port: port, certificateChainPEM: try read(certPath, "--cert", given: cert),
+        privateKeyPEM: try read(keyPath, "--cert-key", given: certKey),
+        caPEM: try (ca ?? defaults.info?.caCertificate).map { try read($0, "--ca", given: ca) },
+        serverName: serverName)
 }

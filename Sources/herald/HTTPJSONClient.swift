@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldNIO
+import HeraldRuntime
 import NIOCore
 import NIOSSL
 
@@ -25,6 +26,17 @@ struct HTTPJSONClient {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = .seconds(10)
         return configuration
+    }
+
+    /// AsyncHTTPClient's error in words: its timeouts by name, a connection's failure by its reason.
+    private static func describe(_ error: any Error, timeout: TimeAmount) -> String {
+        if let error = error as? HTTPClientError {
+            if error == .connectTimeout, let connect = configuration.timeout.connect {
+                return "no connection within \(connect.secondsText)"
+            }
+            if error == .deadlineExceeded { return "no answer within \(timeout.secondsText)" }
+        }
+        return ConnectFailure.describe(error)
     }
 
     /// The client for servers the system's CAs vouch for (or plain HTTP), for the whole run.
@@ -79,7 +91,7 @@ struct HTTPJSONClient {
             try? await own?.shutdown()
         } catch {
             try? await own?.shutdown()
-            throw CommandFailure("\(method) \(base + path): \(ConnectFailure.describe(error))")
+            throw CommandFailure("\(method) \(base + path): \(Self.describe(error, timeout: timeout))")
         }
         return (status, data)
     }

@@ -47,7 +47,8 @@ struct ProbeCommand: AsyncParsableCommand {
             verdict = try await HTTPJSONClient(base: base!, ca: caPath).exchange(
                 "GET", "/readyz", timeout: .nanoseconds(Int64(timeout * 1e9)))
         } catch {
-            print("not ready: \(base!)/readyz did not answer (\(error))")
+            // The error names the URL and why ("GET …/readyz: connection refused").
+            print("not ready: \(error)")
             throw ExitCode.failure
         }
         guard verdict.0 == 200 else {

@@ -61,6 +61,7 @@ import Testing
         #expect(result.stderr.contains("herald device install com.nope.app"), "\(result.stderr)")
         #expect(!result.stderr.contains("Herald 1"), "\(result.stderr)")
     }
+
     /// A file an option names that cannot be read is named with the option and why; one that is no
     /// key says so. Never Foundation's dump of an `NSError`.
     @Test func aFileThatCannotBeReadIsNamedWithItsOptionAndWhy() throws {
@@ -95,7 +96,15 @@ import Testing
             #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
             #expect(!result.stderr.contains("Domain"), "\(arguments): \(result.stderr)")
         }
+        // A key saved with a byte order mark is still a key: the push gets as far as connecting.
+        let marked = directory.appendingPathComponent("marked.p8").path
+        try Data([0xEF, 0xBB, 0xBF] + Array(P256.Signing.PrivateKey().pemRepresentation.utf8))
+            .write(to: URL(fileURLWithPath: marked))
+        let result = try run(try heraldExecutable().path, push + token + ["--p8", marked])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("could not connect to https://127.0.0.1:9"), "\(result.stderr)")
     }
+
     /// A gateway that cannot be reached is a failure of the run, not of the command line: the
     /// reason as a person reads it, and no usage after it.
     @Test func anUnreachableGatewayIsSaidPlainlyWithoutUsage() throws {

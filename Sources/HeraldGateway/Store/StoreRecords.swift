@@ -2,8 +2,9 @@ import Foundation
 import HeraldCore
 
 /// How every ``GatewayStore`` lays out what it keeps: directory records and stored pushes as
-/// JSON (dates in milliseconds), delivery-log rows as runs of one push's events. The SQLite and
-/// PostgreSQL stores share it, so a record reads the same from either.
+/// JSON (dates in milliseconds), delivery-log rows as runs of one push's events (JSON) or, for a
+/// push delivered at once, as a ``DeliveredRecord``. The SQLite and PostgreSQL stores share it, so
+/// a record reads the same from either.
 struct StoreRecords: Sendable {
     let encoder: JSONEncoder = {
         let e = JSONEncoder()
