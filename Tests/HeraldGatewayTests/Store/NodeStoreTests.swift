@@ -68,6 +68,10 @@ import Testing
         let url = try await TestPostgres.database()
         let database = String(url.split(separator: "/").last!)
         let server = try await TestPostgres.server()
+        // PostgreSQL looks for a deadlock once, deadlock_timeout after a session starts waiting. The
+        // node's write must look after this test has closed the cycle, which under a loaded machine
+        // can take more than the default second: five, for every session of this database.
+        _ = try server.sql(#"ALTER DATABASE "\#(database)" SET deadlock_timeout = '5s'"#, database: database)
         let store = try await PostgresGatewayStore.forTests(url: url)
         defer { store.close() }
         let other = try await PostgresGatewayStore.forTests(url: url)
@@ -88,17 +92,17 @@ import Testing
                     case .stop: try await store.stopNode(id: "node-a", now: t0 + 1)
                     }
                 }
-                // The write holds node-a's row and waits for d's (in the PostgreSQL server: polled).
+                // The write holds node-a's row and waits for d's (in the PostgreSQL server: polled, on
+                // a connection of the pool, which is quicker than a psql each time).
                 try await waitUntil("the node's write waits for d's row", within: .seconds(60)) {
-                    try server.sql(
-                        """
-                        SELECT count(*) FROM pg_stat_activity
-                        WHERE datname = '\(database)' AND wait_event_type = 'Lock'
-                        """, database: database
-                    ).trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+                    try await other.rows(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                        as: Int.self
+                    ).first == 1
                 }
-                // Now this waits for node-a's row: a deadlock, which the write's check finds after a
-                // second and breaks by ending the write. This goes on and commits; the write runs again.
+                // Now this waits for node-a's row: a deadlock, which the write's check finds within its
+                // five seconds and breaks by ending the write. This goes on and commits; the write runs
+                // again.
                 try await other.drain("UPDATE node SET heartbeat_at = heartbeat_at WHERE id = 'node-a'", on: connection)
                 try await other.drain("COMMIT", on: connection)
                 try await group.waitForAll()
