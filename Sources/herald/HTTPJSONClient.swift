@@ -24,16 +24,17 @@ struct HTTPJSONClient {
     private static var configuration: HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout.connect = .seconds(10)
+        configuration.timeout.connect = connectTimeout
         return configuration
     }
+
+    /// How long a connection may take to be made.
+    private static let connectTimeout: TimeAmount = .seconds(10)
 
     /// AsyncHTTPClient's error in words: its timeouts by name, a connection's failure by its reason.
     private static func describe(_ error: any Error, timeout: TimeAmount) -> String {
         if let error = error as? HTTPClientError {
-            if error == .connectTimeout, let connect = configuration.timeout.connect {
-                return "no connection within \(connect.secondsText)"
-            }
+            if error == .connectTimeout { return "no connection within \(connectTimeout.secondsText)" }
             if error == .deadlineExceeded { return "no answer within \(timeout.secondsText)" }
         }
         return ConnectFailure.describe(error)
