@@ -309,10 +309,10 @@ struct KeysToken: ParsableCommand {
     var issuedAt: Int64?
 
     func run() throws {
-        let data = try CLIFile.data(p8, for: "--p8")
+        let pem = try CLIFile.text(p8, for: "--p8")
         let key: P256.Signing.PrivateKey
         do {
-            key = try P256.Signing.PrivateKey(pemRepresentation: String(decoding: data, as: UTF8.self))
+            key = try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
             throw ValidationError("--p8: \(p8) is not a PEM P-256 private key")
         }

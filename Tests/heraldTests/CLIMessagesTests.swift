@@ -103,6 +103,12 @@ import Testing
         let result = try run(try heraldExecutable().path, push + token + ["--p8", marked])
         #expect(result.status != 0)
         #expect(result.stderr.contains("could not connect to https://127.0.0.1:9"), "\(result.stderr)")
+        // `keys token` reads its key the same way.
+        let jwt = try run(
+            try heraldExecutable().path,
+            ["keys", "token", "--p8", marked, "--key-id", "ABC1234567", "--team", "DEF1234567"])
+        #expect(jwt.status == 0, "\(jwt.stderr)")
+        #expect(jwt.stdout.split(separator: ".").count == 3, "\(jwt.stdout)")
     }
 
     /// A gateway that cannot be reached is a failure of the run, not of the command line: the
