@@ -128,6 +128,57 @@ import Testing
         }
     }
 
+    /// The pushes written in one turn of the loop reach the channel as one write of their frames,
+    /// at the turn's flush; anything else written meanwhile goes after the pushes written before it.
+    @Test func theTurnsPushesLeaveAsOneWriteInOrder() async throws {
+        let f = try await Fixture(now: Date())
+        var configuration = DeviceLinkServer.Configuration()
+        configuration.idleTimeout = nil
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
+        let service = DeviceLinkService.quiet(f, router: router, configuration: configuration)
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
+        let handler = DeviceLinkHandler(service: service)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+        while try channel.readOutbound(as: ByteBuffer.self) != nil {}  // the challenge
+        handler.machine.phase = .online(device: "phone")
+        handler.machine.backlogLoaded = true
+
+        func framed(_ push: LinkPush) -> ByteBuffer {
+            var writer = JSONWriter(capacity: 256)
+            push.writeMessage(to: &writer)
+            return DeviceLinkHandler.textFrame(writer.bytes, allocator: channel.allocator)
+        }
+        let pushes = ["a", "b", "c"].map { LinkMachineDriver.push($0) }
+        for push in pushes {
+            handler.offer(LinkOffer(push: push, expiresAt: Date().addingTimeInterval(60), background: false)) { _ in }
+        }
+        // Nothing leaves before the turn's flush.
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+        channel.embeddedEventLoop.run()
+        var expected = channel.allocator.buffer(capacity: 1024)
+        for push in pushes {
+            var frame = framed(push)
+            expected.writeBuffer(&frame)
+        }
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == expected)
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+
+        // A push, then a message written at once: the push goes first, though its flush is to come.
+        let d = LinkMachineDriver.push("d")
+        handler.offer(LinkOffer(push: d, expiresAt: Date().addingTimeInterval(60), background: false)) { _ in }
+        handler.send(.goAway(reconnectWithin: 5))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == framed(d))
+        var message = channel.allocator.buffer(capacity: 64)
+        while var part = try channel.readOutbound(as: ByteBuffer.self) { message.writeBuffer(&part) }
+        let text = message.getBytes(at: 2, length: message.readableBytes - 2) ?? []
+        #expect(message.getInteger(at: 0, as: UInt8.self) == 0x81)
+        #expect(try LinkMessage(json: Data(text)) == .goAway(reconnectWithin: 5))
+        channel.embeddedEventLoop.run()
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+    }
+
     /// A `push` is written below the WebSocket encoder, already framed: byte for byte what the
     /// encoder writes for the same text, at every length form (7-bit, 16-bit and 64-bit lengths).
     @Test func aPushFramedByHandIsWhatTheEncoderWrites() throws {

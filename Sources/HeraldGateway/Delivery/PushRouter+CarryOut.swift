@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldNIO
 import NIOCore
 
 /// What the transports (HTTP/2, HTTP/1.1, the binary interface) share: carrying out the provider
@@ -22,9 +23,12 @@ extension PushRouter {
 
     /// Carries out a provider API decision for a transport: answers at once, after an injected
     /// delay, or once the push is delivered or stored. `answer` always runs on `loop` (at once,
-    /// inside this call, for an immediate answer), so a channel handler can write from it.
+    /// inside this call, for an immediate answer), so a channel handler can write from it. Answers
+    /// that come from other loops arrive through `answers`, the connection's mailbox (a new one for
+    /// this push when `nil`).
     func carryOut(
-        _ decision: ProviderAPI.Decision, on loop: any EventLoop, answer: @escaping (ProviderResponse) -> Void
+        _ decision: ProviderAPI.Decision, on loop: any EventLoop, answers: LoopMailbox<LinkDelivery.Answer>? = nil,
+        answer: @escaping (ProviderResponse) -> Void
     ) {
         let start = loop.now
         let metrics = self.metrics
@@ -48,28 +52,16 @@ extension PushRouter {
                 }
             }
         case .accept(let push, let delay):
-            let bound = NIOLoopBound(answer, eventLoop: loop)
-            // One closure per push carries the answer back to the connection's loop (and counts it).
-            let warnings = push.forwarded ? PushWarnings() : push.warnings
-            let connectionFault = push.connectionFault
-            let respond: @Sendable (ProviderResponse) -> Void = { answer in
-                // Nearly every push has neither: its answer goes on as it came, uncopied.
-                guard !warnings.isEmpty || connectionFault != nil else {
-                    metrics.answered(answer, after: loop.now - start)
-                    if loop.inEventLoop { bound.value(answer) } else { loop.execute { bound.value(answer) } }
-                    return
-                }
-                var response = answer
-                if response.status == 200 { response.warnings = warnings }
-                response.connectionFault = connectionFault
-                let final = response
-                metrics.answered(final, after: loop.now - start)
-                if loop.inEventLoop { bound.value(final) } else { loop.execute { bound.value(final) } }
-            }
+            // One object carries the push to the device's link and its answer back to this loop.
+            let connection = LinkDelivery.ConnectionAnswer(
+                answer: NIOLoopBound(answer, eventLoop: loop), start: start,
+                warnings: push.forwarded ? PushWarnings() : push.warnings, connectionFault: push.connectionFault,
+                mailbox: answers ?? LinkDelivery.answerMailbox(on: loop))
+            let delivery = delivery(push, responder: .connection(connection))
             if let delay {
-                loop.scheduleTask(in: delay) { [self] in route(push, respond: respond) }
+                loop.scheduleTask(in: delay) { [self] in route(delivery) }
             } else {
-                route(push, respond: respond)
+                route(delivery)
             }
         }
     }

@@ -35,65 +35,40 @@ public final class PushRouter: Sendable {
         self.logger = logger
     }
 
-    /// Routes a push; `respond` receives the provider's answer. A push for a device linked to
-    /// another node of the cluster is forwarded there, and the answer is that node's; one it could
-    /// not take is stored here (and that node hears of it from the store).
+    /// Delivers a push to its device's link (it answers once the device acknowledges it),
+    /// forwards it to the node holding the device, or stores it under the offline policy; `respond`
+    /// runs once with the provider's answer, on any thread.
     public func route(_ push: AcceptedPush, respond: @escaping @Sendable (ProviderResponse) -> Void) {
-        let expiresAt = offline.expiry(of: push)
-        let offer = LinkOffer(push: push.linkPush, expiresAt: expiresAt, background: push.pushType == .background)
-        let offered = links.offer(offer, to: push.registration.deviceID) { [self] outcome in
-            switch outcome {
-            case .acknowledged(let deliveredAt, let acknowledgedAt):
-                offline.received.record(
-                    .init(
-                        apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
-                        topic: push.topic, payload: offer.push.payload, deliveredAt: deliveredAt,
-                        acknowledgedAt: acknowledgedAt, fromStorage: false))
-                // The device has it: the 200 need not wait for the log.
-                offline.logDelivered(
-                    DeliveredPush(
-                        apnsID: push.apnsID, uniqueID: push.uniqueID, deviceID: push.registration.deviceID,
-                        topic: push.topic, binaryIdentifier: push.binaryIdentifier, acceptedAt: push.receivedAt,
-                        deliveredAt: deliveredAt, acknowledgedAt: acknowledgedAt, warnings: push.warnings,
-                        pushType: push.pushType))
-                respond(.ok(apnsID: push.apnsID, uniqueID: push.uniqueID))
-            case .notAcknowledged(let deliveredAt):
-                keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, respond: respond)
-            case .hold:
-                keep(push, expiresAt: expiresAt, deliveredAt: nil, held: true, respond: respond)
-            }
-        }
-        guard !offered else { return }
+        route(delivery(push, responder: .closure(respond)))
+    }
+
+    /// A push's trip to its device's link and back, made on the provider's loop.
+    func delivery(_ push: AcceptedPush, responder: LinkDelivery.Responder) -> LinkDelivery {
+        LinkDelivery(push: push, responder: responder, offline: offline, links: links, metrics: metrics)
+    }
+
+    /// ``route(_:respond:)`` for a delivery made by its caller.
+    func route(_ delivery: LinkDelivery) {
+        let push = delivery.push
+        guard !links.offer(delivery, to: push.registration.deviceID) else { return }
         guard let forwarder, !push.forwarded else {
-            keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+            delivery.keep(deliveredAt: nil)
             return
         }
         forwarder.forward(push) { [self] outcome in
             switch outcome {
             case .answered(let response):
                 metrics.forwarded(answered: true)
-                respond(response)
+                delivery.respond(response)
             case .notHeld:
-                keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+                delivery.keep(deliveredAt: nil)
             case .failed(let node, let reason):
                 metrics.forwarded(answered: false)
                 logger.notice(
                     "could not forward a push to the node holding its device; storing it",
                     metadata: ["apns-id": "\(push.apnsID)", "node": "\(node)", "why": "\(reason)"])
-                keep(push, expiresAt: expiresAt, deliveredAt: nil, respond: respond)
+                delivery.keep(deliveredAt: nil)
             }
-        }
-    }
-
-    /// Stores or discards a push the link could not deliver, and offers a stored one to the device's
-    /// link once durable, in case the device connected meanwhile.
-    private func keep(
-        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?, held: Bool = false,
-        respond: @escaping @Sendable (ProviderResponse) -> Void
-    ) {
-        let links = self.links
-        offline.keep(push, expiresAt: expiresAt, deliveredAt: deliveredAt, held: held, respond: respond) { stored in
-            links.offerStored([stored], to: stored.deviceID)
         }
     }
 
@@ -102,15 +77,5 @@ public final class PushRouter: Sendable {
     public func metricsText() async -> [UInt8] {
         let stored = (try? await offline.committer.store.storedCount()) ?? 0
         return metrics.emit(devicesOnline: links.onlineCount, storedPushes: stored)
-    }
-}
-
-extension AcceptedPush {
-    /// The push as it goes down the device link.
-    var linkPush: LinkPush {
-        LinkPush(
-            apnsID: apnsID, uniqueID: uniqueID, topic: topic, token: registration.token,
-            environment: registration.environment, pushType: pushType, priority: priority, expiration: expiration,
-            collapseID: collapseID, payload: Data(payload.readableBytesView))
     }
 }

@@ -1,11 +1,33 @@
 import HeraldCore
 import NIOCore
 
+/// What waits for a push offered to a device's link: told once, on the link's event loop, what
+/// became of it.
+protocol LinkWaiter: AnyObject, Sendable {
+    /// The push was acknowledged, not acknowledged in time, or held by the link's QoS.
+    func linkOutcome(_ outcome: LinkOutcome)
+}
+
+/// A push offered to a device's link, with what waits for it (the router's `LinkDelivery`).
+protocol OfferedPush: LinkWaiter {
+    /// What goes to the link.
+    var offer: LinkOffer { get }
+}
+
+/// A ``LinkWaiter`` that calls a closure (tests, and offers that are not a provider's push).
+final class ClosureWaiter: LinkWaiter {
+    let call: @Sendable (LinkOutcome) -> Void
+
+    init(_ call: @escaping @Sendable (LinkOutcome) -> Void) { self.call = call }
+
+    func linkOutcome(_ outcome: LinkOutcome) { call(outcome) }
+}
+
 /// A connected device's link as the registry drives it; every call runs on the link's event loop.
 /// (`DeviceLinkHandler` is the one kind; the registry does not need to know it.)
 protocol DeviceConnection: AnyObject {
-    /// Sends a push (or holds it under the QoS); `completion` says what became of it.
-    func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void)
+    /// Sends a push (or holds it under the QoS); `waiter` hears what became of it.
+    func offer(_ offer: LinkOffer, waiter: any LinkWaiter)
     /// Sends pushes just committed to the offline store, unless the link has them already.
     func offerStored(_ pushes: [StoredPush])
     /// Sends a message.
@@ -17,4 +39,11 @@ protocol DeviceConnection: AnyObject {
     func refuse(code: LinkErrorCode, message: String)
     /// Closes for shutdown (1001, going away).
     func goAway()
+}
+
+extension DeviceConnection {
+    /// ``offer(_:waiter:)`` with a closure to hear what became of the push.
+    func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void) {
+        self.offer(offer, waiter: ClosureWaiter(completion))
+    }
 }

@@ -27,6 +27,12 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// each frame written before a flush). Everything else goes through the encoder; all writes run
     /// on the loop in order, so they reach the socket in the order written.
     private var framedWrites: ChannelHandlerContext?
+    /// The `push` messages written since the last flush, framed, in one buffer: it goes to the
+    /// channel as one write at the flush (or before anything else is written), not a buffer and a
+    /// write for each push.
+    private var framedPushes: ByteBuffer?
+    /// The array ``offer(_:waiter:)`` gathers a push's actions in, kept between pushes.
+    private var offerActions: [Action] = []
 
     init(service: DeviceLinkService) {
         self.service = service
@@ -51,6 +57,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         run(machine.closed(at: at))
         self.context = nil
         framedWrites = nil
+        framedPushes = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -90,22 +97,31 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             let scratch = PushScratch.current
             scratch.writer.clear()
             push.writeMessage(to: &scratch.writer)
-            if let framedWrites, let context {
-                framedWrites.write(
-                    NIOAny(Self.textFrame(scratch.writer.bytes, allocator: context.channel.allocator)), promise: nil)
+            if framedWrites != nil, let context {
+                if framedPushes == nil {
+                    framedPushes = context.channel.allocator.buffer(
+                        capacity: max(Self.framedPushesCapacity, scratch.writer.bytes.count + 10))
+                }
+                Self.appendTextFrame(scratch.writer.bytes, to: &framedPushes!)
             } else {
                 writeText(scratch.writer.bytes, flush: false)
             }
         case .writeFrame(let frame):
+            writeFramedPushes()
             context?.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: frame)), promise: nil)
         case .flush:
             guard let context else { return }
-            turnFlush.request(on: context.eventLoop) { [self] in self.context?.flush() }
+            turnFlush.request(on: context.eventLoop) { [self] in
+                writeFramedPushes()
+                self.context?.flush()
+            }
         case .ping:
             guard let context else { return }
+            writeFramedPushes()
             let empty = context.channel.allocator.buffer(capacity: 0)
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: empty)), promise: nil)
         case .pong(let data):
+            writeFramedPushes()
             var pong = WebSocketFrame(fin: true, opcode: .pong, data: data)
             pong.maskKey = nil
             context?.writeAndFlush(wrapOutboundOut(pong), promise: nil)
@@ -145,6 +161,15 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// header and payload in one buffer: as NIO's `WebSocketFrameEncoder` writes it.
     static func textFrame(_ payload: [UInt8], allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: payload.count + 10)
+        appendTextFrame(payload, to: &buffer)
+        return buffer
+    }
+
+    /// How much room a turn's framed pushes start with (it grows if they need more).
+    static let framedPushesCapacity = 8192
+
+    /// Appends ``textFrame(_:allocator:)``'s frame of `payload` to `buffer`.
+    static func appendTextFrame(_ payload: [UInt8], to buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt8(0x81))  // FIN, text
         if payload.count < 126 {
             buffer.writeInteger(UInt8(payload.count))
@@ -156,11 +181,19 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             buffer.writeInteger(UInt64(payload.count))
         }
         buffer.writeBytes(payload)
-        return buffer
+    }
+
+    /// Writes the framed pushes waiting for the flush, if any: before anything else is written, so
+    /// that everything reaches the socket in the order written.
+    private func writeFramedPushes() {
+        guard let pushes = framedPushes else { return }
+        framedPushes = nil
+        framedWrites?.write(NIOAny(pushes), promise: nil)
     }
 
     private func writeText(_ bytes: some Collection<UInt8>, flush: Bool) {
         guard let context else { return }
+        writeFramedPushes()
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         let frame = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer))
@@ -170,6 +203,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Writes a close frame, then closes the connection.
     private func close(with data: ByteBuffer) {
         guard let context else { return }
+        writeFramedPushes()
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
         context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { [channel = context.channel] _ in
             channel.close(promise: nil)
@@ -181,7 +215,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard let context else { return }
         let handle = DeviceLinks.Handle(
             loop: context.eventLoop, handler: NIOLoopBound<any DeviceConnection>(self, eventLoop: context.eventLoop),
-            key: ObjectIdentifier(self))
+            key: ObjectIdentifier(self), offers: service.links.offerMailbox(on: context.eventLoop))
         service.links.saw(device, at: at)
         if let replaced = service.links.attach(device, handle) {
             replaced.loop.execute {
@@ -278,8 +312,15 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 extension DeviceLinkHandler: DeviceConnection {
-    func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void) {
-        run(machine.offer(offer, completion: completion, now: now, at: at))
+    func offer(_ offer: LinkOffer, waiter: any LinkWaiter) {
+        // The handler's own array, emptied and kept: a push allocates none for its actions. (An
+        // offer made while these actions run, on the same loop, gets a new one.)
+        var actions: [Action] = []
+        swap(&actions, &offerActions)
+        machine.offer(offer, waiter: waiter, now: now, at: at, into: &actions)
+        run(actions)
+        actions.removeAll(keepingCapacity: true)
+        offerActions = actions
     }
 
     func offerStored(_ pushes: [StoredPush]) {

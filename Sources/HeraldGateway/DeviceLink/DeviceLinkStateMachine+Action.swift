@@ -86,7 +86,20 @@ extension DeviceLinkStateMachine {
         /// The link's number for the push (0 for one never taken).
         var ticket: Int
         /// Tells the provider.
-        var call: @Sendable (LinkOutcome) -> Void
+        var waiter: any LinkWaiter
+
+        init(ticket: Int, waiter: any LinkWaiter) {
+            self.ticket = ticket
+            self.waiter = waiter
+        }
+
+        /// A completion that calls `call`.
+        init(ticket: Int, call: @escaping @Sendable (LinkOutcome) -> Void) {
+            self.init(ticket: ticket, waiter: ClosureWaiter(call))
+        }
+
+        /// Tells the provider what became of its push.
+        func call(_ outcome: LinkOutcome) { waiter.linkOutcome(outcome) }
 
         /// Two completions are the same when they answer the same ticket (tests compare actions).
         static func == (a: Completion, b: Completion) -> Bool { a.ticket == b.ticket }

@@ -7,24 +7,32 @@ extension DeviceLinkStateMachine {
 
     /// A provider's push for the device: written now, or held by the QoS (the provider is told
     /// `hold` and the router stores it), or refused when the device is not online.
+    mutating func offer(_ offer: LinkOffer, waiter: any LinkWaiter, now: NIODeadline, at: Date) -> [Action] {
+        // Room for the usual write, flush and wake-up in one allocation.
+        var actions: [Action] = []
+        actions.reserveCapacity(4)
+        self.offer(offer, waiter: waiter, now: now, at: at, into: &actions)
+        return actions
+    }
+
+    /// ``offer(_:waiter:now:at:)`` with its actions appended to `actions` (the link's handler
+    /// passes the same array for every push, so that a push allocates none).
     mutating func offer(
-        _ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void, now: NIODeadline, at: Date
-    ) -> [Action] {
+        _ offer: LinkOffer, waiter: any LinkWaiter, now: NIODeadline, at: Date, into actions: inout [Action]
+    ) {
         guard deviceID != nil else {
-            return [.answer(Completion(ticket: 0, call: completion), .notAcknowledged(deliveredAt: nil))]
+            actions.append(.answer(Completion(ticket: 0, waiter: waiter), .notAcknowledged(deliveredAt: nil)))
+            return
         }
         let id = takeTicket()
         let entry = Entry(
             ticket: id, push: offer.push, expiresAt: offer.expiresAt,
-            origin: .direct(Completion(ticket: id, call: completion)))
-        // Room for the usual write, flush and wake-up in one allocation.
-        var actions: [Action] = []
-        actions.reserveCapacity(4)
+            origin: .direct(Completion(ticket: id, waiter: waiter)))
         guard offer.expiresAt != nil else {
             // Expiration 0: one attempt, now, whatever the priority; it is never stored to wait.
             write(entry, now: now, at: at, into: &actions)
             actions.append(.flush)
-            return actions
+            return
         }
         let ticket = LinkQoS.Ticket(
             id: id, priority: offer.push.priority, topic: offer.push.topic, background: offer.background)
@@ -34,16 +42,15 @@ extension DeviceLinkStateMachine {
             write(entry, now: now, at: at, into: &actions)
             actions.append(.flush)
             scheduleWake(output.wakeAt, into: &actions)
-            return actions
+            return
         }
         queued[id] = entry
         if !output.send.contains(id) {
             // It waits: the router stores it now, and its acknowledgement will remove it.
             queued[id]?.origin = .stored
-            actions.append(.answer(Completion(ticket: id, call: completion), .hold))
+            actions.append(.answer(Completion(ticket: id, waiter: waiter), .hold))
         }
         apply(output, now: now, at: at, into: &actions)
-        return actions
     }
 
     /// The QoS wake-up came: a batch window closed, or a background slot freed.
@@ -52,6 +59,13 @@ extension DeviceLinkStateMachine {
         var actions: [Action] = []
         apply(qos.wake(now: now), now: now, at: at, into: &actions)
         return actions
+    }
+
+    /// ``offer(_:waiter:now:at:)`` with a closure to hear what became of the push.
+    mutating func offer(
+        _ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void, now: NIODeadline, at: Date
+    ) -> [Action] {
+        self.offer(offer, waiter: ClosureWaiter(completion), now: now, at: at)
     }
 
     // MARK: Stored notifications

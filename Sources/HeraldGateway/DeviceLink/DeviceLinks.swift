@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldNIO
 import NIOCore
 import Synchronization
 
@@ -10,10 +11,20 @@ public final class DeviceLinks: Sendable {
         let loop: any EventLoop
         let handler: NIOLoopBound<any DeviceConnection>
         let key: ObjectIdentifier
+        /// Pushes on their way to the links of `loop` from other loops, many to a task.
+        let offers: LoopMailbox<PendingOffer>
+    }
+
+    /// A push on its way to a link on another loop.
+    struct PendingOffer: Sendable {
+        let link: NIOLoopBound<any DeviceConnection>
+        let push: any OfferedPush
     }
 
     private let links = Mutex<[String: Handle]>([:])
     private let seen = Mutex<[String: Date]>([:])
+    /// ``offerMailbox(on:)``'s, by loop.
+    private let offerMailboxes = Mutex<[ObjectIdentifier: LoopMailbox<PendingOffer>]>([:])
     /// Told of each device whose link opens here or closes (a cluster node records it).
     let presence: NodePresence?
 
@@ -58,18 +69,29 @@ public final class DeviceLinks: Sendable {
         if removed { presence?.deviceDisconnected(deviceID) }
     }
 
-    /// Offers a notification to a device; `false` (and `completion` never called) when the device
-    /// is not connected. `completion` runs on the link's event loop.
-    func offer(
-        _ offer: LinkOffer, to deviceID: String, completion: @escaping @Sendable (LinkOutcome) -> Void
-    ) -> Bool {
+    /// Offers a push to its device; `false` (and the push never told) when the device is not
+    /// connected. The push hears what became of it on the link's event loop.
+    func offer(_ push: any OfferedPush, to deviceID: String) -> Bool {
         guard let handle = links.withLock({ $0[deviceID] }) else { return false }
         if handle.loop.inEventLoop {
-            handle.handler.value.offer(offer, completion: completion)
+            handle.handler.value.offer(push.offer, waiter: push)
         } else {
-            handle.loop.execute { handle.handler.value.offer(offer, completion: completion) }
+            handle.offers.post(PendingOffer(link: handle.handler, push: push))
         }
         return true
+    }
+
+    /// The mailbox of pushes for the device links on `loop`: one per loop, made by the first link
+    /// attached there.
+    func offerMailbox(on loop: any EventLoop) -> LoopMailbox<PendingOffer> {
+        offerMailboxes.withLock { mailboxes in
+            if let mailbox = mailboxes[ObjectIdentifier(loop)] { return mailbox }
+            let mailbox = LoopMailbox<PendingOffer>(loop: loop) { offers in
+                for offered in offers { offered.link.value.offer(offered.push.offer, waiter: offered.push) }
+            }
+            mailboxes[ObjectIdentifier(loop)] = mailbox
+            return mailbox
+        }
     }
 
     /// Hands pushes just committed to the offline store to the device's link, if it is connected:

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldNIO
 import HeraldRuntime
 import Logging
 import NIOCore
@@ -36,6 +37,8 @@ final class BinaryProviderHandler: ChannelDuplexHandler, IdleWatching {
     static let maximumInFlight = 4096
     var readPending = false
     var context: ChannelHandlerContext?
+    /// Where answers to this connection's pushes come back from other loops, many to a task.
+    var answers: LoopMailbox<LinkDelivery.Answer>?
     /// The idle deadline: nothing from the provider and nothing in flight.
     var idle: IdleWatch
     /// A frame begun must arrive whole within the first-bytes deadline.
@@ -62,6 +65,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler, IdleWatching {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        answers = LinkDelivery.answerMailbox(on: context.eventLoop)
         startIdleWatch(context)
     }
 
@@ -166,7 +170,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler, IdleWatching {
         lastProcessed = notification.identifier
         inFlight += 1
         let token = DeviceToken(bytes: notification.token)
-        router.carryOut(decision, on: context.eventLoop) { [self] response in
+        router.carryOut(decision, on: context.eventLoop, answers: answers) { [self] response in
             inFlight -= 1
             switch response.status {
             case 200:

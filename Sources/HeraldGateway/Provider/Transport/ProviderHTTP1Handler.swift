@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldNIO
 import HeraldRuntime
 import NIOCore
 import NIOHTTP1
@@ -23,6 +24,8 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
     var busy = false
     var draining = false
     var context: ChannelHandlerContext?
+    /// Where answers to this connection's pushes come back from other loops, many to a task.
+    var answers: LoopMailbox<LinkDelivery.Answer>?
     var idle: IdleWatch
     let requestDeadline: TimeAmount
     let log: ListenerLog?
@@ -47,6 +50,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        answers = LinkDelivery.answerMailbox(on: context.eventLoop)
         startIdleWatch(context)
     }
 
@@ -123,7 +127,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
                 return
             }
             let decision = api.handle(r, connection: &connection, now: clock.now())
-            router.carryOut(decision, on: context.eventLoop) { [self] response in
+            router.carryOut(decision, on: context.eventLoop, answers: answers) { [self] response in
                 if let context = self.context { self.write(response, context: context) }
             }
         }

@@ -30,6 +30,8 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     var machine: Machine
     let turnFlush = LoopTurnFlush()
     var context: ChannelHandlerContext?
+    /// Where answers to this connection's pushes come back from other loops, many to a task.
+    var answers: LoopMailbox<LinkDelivery.Answer>?
     /// The machine's timers that are armed, by ``ProviderConnectionStateMachine/Timer``.
     var timers: [Scheduled<Void>?] = [nil, nil, nil]
 
@@ -73,6 +75,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        answers = LinkDelivery.answerMailbox(on: context.eventLoop)
         run(machine.started(at: context.eventLoop.now), context)
     }
 
@@ -134,7 +137,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                 router.answered(response, after: .zero)
                 write(response, on: id, context)
             case .carryOut(let decision):
-                router.carryOut(decision, on: context.eventLoop) { [self] response in answerReady(response, on: id) }
+                router.carryOut(decision, on: context.eventLoop, answers: answers) { [self] response in
+                    answerReady(response, on: id)
+                }
             }
         case .refuseTooLarge(let request, let id):
             let response = ProviderResponse.tooLarge(request, now: clock.now())
