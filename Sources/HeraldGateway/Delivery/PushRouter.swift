@@ -35,9 +35,9 @@ public final class PushRouter: Sendable {
         self.logger = logger
     }
 
-    /// Delivers a push to its device's link (it answers once the device acknowledges it),
-    /// forwards it to the node holding the device, or stores it under the offline policy; `respond`
-    /// runs once with the provider's answer, on any thread.
+    /// Routes a push; `respond` receives the provider's answer. A push for a device linked to
+    /// another node of the cluster is forwarded there, and the answer is that node's; one it could
+    /// not take is stored here (and that node hears of it from the store).
     public func route(_ push: AcceptedPush, respond: @escaping @Sendable (ProviderResponse) -> Void) {
         route(delivery(push, responder: .closure(respond)))
     }

@@ -14,15 +14,6 @@ protocol OfferedPush: LinkWaiter {
     var offer: LinkOffer { get }
 }
 
-/// A ``LinkWaiter`` that calls a closure (tests, and offers that are not a provider's push).
-final class ClosureWaiter: LinkWaiter {
-    let call: @Sendable (LinkOutcome) -> Void
-
-    init(_ call: @escaping @Sendable (LinkOutcome) -> Void) { self.call = call }
-
-    func linkOutcome(_ outcome: LinkOutcome) { call(outcome) }
-}
-
 /// A connected device's link as the registry drives it; every call runs on the link's event loop.
 /// (`DeviceLinkHandler` is the one kind; the registry does not need to know it.)
 protocol DeviceConnection: AnyObject {
@@ -39,11 +30,4 @@ protocol DeviceConnection: AnyObject {
     func refuse(code: LinkErrorCode, message: String)
     /// Closes for shutdown (1001, going away).
     func goAway()
-}
-
-extension DeviceConnection {
-    /// ``offer(_:waiter:)`` with a closure to hear what became of the push.
-    func offer(_ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void) {
-        self.offer(offer, waiter: ClosureWaiter(completion))
-    }
 }

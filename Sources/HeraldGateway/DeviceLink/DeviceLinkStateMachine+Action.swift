@@ -88,16 +88,6 @@ extension DeviceLinkStateMachine {
         /// Tells the provider.
         var waiter: any LinkWaiter
 
-        init(ticket: Int, waiter: any LinkWaiter) {
-            self.ticket = ticket
-            self.waiter = waiter
-        }
-
-        /// A completion that calls `call`.
-        init(ticket: Int, call: @escaping @Sendable (LinkOutcome) -> Void) {
-            self.init(ticket: ticket, waiter: ClosureWaiter(call))
-        }
-
         /// Tells the provider what became of its push.
         func call(_ outcome: LinkOutcome) { waiter.linkOutcome(outcome) }
 

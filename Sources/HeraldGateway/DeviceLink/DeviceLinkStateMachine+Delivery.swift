@@ -5,18 +5,10 @@ import NIOCore
 extension DeviceLinkStateMachine {
     // MARK: Notifications going down
 
-    /// A provider's push for the device: written now, or held by the QoS (the provider is told
-    /// `hold` and the router stores it), or refused when the device is not online.
-    mutating func offer(_ offer: LinkOffer, waiter: any LinkWaiter, now: NIODeadline, at: Date) -> [Action] {
-        // Room for the usual write, flush and wake-up in one allocation.
-        var actions: [Action] = []
-        actions.reserveCapacity(4)
-        self.offer(offer, waiter: waiter, now: now, at: at, into: &actions)
-        return actions
-    }
-
-    /// ``offer(_:waiter:now:at:)`` with its actions appended to `actions` (the link's handler
-    /// passes the same array for every push, so that a push allocates none).
+    /// A provider's push for the device, its actions appended to `actions` (the link's handler
+    /// passes the same array for every push, so that a push allocates none): written now, or held
+    /// by the QoS (the provider is told `hold` and the router stores it), or refused when the device
+    /// is not online.
     mutating func offer(
         _ offer: LinkOffer, waiter: any LinkWaiter, now: NIODeadline, at: Date, into actions: inout [Action]
     ) {
@@ -59,13 +51,6 @@ extension DeviceLinkStateMachine {
         var actions: [Action] = []
         apply(qos.wake(now: now), now: now, at: at, into: &actions)
         return actions
-    }
-
-    /// ``offer(_:waiter:now:at:)`` with a closure to hear what became of the push.
-    mutating func offer(
-        _ offer: LinkOffer, completion: @escaping @Sendable (LinkOutcome) -> Void, now: NIODeadline, at: Date
-    ) -> [Action] {
-        self.offer(offer, waiter: ClosureWaiter(completion), now: now, at: at)
     }
 
     // MARK: Stored notifications
