@@ -2,43 +2,109 @@ import Foundation
 
 /// A notification as it travels down the device link: the headers the provider sent and the
 /// payload bytes exactly as the provider sent them.
+///
+/// Its fields live in one shared, immutable object: a push is copied several times on its way
+/// through the gateway (the offer, the link's entry, the write, the acknowledgement), and a copy
+/// then costs one reference count instead of one for each of its strings, its token and its
+/// payload. Setting a field makes a new object (nothing on the hot path does).
 public struct LinkPush: Sendable, Equatable {
+    /// The stored fields.
+    @usableFromInline
+    struct Fields: Sendable, Equatable {
+        @usableFromInline var apnsID: String
+        @usableFromInline var uniqueID: String?
+        @usableFromInline var topic: String
+        @usableFromInline var token: DeviceToken
+        @usableFromInline var environment: APNsEnvironment
+        @usableFromInline var pushType: PushType
+        @usableFromInline var priority: PushPriority
+        @usableFromInline var expiration: Int64?
+        @usableFromInline var collapseID: String?
+        @usableFromInline var payload: Data
+    }
+
+    /// The fields, shared by every copy.
+    @usableFromInline
+    final class Box: Sendable {
+        @usableFromInline let fields: Fields
+        @usableFromInline init(_ fields: Fields) { self.fields = fields }
+    }
+
+    @usableFromInline var box: Box
+
+    /// Sets a field: a new box, since copies share this one.
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        var fields = box.fields
+        change(&fields)
+        box = Box(fields)
+    }
+
     /// `apns-id`; the device acknowledges by it and drops a second copy by it.
-    public var apnsID: String
+    public var apnsID: String {
+        @inlinable get { box.fields.apnsID }
+        set { update { $0.apnsID = newValue } }
+    }
     /// `apns-unique-id` (development only).
-    public var uniqueID: String?
+    public var uniqueID: String? {
+        @inlinable get { box.fields.uniqueID }
+        set { update { $0.uniqueID = newValue } }
+    }
     /// `apns-topic`.
-    public var topic: String
+    public var topic: String {
+        @inlinable get { box.fields.topic }
+        set { update { $0.topic = newValue } }
+    }
     /// The token it was sent to.
-    public var token: DeviceToken
+    public var token: DeviceToken {
+        @inlinable get { box.fields.token }
+        set { update { $0.token = newValue } }
+    }
     /// The token's environment.
-    public var environment: APNsEnvironment
+    public var environment: APNsEnvironment {
+        @inlinable get { box.fields.environment }
+        set { update { $0.environment = newValue } }
+    }
     /// `apns-push-type`.
-    public var pushType: PushType
+    public var pushType: PushType {
+        @inlinable get { box.fields.pushType }
+        set { update { $0.pushType = newValue } }
+    }
     /// `apns-priority`.
-    public var priority: PushPriority
+    public var priority: PushPriority {
+        @inlinable get { box.fields.priority }
+        set { update { $0.priority = newValue } }
+    }
     /// `apns-expiration` as UNIX seconds: 0 = one attempt only; `nil` = none given.
-    public var expiration: Int64?
+    public var expiration: Int64? {
+        @inlinable get { box.fields.expiration }
+        set { update { $0.expiration = newValue } }
+    }
     /// `apns-collapse-id`.
-    public var collapseID: String?
+    public var collapseID: String? {
+        @inlinable get { box.fields.collapseID }
+        set { update { $0.collapseID = newValue } }
+    }
     /// The payload, byte for byte.
-    public var payload: Data
+    public var payload: Data {
+        @inlinable get { box.fields.payload }
+        set { update { $0.payload = newValue } }
+    }
 
     /// Creates a push.
     public init(
         apnsID: String, uniqueID: String? = nil, topic: String, token: DeviceToken, environment: APNsEnvironment,
         pushType: PushType, priority: PushPriority, expiration: Int64?, collapseID: String?, payload: Data
     ) {
-        self.apnsID = apnsID
-        self.uniqueID = uniqueID
-        self.topic = topic
-        self.token = token
-        self.environment = environment
-        self.pushType = pushType
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.payload = payload
+        box = Box(
+            Fields(
+                apnsID: apnsID, uniqueID: uniqueID, topic: topic, token: token, environment: environment,
+                pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
+                payload: payload))
+    }
+
+    /// Whether both carry the same push (field by field).
+    public static func == (lhs: LinkPush, rhs: LinkPush) -> Bool {
+        lhs.box === rhs.box || lhs.box.fields == rhs.box.fields
     }
 }
 

@@ -24,9 +24,11 @@ public final class LoopMailbox<Item: Sendable>: Sendable {
     }
 
     /// Posts an item; it arrives on the loop.
-    public func post(_ item: Item) {
+    public func post(_ item: consuming Item) {
+        // Taken into the lock rather than captured: a captured item would be copied.
+        var item = Optional(consume item)
         let schedule = state.withLock { state in
-            state.waiting.append(item)
+            state.waiting.append(item.take()!)
             if state.scheduled { return false }
             state.scheduled = true
             return true

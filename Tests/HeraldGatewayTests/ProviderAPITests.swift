@@ -44,6 +44,12 @@ import Testing
         #expect(f.reason(f.request(path: "/3/device/")) == .missingDeviceToken)
         #expect(f.reason(f.request(path: "/3/device")) == .missingDeviceToken)
         #expect(f.reason(f.request(path: "/4/device/abcd")) == .badPath)
+        // The token ends at a query; a `/` after the prefix is a bad path, unless it is in the query.
+        #expect(f.reason(f.request(path: "/3/device/\(f.token.hex)?priority=10")) == nil)
+        #expect(f.reason(f.request(path: "/3/device/\(f.token.hex)?next=/a/b")) == nil)
+        #expect(f.reason(f.request(path: "/3/device/\(f.token.hex)/")) == .badPath)
+        #expect(f.reason(f.request(path: "/3/device/ab/\(f.token.hex)")) == .badPath)
+        #expect(f.reason(f.request(path: "/3/device/?x=/")) == .missingDeviceToken)
         #expect(f.reason(f.request(token: "xyz")) == .badDeviceToken)
         #expect(f.reason(f.request(token: "abc")) == .badDeviceToken)  // odd length
         #expect(f.reason(f.request(token: String(repeating: "ab", count: 32))) == .badDeviceToken)  // unknown

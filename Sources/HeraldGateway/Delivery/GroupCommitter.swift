@@ -38,7 +38,7 @@ public final class GroupCommitter: Sendable {
         }
 
         /// ``addLog(_:threshold:)`` for a delivered push (three lines).
-        mutating func addLog(_ delivered: DeliveredPush, threshold: Int) -> Bool {
+        mutating func addLog(_ delivered: consuming DeliveredPush, threshold: Int) -> Bool {
             lingering.delivered.append(delivered)
             return lingeringLines >= threshold ? releaseLog() : false
         }
@@ -90,8 +90,10 @@ public final class GroupCommitter: Sendable {
     }
 
     /// Queues the log lines of a push delivered and acknowledged at once; they may linger too.
-    public func submitLog(_ delivered: DeliveredPush) {
-        let start = state.withLock { $0.addLog(delivered, threshold: logBatch) }
+    public func submitLog(_ delivered: consuming DeliveredPush) {
+        // Taken into the lock rather than captured: a capture would be copied (a retain of each string).
+        var pending = Optional(consume delivered)
+        let start = state.withLock { $0.addLog(pending.take()!, threshold: logBatch) }
         if start { Task { await self.drain() } }
     }
 

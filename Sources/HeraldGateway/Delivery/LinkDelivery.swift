@@ -45,7 +45,12 @@ final class LinkDelivery: OfferedPush, Sendable {
     }
 
     let push: AcceptedPush
-    let responder: Responder
+    /// Who hears the answer, when a closure does (``Responder/closure(_:)``).
+    let closure: (@Sendable (ProviderResponse) -> Void)?
+    /// Who hears the answer, when a provider connection does (``Responder/connection(_:)``). Kept
+    /// apart rather than as a `Responder`: reading an enum's case copies its payload (a retain of
+    /// each reference in it), and every answer reads this.
+    let connection: ConnectionAnswer?
     /// When the gateway stops trying, under the offline policy.
     let expiresAt: Date?
     /// What goes to the link.
@@ -55,14 +60,22 @@ final class LinkDelivery: OfferedPush, Sendable {
     let metrics: GatewayMetrics
 
     init(push: AcceptedPush, responder: Responder, offline: OfflineStore, links: DeviceLinks, metrics: GatewayMetrics) {
-        self.push = push
-        self.responder = responder
-        self.offline = offline
-        self.links = links
-        self.metrics = metrics
         let expiresAt = offline.expiry(of: push)
         self.expiresAt = expiresAt
         self.offer = LinkOffer(push: push.linkPush, expiresAt: expiresAt, background: push.pushType == .background)
+        switch consume responder {
+        case .closure(let closure):
+            self.closure = closure
+            self.connection = nil
+        case .connection(let connection):
+            self.closure = nil
+            self.connection = connection
+        }
+        self.offline = offline
+        self.links = links
+        self.metrics = metrics
+        // Last, so that the push moves in rather than being copied (a retain of each string).
+        self.push = push
     }
 
     /// What became of the push on its device's link (on the link's event loop).
@@ -101,37 +114,37 @@ final class LinkDelivery: OfferedPush, Sendable {
     }
 
     /// Answers the provider: at once on the connection's loop, else through its mailbox.
-    func respond(_ answer: ProviderResponse) {
-        switch responder {
-        case .closure(let respond):
-            respond(answer)
-        case .connection(let connection):
-            var final = answer
-            // Nearly every push has neither: its answer goes on as it came.
-            if !connection.warnings.isEmpty || connection.connectionFault != nil {
-                if final.status == 200 { final.warnings = connection.warnings }
-                final.connectionFault = connection.connectionFault
-            }
-            let loop = connection.answer.eventLoop
-            metrics.answered(final, after: loop.now - connection.start)
-            if loop.inEventLoop {
-                connection.answer.value(final)
-            } else {
-                connection.mailbox.post(Answer(delivery: self, response: final))
-            }
+    func respond(_ answer: consuming ProviderResponse) {
+        guard connection != nil else {
+            closure?(answer)
+            return
+        }
+        // `connection!.…` reads each field where it is kept; `if let` would copy them all.
+        var final = answer
+        // Nearly every push has neither: its answer goes on as it came.
+        if !connection!.warnings.isEmpty || connection!.connectionFault != nil {
+            if final.status == 200 { final.warnings = connection!.warnings }
+            final.connectionFault = connection!.connectionFault
+        }
+        let loop = connection!.answer.eventLoop
+        metrics.answered(final, after: loop.now - connection!.start)
+        if loop.inEventLoop {
+            connection!.answer.value(final)
+        } else {
+            connection!.mailbox.post(Answer(delivery: self, response: final))
         }
     }
 
     /// An answer posted by ``respond(_:)`` reached the connection's loop.
     private func answerArrived(_ response: ProviderResponse) {
-        guard case .connection(let connection) = responder else { return }
-        connection.answer.value(response)
+        connection?.answer.value(response)
     }
 
     /// A mailbox for the answers of a provider connection on `loop` (each connection keeps one).
     static func answerMailbox(on loop: any EventLoop) -> LoopMailbox<Answer> {
         LoopMailbox(loop: loop) { answers in
-            for answer in answers { answer.delivery.answerArrived(answer.response) }
+            // By index: each answer is read where it lies, not copied out.
+            for i in answers.indices { answers[i].delivery.answerArrived(answers[i].response) }
         }
     }
 }
@@ -142,6 +155,6 @@ extension AcceptedPush {
         LinkPush(
             apnsID: apnsID, uniqueID: uniqueID, topic: topic, token: registration.token,
             environment: registration.environment, pushType: pushType, priority: priority, expiration: expiration,
-            collapseID: collapseID, payload: Data(payload.readableBytesView))
+            collapseID: collapseID, payload: payload.withUnsafeReadableBytes { Data($0) })
     }
 }

@@ -123,8 +123,8 @@ public final class OfflineStore: Sendable {
     }
 
     /// A delivered push's lines for the delivery log; nobody waits for them.
-    func logDelivered(_ delivered: DeliveredPush) {
-        committer.submitLog(delivered)
+    func logDelivered(_ delivered: consuming DeliveredPush) {
+        committer.submitLog(consume delivered)
         metrics.delivered(acknowledged: true)
     }
 
@@ -201,7 +201,7 @@ public final class OfflineStore: Sendable {
             token: push.registration.token, environment: push.registration.environment, topic: push.topic,
             pushType: push.pushType, priority: push.priority, collapseID: push.collapseID,
             expiration: push.expiration, expiresAt: expiresAt, receivedAt: push.receivedAt,
-            payload: Data(push.payload.readableBytesView), contentAvailable: push.contentAvailable,
+            payload: push.payload.withUnsafeReadableBytes { Data($0) }, contentAvailable: push.contentAvailable,
             registeredAt: push.registration.registeredAt)
         batch.pushes = [stored]
         let why =

@@ -27,12 +27,12 @@ extension PushRouter {
     /// that come from other loops arrive through `answers`, the connection's mailbox (a new one for
     /// this push when `nil`).
     func carryOut(
-        _ decision: ProviderAPI.Decision, on loop: any EventLoop, answers: LoopMailbox<LinkDelivery.Answer>? = nil,
-        answer: @escaping (ProviderResponse) -> Void
+        _ decision: consuming ProviderAPI.Decision, on loop: any EventLoop,
+        answers: LoopMailbox<LinkDelivery.Answer>? = nil, answer: @escaping (ProviderResponse) -> Void
     ) {
         let start = loop.now
         let metrics = self.metrics
-        switch decision {
+        switch consume decision {
         case .respond(let response, nil):
             answered(response, after: .zero)
             answer(response)
@@ -57,7 +57,7 @@ extension PushRouter {
                 answer: NIOLoopBound(answer, eventLoop: loop), start: start,
                 warnings: push.forwarded ? PushWarnings() : push.warnings, connectionFault: push.connectionFault,
                 mailbox: answers ?? LinkDelivery.answerMailbox(on: loop))
-            let delivery = delivery(push, responder: .connection(connection))
+            let delivery = delivery(consume push, responder: .connection(consume connection))
             if let delay {
                 loop.scheduleTask(in: delay) { [self] in route(delivery) }
             } else {

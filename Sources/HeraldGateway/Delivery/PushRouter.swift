@@ -43,7 +43,7 @@ public final class PushRouter: Sendable {
     }
 
     /// A push's trip to its device's link and back, made on the provider's loop.
-    func delivery(_ push: AcceptedPush, responder: LinkDelivery.Responder) -> LinkDelivery {
+    func delivery(_ push: consuming AcceptedPush, responder: consuming LinkDelivery.Responder) -> LinkDelivery {
         LinkDelivery(push: push, responder: responder, offline: offline, links: links, metrics: metrics)
     }
 

@@ -220,10 +220,11 @@ extension DeviceLinkStateMachine {
             entry.deadlineSlot = deadlines.written(apnsID: entry.push.apnsID, ticket: entry.ticket, now: now)
             scheduleDeadline(into: &actions)
         }
-        if awaiting[entry.push.apnsID] == nil {
-            awaiting[entry.push.apnsID] = entry
+        let apnsID = entry.push.apnsID
+        if awaiting[apnsID] == nil {
+            awaiting[apnsID] = consume entry
         } else {
-            awaitingMore[entry.push.apnsID, default: []].append(entry)
+            awaitingMore[apnsID, default: []].append(consume entry)
         }
     }
 

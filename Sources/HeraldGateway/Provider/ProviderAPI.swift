@@ -157,8 +157,12 @@ public struct ProviderAPI: Sendable {
 
         // Path: /3/device/<hex token>
         let prefix = "/3/device/"
+        // One pass over the bytes finds the query and any `/` after the prefix (the collection
+        // algorithms on a UTF-8 view, one for each, cost several times more; this runs for every
+        // request).
+        let scan = Self.scanPath(request.path, prefixLength: prefix.utf8.count)
         var path = Substring(request.path)
-        if let q = path.utf8.firstIndex(of: UInt8(ascii: "?")) { path = path[..<q] }
+        if let q = scan.query { path = Substring(path.utf8[..<path.utf8.index(path.startIndex, offsetBy: q)]) }
         // Compared as bytes: `hasPrefix` on text compares by Character, several times slower, and
         // this runs for every request.
         guard path.utf8.starts(with: prefix.utf8) else {
@@ -169,7 +173,7 @@ public struct ProviderAPI: Sendable {
         }
         let tokenText = Substring(path.utf8[path.utf8.index(path.startIndex, offsetBy: prefix.utf8.count)...])
         guard !tokenText.isEmpty else { return fail(.missingDeviceToken) }
-        guard !tokenText.utf8.contains(UInt8(ascii: "/")) else { return fail(.badPath) }
+        guard !scan.slashAfterPrefix else { return fail(.badPath) }
         guard let token = DeviceToken(hex: tokenText) else { return fail(.badDeviceToken) }
 
         // Topic present (a single-topic certificate supplies its own).
@@ -208,6 +212,24 @@ public struct ProviderAPI: Sendable {
             body: request.body, authorization: request.authorization, connection: &connection, now: now)
     }
 
+    /// Where the query of `path` starts (as a byte offset), and whether a `/` comes after its first
+    /// `prefixLength` bytes and before the query.
+    static func scanPath(_ path: String, prefixLength: Int) -> (query: Int?, slashAfterPrefix: Bool) {
+        func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (query: Int?, slashAfterPrefix: Bool) {
+            var slash = false
+            for i in 0..<bytes.count {
+                switch bytes[i] {
+                case UInt8(ascii: "?"): return (i, slash)
+                case UInt8(ascii: "/") where i >= prefixLength: slash = true
+                default: continue
+                }
+            }
+            return (nil, slash)
+        }
+        if let found = path.utf8.withContiguousStorageIfAvailable(scan) { return found }
+        return Array(path.utf8).withUnsafeBufferPointer(scan)
+    }
+
     /// The channel management API's decision (on its listeners) or the broadcast API's (for its
     /// paths); `nil` for a push to a device. Inlined: it runs first for every push.
     @inline(__always)
@@ -217,8 +239,9 @@ public struct ProviderAPI: Sendable {
         let other: ChannelAPI.Answer?
         if let channels {
             other = channels.handle(request, connection: &connection, now: now)
-        } else if let broadcasts, BroadcastAPI.claims(request.path) {
-            other = broadcasts.handle(request, connection: &connection, now: now)
+        } else if broadcasts != nil, BroadcastAPI.claims(request.path) {
+            // Used where it is kept: `if let` would copy it for every push.
+            other = broadcasts?.handle(request, connection: &connection, now: now)
         } else {
             return nil
         }
@@ -367,15 +390,16 @@ public struct ProviderAPI: Sendable {
             return .respond(response, delay: delay)
         }
 
-        var push = AcceptedPush(
-            apnsID: apnsID,
-            uniqueID: environment == .development ? RandomUUID.timeOrderedLowercaseString(at: now) : nil,
-            registration: registration, topic: topic, pushType: type, priority: effectivePriority,
-            expiration: expiration, collapseID: collapseID, payload: body,
-            contentAvailable: summary.contentAvailable, receivedAt: now)
-        push.warnings = warnings
-        push.connectionFault = connectionFault
-        return .accept(push, delay: delay)
+        // Made in place in the decision: a push set up in a variable first was copied into it.
+        return .accept(
+            AcceptedPush(
+                apnsID: apnsID,
+                uniqueID: environment == .development ? RandomUUID.timeOrderedLowercaseString(at: now) : nil,
+                registration: registration, topic: topic, pushType: type, priority: effectivePriority,
+                expiration: expiration, collapseID: collapseID, payload: body,
+                contentAvailable: summary.contentAvailable, receivedAt: now, warnings: warnings,
+                connectionFault: connectionFault),
+            delay: delay)
     }
 
     /// A push another node accepted and forwarded here, since this node holds (or held) the

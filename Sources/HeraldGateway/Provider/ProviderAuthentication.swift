@@ -89,11 +89,15 @@ public struct ProviderConnectionState: Sendable {
         compact = ASCIICase.trimmed(compact)
         guard !compact.isEmpty else { return .failure(.missingProviderToken) }
 
-        let key: ProviderKey
+        // The cached token is compared where it is kept: binding `verified` would copy it whole
+        // (its key's strings and data) for every push.
+        let keyID: String
+        let teamID: String
         let issuedAt: Int64
-        if let verified, Self.same(verified.compact, compact) {
-            key = verified.key
-            issuedAt = verified.issuedAt
+        if let cached = verified?.compact, Self.same(cached, compact) {
+            keyID = verified!.key.id
+            teamID = verified!.key.teamID
+            issuedAt = verified!.issuedAt
         } else {
             if let rejected, Self.same(rejected.compact, compact) { return .failure(rejected.reason) }
             switch verify(compact, registry: registry, now: now) {
@@ -113,7 +117,8 @@ public struct ProviderConnectionState: Sendable {
                 }
                 verified = Verified(compact: String(compact), key: newKey, issuedAt: token.issuedAt, acceptedAt: now)
                 rejected = nil
-                key = newKey
+                keyID = newKey.id
+                teamID = newKey.teamID
                 issuedAt = token.issuedAt
             }
         }
@@ -121,7 +126,7 @@ public struct ProviderConnectionState: Sendable {
             return .failure(.expiredProviderToken)
         }
         // The key may have been revoked or changed since it was cached.
-        guard let current = registry.key(key.id), !current.revoked, current.teamID == key.teamID else {
+        guard let current = registry.key(keyID), !current.revoked, current.teamID == teamID else {
             verified = nil
             return .failure(.invalidProviderToken)
         }
@@ -134,6 +139,13 @@ public struct ProviderConnectionState: Sendable {
 
     /// Whether a cached token is `compact`, byte for byte.
     private static func same(_ cached: String, _ compact: Substring) -> Bool {
+        // In place when both are contiguous (always, for native strings): no copy to retain.
+        let inPlace = cached.utf8.withContiguousStorageIfAvailable { a in
+            compact.utf8.withContiguousStorageIfAvailable { b in
+                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+            }
+        }
+        if let inPlace, let inPlace { return inPlace }
         var cached = cached
         var compact = compact
         return cached.withUTF8 { a in

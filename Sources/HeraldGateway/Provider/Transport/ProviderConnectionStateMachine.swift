@@ -175,39 +175,41 @@ struct ProviderConnectionStateMachine {
     ) -> Action {
         // Streams are taken out of the table while they are worked on (and put back unless
         // complete): a copy would retain and release every field of the request.
-        if let stream = streams.removeValue(forKey: id) {
+        if var stream = streams.removeValue(forKey: id) {
             // Trailers: only their form matters.
             var check = RequestHeaderCheck(trailers: true)
             for (name, value, _) in headers where !check.accept(name: name, value: value) { return malformed(id) }
             if endStream {
                 guard !stream.missesItsLength else { return malformed(id) }
-                return Self.complete(stream, on: id)
+                return Self.complete(&stream, on: id)
             }
             streams[id] = stream
             return .none
         }
         if id > highestStreamID { highestStreamID = id }
-        var request = ProviderRequest(method: "", path: "")
+        // The request is read straight into its stream, and the stream taken out of an optional
+        // into the table: a request built apart and moved in, or a local stream assigned to the
+        // table, is copied (a retain and a release of each of its strings).
+        var stream: Stream? = Stream(request: ProviderRequest(method: "", path: ""))
         var check = RequestHeaderCheck()
         for (name, value, _) in headers {
             guard check.accept(name: name, value: value) else { return malformed(id) }
             switch name {
-            case ":method": request.method = value
-            case ":path": request.path = value
-            case ":authority": request.authority = value
+            case ":method": stream!.request.method = value
+            case ":path": stream!.request.path = value
+            case ":authority": stream!.request.authority = value
             case ":scheme": break
-            default: request.addHeader(name: name, value: value)
+            default: stream!.request.addHeader(name: name, value: value)
             }
         }
         guard check.isComplete else { return malformed(id) }
-        var stream = Stream(request: request)
-        stream.contentLength = check.contentLength
+        stream!.contentLength = check.contentLength
         if endStream {
-            guard !stream.missesItsLength else { return malformed(id) }
-            return Self.complete(stream, on: id)
+            guard !stream!.missesItsLength else { return malformed(id) }
+            return Self.complete(&stream!, on: id)
         }
-        stream.openedAt = now()
-        streams[id] = stream
+        stream!.openedAt = now()
+        streams[id] = stream.take()
         if incompleteTimerArmed { return .none }
         incompleteTimerArmed = true
         return .arm(.incomplete, in: stallDeadline)
@@ -241,11 +243,11 @@ struct ProviderConnectionStateMachine {
             stream.answered = true
             action = .refuseTooLarge(stream.request, on: id)
         }
-        if endStream {
-            if case .none = action { action = Self.complete(stream, on: id) }
-        } else {
+        guard endStream else {
             streams[id] = stream
+            return action
         }
+        if case .none = action { return Self.complete(&stream, on: id) }
         return action
     }
 
@@ -276,10 +278,13 @@ struct ProviderConnectionStateMachine {
     }
 
     /// A stream's request is whole; the caller has taken it out of `streams` and gives it up here.
-    private static func complete(_ stream: consuming Stream, on id: HTTP2StreamID) -> Action {
+    private static func complete(_ stream: inout Stream, on id: HTTP2StreamID) -> Action {
         if stream.answered { return .none }
-        // A body past the cap has always been answered by the DATA frame that passed it.
-        return .decide(stream.request, on: id)
+        // A body past the cap has always been answered by the DATA frame that passed it. The
+        // request is swapped out, not copied (which would retain and release each of its strings).
+        var request = ProviderRequest(method: "", path: "")
+        swap(&request, &stream.request)
+        return .decide(request, on: id)
     }
 
     // MARK: Answers

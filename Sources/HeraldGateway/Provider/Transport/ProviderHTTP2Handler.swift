@@ -132,12 +132,13 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         case .none:
             break
         case .decide(let request, let id):
-            switch machine.decide(request, on: id, with: api, now: clock.now()) {
+            let decided = machine.decide(request, on: id, with: api, now: clock.now())
+            switch consume decided {
             case .answer(let response):
                 router.answered(response, after: .zero)
                 write(response, on: id, context)
             case .carryOut(let decision):
-                router.carryOut(decision, on: context.eventLoop, answers: answers) { [self] response in
+                router.carryOut(consume decision, on: context.eventLoop, answers: answers) { [self] response in
                     answerReady(response, on: id)
                 }
             }
