@@ -5,7 +5,8 @@
 #                                      units, an example configuration, the licences, a README for
 #                                      operators, shell completions and the manual
 #   herald_VERSION_DEBARCH.deb         the same as a Debian package made with dpkg-deb: /usr/bin/herald,
-#                                      herald-gateway.service (system) and herald-device.service (user),
+#                                      herald-gateway.service and .socket (system, the socket not
+#                                      enabled) and herald-device.service (user),
 #                                      /etc/herald/gateway.toml as a conffile, the herald account, and
 #                                      the libraries the binary needs as Depends (dpkg-shlibdeps)
 #   SHA256SUMS                         of both
@@ -81,7 +82,8 @@ A="$WORK/$NAME"
 mkdir -p "$A/bin" "$A/systemd" "$A/completions" "$A/man"
 strip -o "$A/bin/herald" "$BINARY"
 "$A/bin/herald" --version >/dev/null || die "the stripped binary does not run"
-cp packaging/systemd/herald-gateway.service packaging/systemd/herald-device.service "$A/systemd/"
+cp packaging/systemd/herald-gateway.service packaging/systemd/herald-gateway.socket \
+    packaging/systemd/herald-device.service "$A/systemd/"
 cp packaging/gateway.toml "$A/gateway.toml"
 cp LICENSE "$A/LICENSE"
 sed "s|@VERSION@|$VERSION|g" packaging/README.md > "$A/README.md"
@@ -113,6 +115,7 @@ tar -C "$WORK" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH"
 D="$WORK/deb"
 install -D -m 755 "$A/bin/herald" "$D/usr/bin/herald"
 install -D -m 644 packaging/systemd/herald-gateway.service "$D/lib/systemd/system/herald-gateway.service"
+install -D -m 644 packaging/systemd/herald-gateway.socket "$D/lib/systemd/system/herald-gateway.socket"
 install -D -m 644 packaging/systemd/herald-device.service "$D/usr/lib/systemd/user/herald-device.service"
 install -D -m 644 packaging/gateway.toml "$D/etc/herald/gateway.toml"
 install -D -m 644 "$A/completions/herald.bash" "$D/usr/share/bash-completion/completions/herald"
@@ -150,12 +153,14 @@ cp "$D/usr/share/man/man1/herald.1.gz" "$V/man/man1/"
 for unit in herald-gateway herald-device; do
     sed "s|/usr/bin/herald|$D/usr/bin/herald|g" "packaging/systemd/$unit.service" > "$V/$unit.service"
 done
+cp packaging/systemd/herald-gateway.socket "$V/"
 check() {
     local said
     said=$("$@" 2>&1) || die "systemd-analyze refused a unit: $said"
     [ -z "$said" ] || die "systemd-analyze warned about a unit: $said"
 }
 check env MANPATH="$V/man" systemd-analyze verify "$V/herald-gateway.service"
+check env MANPATH="$V/man" systemd-analyze verify "$V/herald-gateway.socket"
 check env MANPATH="$V/man" XDG_RUNTIME_DIR="$V/runtime" systemd-analyze verify --user "$V/herald-device.service"
 
 (cd "$OUT" && sha256sum "$NAME.tar.gz" "$DEB" > SHA256SUMS)

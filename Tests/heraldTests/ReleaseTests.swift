@@ -1,5 +1,10 @@
 import Foundation
+import HeraldRuntime
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `scripts/release.sh` packaging the debug build (a release build takes minutes; the script builds
 /// one when given no binary): the archive's tree, the Debian package's files, control, conffiles and
@@ -28,7 +33,8 @@ import Testing
         let listing = try run("/bin/tar", ["-tvzf", archive])
         #expect(listing.status == 0)
         for file in [
-            "bin/herald", "systemd/herald-gateway.service", "systemd/herald-device.service", "gateway.toml",
+            "bin/herald", "systemd/herald-gateway.service", "systemd/herald-gateway.socket",
+            "systemd/herald-device.service", "gateway.toml",
             "LICENSE", "THIRD-PARTY-LICENSES", "README.md", "completions/herald.bash", "completions/_herald",
             "completions/herald.fish", "man/herald.1",
         ] {
@@ -59,6 +65,7 @@ import Testing
         let contents = try run("/usr/bin/dpkg-deb", ["-c", deb]).stdout
         for file in [
             "./usr/bin/herald", "./lib/systemd/system/herald-gateway.service",
+            "./lib/systemd/system/herald-gateway.socket",
             "./usr/lib/systemd/user/herald-device.service", "./etc/herald/gateway.toml",
             "./usr/share/man/man1/herald.1.gz", "./usr/share/bash-completion/completions/herald",
             "./usr/share/doc/herald/copyright", "./usr/share/doc/herald/changelog.gz",
@@ -87,6 +94,18 @@ import Testing
             contentsOf: files.appendingPathComponent("lib/systemd/system/herald-gateway.service"), encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/herald gateway --config /etc/herald/gateway.toml"))
         #expect(unit.contains("User=herald") && unit.contains("StateDirectory=herald"))
+
+        // The device link's socket unit: on the link's default port, named for the link, and what
+        // systemd hands over under that name is what the packaged gateway serves.
+        let socketUnit = try String(
+            contentsOf: files.appendingPathComponent("lib/systemd/system/herald-gateway.socket"), encoding: .utf8)
+        #expect(printed.stdout.contains("link-port = 5223"), "\(printed)")
+        let lines = socketUnit.split(separator: "\n")
+        #expect(lines.contains("ListenStream=127.0.0.1:5223") && lines.contains("Backlog=4096"), "\(socketUnit)")
+        let socketName = try #require(
+            lines.first { $0.hasPrefix("FileDescriptorName=") }?.dropFirst("FileDescriptorName=".count))
+        try Self.servesTheLinkOnASocketHandedOver(
+            named: String(socketName), by: files.appendingPathComponent("usr/bin/herald"))
 
         // The checksums check.
         let sums = try run("/bin/sh", ["-c", "cd '\(out.path)' && sha256sum -c SHA256SUMS"])
@@ -122,5 +141,58 @@ import Testing
                 #expect(manual.contains("Fl -\(name)"), "--\(name) of herald \(command.joined(separator: " "))")
             }
         }
+    }
+
+    /// `herald gateway` under systemd's own `systemd-socket-activate`, which binds a socket, hands it
+    /// over named `name` (as a socket unit with `FileDescriptorName=` does) and starts the gateway when
+    /// the first connection comes: the gateway serves the device link on that socket, and the
+    /// connection that started it is answered.
+    static func servesTheLinkOnASocketHandedOver(named name: String, by herald: URL) throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-release-sa-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let port = try freePort()
+        let activator = try Child(
+            URL(fileURLWithPath: "/usr/bin/systemd-socket-activate"),
+            [
+                "--listen=127.0.0.1:\(port)", "--fdname=\(name)", herald.path, "gateway", "--state", state.path,
+                "--port", "0", "--dev-port", "0", "--admin-port", "0", "--link-port", "0", "--no-legacy",
+                "--no-channels",
+            ], keepingErrors: true)
+        defer {
+            activator.process.terminate()
+            activator.process.waitUntilExit()
+        }
+        try eventually("systemd-socket-activate to listen") { activator.errors.contains("Listening on") }
+        let connection = try SocketActivationEndToEndTests.connect(port: port)
+        defer { close(connection) }
+        let request = "GET /device/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        #expect(write(connection, request, request.utf8.count) == request.utf8.count)
+        // The connection started the gateway (the same process: systemd-socket-activate execs it).
+        let ready = activator.waitForLine(containing: "admin token:")
+        try #require(ready.last?.contains("admin token:") == true, "\(ready) \(activator.errors)")
+        #expect(activator.errors.contains("serving a socket handed over"), "\(activator.errors)")
+        let info = try GatewayInfo.read(directory: state)
+        #expect(info.linkDevelopmentURL == "ws://127.0.0.1:\(port)/device/v1")
+        var answer = [UInt8](repeating: 0, count: 512)
+        let read = Glibc.read(connection, &answer, answer.count)
+        let head = String(decoding: answer.prefix(max(read, 0)), as: UTF8.self)
+        #expect(head.hasPrefix("HTTP/1.1 4"), "a request without an upgrade is refused by the link: \(head)")
+    }
+
+    /// A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick).
+    static func freePort() throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        try #require(bound, "binding a port: errno \(errno)")
+        return Int32(UInt16(bigEndian: address.sin_port))
     }
 }
