@@ -20,14 +20,15 @@ struct AdminClient {
         let runtime = directory.appendingPathComponent(GatewayInfo.fileName)
         let info = try? GatewayInfo.read(directory: directory)
         guard let resolvedURL = url ?? info?.adminURL else {
-            throw ValidationError("no running gateway found: \(runtime.path) is missing; pass --state or --admin-url")
+            // The command line is right; the gateway is not there: an error, not a usage error.
+            throw CommandFailure("no running gateway found: \(runtime.path) is missing; pass --state or --admin-url")
         }
         let tokenFile = directory.appendingPathComponent("admin-token")
         guard
             let resolvedToken = token
                 ?? (try? String(contentsOf: tokenFile, encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-        else { throw ValidationError("no admin token: \(tokenFile.path) is missing; pass --admin-token") }
+        else { throw CommandFailure("no admin token: \(tokenFile.path) is missing; pass --admin-token") }
         // Off loopback the admin API speaks TLS with the gateway's CA, which is in its state directory
         // (looked for there first: a gateway in a container names the path it sees, not ours).
         let ca = [directory.appendingPathComponent("ca.pem").path, info?.caCertificate].compactMap { $0 }

@@ -393,7 +393,7 @@ struct TestDeviceCommand: AsyncParsableCommand {
     static func linkURL(state: String) throws -> String {
         let runtime = URL(fileURLWithPath: state).appendingPathComponent(GatewayInfo.fileName)
         guard let url = (try? GatewayInfo.read(from: runtime.path))?.linkDevelopmentURL else {
-            throw ValidationError(
+            throw CommandFailure(
                 "no running gateway found: \(runtime.path) is missing; pass --gateway-state or --gateway")
         }
         return url

@@ -52,6 +52,33 @@ import Testing
         }
     }
 
+    /// A command for a running gateway, given a state directory where none runs: an error that names
+    /// the file it looked for, with status 1 and without the usage text (its command line was right).
+    @Test func withoutARunningGatewayACommandNamesTheFileItLookedFor() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-no-gateway-\(UUID())")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: state) }
+        let missing = "no running gateway found: \(state.path)/gateway.json is missing"
+        for (arguments, hint) in [
+            (["keys", "new", "--team", "T1", "--state", state.path], "pass --state or --admin-url"),
+            (["test-device", "--gateway-state", state.path], "pass --gateway-state or --gateway"),
+        ] {
+            let result = try run(try heraldExecutable().path, arguments)
+            #expect(result.status == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("\(missing); \(hint)"), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Usage:"), "\(arguments): \(result.stderr)")
+        }
+        // With the gateway's address given but no token anywhere: the token file it looked for.
+        let result = try run(
+            try heraldExecutable().path,
+            ["keys", "new", "--team", "T1", "--state", state.path, "--admin-url", "http://127.0.0.1:9"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("no admin token: \(state.path)/admin-token is missing; pass --admin-token"),
+            "\(result.stderr)")
+        #expect(!result.stderr.contains("Usage:"), "\(result.stderr)")
+    }
+
     @Test func anAppThatIsNotInstalledIsNamedWithHowToInstallIt() throws {
         let device = try DeviceProcess()
         defer { _ = device.stop() }
