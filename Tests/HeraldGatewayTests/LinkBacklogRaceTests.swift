@@ -109,8 +109,8 @@ final class GatedStore: GatewayStore {
     func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
         try await inner.feedback(bundleID: bundleID, environment: environment)
     }
-    func recentDeliveryEvents(rows: Int) async throws -> [DeliveryEvent] {
-        try await inner.recentDeliveryEvents(rows: rows)
+    func recentDeliveryLog(rows: Int) async throws -> RecentDeliveryLog {
+        try await inner.recentDeliveryLog(rows: rows)
     }
     func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {
         try await inner.purgeDeliveryLog(now: now, before: cutoff)

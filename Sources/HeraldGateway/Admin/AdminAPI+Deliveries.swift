@@ -7,6 +7,10 @@ import NIOCore
 
 // The delivery log and the feedback lists (docs/admin-api.md).
 extension AdminAPI {
+    /// On a `/deliveries` answer that left out rows of the log it could not read (damaged, or
+    /// written by a newer release): how many.
+    static let unreadableRowsHeader = HTTPField.Name("herald-unreadable-log-rows")!
+
     /// `/deliveries`: recent pushes, and one push's steps.
     func deliveryRoutes() -> RouteCollection<BasicRequestContext> {
         let routes = RouteCollection(context: BasicRequestContext.self)
@@ -26,8 +30,13 @@ extension AdminAPI {
             }
             let limit = text("limit").map { Int($0) ?? -1 } ?? 100
             guard (1...1000).contains(limit) else { throw HTTPError(.badRequest, message: "limit: 1 to 1000") }
-            let events = try await pushes.recentDeliveryEvents(rows: DeliveryHistory.rowsRead)
-            return try PreciseJSON.response(DeliveryHistory.entries(events, filter: filter, limit: limit))
+            let log = try await pushes.recentDeliveryLog(rows: DeliveryHistory.rowsRead)
+            var response = try PreciseJSON.response(DeliveryHistory.entries(log.events, filter: filter, limit: limit))
+            // Rows that could not be read are left out of the list, and said so.
+            if log.unreadableRows > 0 {
+                response.headers[Self.unreadableRowsHeader] = String(log.unreadableRows)
+            }
+            return response
         }
         let clock = self.clock
         routes.get("/delivery-metrics") { request, _ -> Response in

@@ -63,15 +63,37 @@ public protocol PushStore: Sendable {
     /// A topic's feedback list in one environment, oldest first, without emptying it.
     func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// The events of the newest `rows` rows of the delivery log (a row is a run of one push's steps
-    /// written together), oldest first: what the console's history is built from.
-    func recentDeliveryEvents(rows: Int) async throws -> [DeliveryEvent]
+    /// written together), oldest first: what the console's history is built from. A row that cannot
+    /// be read is left out and counted (``RecentDeliveryLog/unreadableRows``).
+    func recentDeliveryLog(rows: Int) async throws -> RecentDeliveryLog
     /// Notes where the delivery log stands at `now` and deletes every row that was written before
     /// `cutoff`, to the precision of those notes (the purge runs hourly, so a row goes within an
     /// hour after it is due). Returns how many rows went.
     func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int
 }
 
+/// The newest rows of the delivery log, read (``PushStore/recentDeliveryLog(rows:)``).
+public struct RecentDeliveryLog: Sendable, Equatable {
+    /// Their events, oldest first.
+    public var events: [DeliveryEvent] = []
+    /// How many of the rows could not be read (damaged, or written by a newer release), and are not
+    /// in ``events``.
+    public var unreadableRows = 0
+
+    /// A log read.
+    public init(events: [DeliveryEvent] = [], unreadableRows: Int = 0) {
+        self.events = events
+        self.unreadableRows = unreadableRows
+    }
+}
+
 extension PushStore {
+    /// The events of the newest `rows` rows of the delivery log, oldest first, leaving out those
+    /// that cannot be read (``recentDeliveryLog(rows:)``).
+    public func recentDeliveryEvents(rows: Int) async throws -> [DeliveryEvent] {
+        try await recentDeliveryLog(rows: rows).events
+    }
+
     /// Writes a batch in one durable transaction.
     public func commit(_ batch: StoreBatch, policy: OfflinePolicy) async throws -> [String] {
         try await commit(batch, policy: policy, durable: true)

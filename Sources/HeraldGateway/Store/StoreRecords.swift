@@ -58,6 +58,21 @@ struct StoreRecords: Sendable {
         return stored.map { $0.event(apnsID: apnsID, uniqueID: uniqueID) }
     }
 
+    /// The events of the newest rows of the delivery log, given newest first: oldest first, without
+    /// the rows that cannot be read (counted instead), so that one damaged row, or one written by a
+    /// newer release, does not take the whole history with it.
+    func recent(rowsNewestFirst rows: [(apnsID: String, uniqueID: String?, record: Data)]) -> RecentDeliveryLog {
+        var log = RecentDeliveryLog()
+        for row in rows.reversed() {
+            if let events = try? events(apnsID: row.apnsID, uniqueID: row.uniqueID, record: row.record) {
+                log.events += events
+            } else {
+                log.unreadableRows += 1
+            }
+        }
+        return log
+    }
+
     /// One push's delivery log from its rows in the order they were written. A group commit writes
     /// delivered pushes after its other log lines, so the rows of one id (a provider may reuse an
     /// apns-id) are not always in time order: the runs are ordered by when each began (the sort is

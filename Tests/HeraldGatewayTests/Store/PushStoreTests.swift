@@ -222,6 +222,39 @@ import Testing
         #expect(try await store.deliveryLog(id: "nope").isEmpty)
     }
 
+    /// A row of the log that cannot be read (damaged here; written by a newer release in life) is
+    /// left out of the recent log and counted: the rows around it are still read, in order.
+    @Test(arguments: StoreKind.allCases)
+    func anUnreadableLogRowIsCountedAndTheOthersRead(kind: StoreKind) async throws {
+        let store = try await kind.store()
+        var batch = StoreBatch()
+        for i in 1...3 {
+            batch.events.append(
+                DeliveryEvent(
+                    apnsID: "id-\(i)", uniqueID: nil, kind: .discarded, at: Date(timeIntervalSince1970: Double(i))))
+        }
+        _ = try await store.commit(batch, policy: OfflinePolicy())
+        #expect(try await store.recentDeliveryLog(rows: 10) == RecentDeliveryLog(events: batch.events))
+        let damaged = Data([0x7B, 0x22, 0xFF])  // `{"` and a byte that is no UTF-8
+        switch store {
+        case let sqlite as SQLiteGatewayStore:
+            try await sqlite.writer.write { db in
+                try db.execute(sql: "UPDATE event SET record = ? WHERE apnsID = 'id-2'", arguments: [damaged])
+            }
+        case let postgres as PostgresGatewayStore:
+            try await postgres.drain("UPDATE event SET record = \(damaged) WHERE apns_id = 'id-2'")
+        default:
+            Issue.record("a store of another kind: \(type(of: store))")
+        }
+        let read = try await store.recentDeliveryLog(rows: 10)
+        #expect(read.events == [batch.events[0], batch.events[2]])
+        #expect(read.unreadableRows == 1)
+        #expect(try await store.recentDeliveryEvents(rows: 10) == read.events)
+        // The newest two rows: one of them unreadable.
+        let newest = try await store.recentDeliveryLog(rows: 2)
+        #expect(newest == RecentDeliveryLog(events: [batch.events[2]], unreadableRows: 1))
+    }
+
     /// A delivered push is written as its compact record and reads back as its three events
     /// (escapes and the binary interface identifier included), from either store.
     @Test(arguments: StoreKind.allCases) func aDeliveredPushIsLoggedAsItsThreeEvents(kind: StoreKind) async throws {

@@ -171,11 +171,11 @@ extension PostgresGatewayStore: PushStore {
         return try records.deliveryLog(rows: rows.map { (apnsID: $0.0, uniqueID: $0.1, record: $0.2) })
     }
 
-    public func recentDeliveryEvents(rows count: Int) async throws -> [DeliveryEvent] {
-        try await rows(
+    public func recentDeliveryLog(rows count: Int) async throws -> RecentDeliveryLog {
+        let rows = try await rows(
             "SELECT apns_id, unique_id, record FROM event ORDER BY seq DESC LIMIT \(max(0, count))",
-            as: (String, String?, Data).self
-        ).reversed().flatMap { try records.events(apnsID: $0.0, uniqueID: $0.1, record: $0.2) }
+            as: (String, String?, Data).self)
+        return records.recent(rowsNewestFirst: rows.map { (apnsID: $0.0, uniqueID: $0.1, record: $0.2) })
     }
 
     public func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {

@@ -221,16 +221,14 @@ extension SQLiteGatewayStore: PushStore {
         return try records.deliveryLog(rows: rows)
     }
 
-    public func recentDeliveryEvents(rows count: Int) async throws -> [DeliveryEvent] {
+    public func recentDeliveryLog(rows count: Int) async throws -> RecentDeliveryLog {
         let rows = try await writer.read { db in
             try Self.logRows(
                 Row.fetchAll(
                     db, sql: "SELECT apnsID, uniqueID, record FROM event ORDER BY seq DESC LIMIT ?",
                     arguments: [max(0, count)]))
         }
-        return try rows.reversed().flatMap {
-            try records.events(apnsID: $0.apnsID, uniqueID: $0.uniqueID, record: $0.record)
-        }
+        return records.recent(rowsNewestFirst: rows)
     }
 
     public func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {
