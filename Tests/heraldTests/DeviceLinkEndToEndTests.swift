@@ -9,7 +9,10 @@ import Testing
 /// daemon) that a test on the outside can only observe through that process's API or tool. Every
 /// caller in this target polls another process; in-process tests await instead.
 func eventually(_ what: String, _ condition: () throws -> Bool) throws {
-    let deadline = Date().addingTimeInterval(10)
+    // A safety deadline only: a condition that holds ends the wait at once. With every suite running
+    // at once on two cores, a gateway's step has once taken over 10 s (a held push's log line in
+    // DeliveryStatesEndToEndTests), so the deadline is 30 s.
+    let deadline = Date().addingTimeInterval(30)
     while try !condition() {
         guard Date() < deadline else { throw CocoaError(.fileReadUnknown, userInfo: ["timed out": what]) }
         usleep(5000)  // polling a separate process through its admin API; nothing to await across processes
