@@ -82,7 +82,7 @@ final class GatedStore: GatewayStore {
         return try await inner.pending(device: device, now: now)
     }
     func purgeExpired(now: Date) async throws -> [StoredPush] { try await inner.purgeExpired(now: now) }
-    func deliveryLog(id: String) async throws -> [DeliveryEvent] { try await inner.deliveryLog(id: id) }
+    func deliveryLogRead(id: String) async throws -> DeliveryLogRead { try await inner.deliveryLogRead(id: id) }
     func eraseTestData() async throws { try await inner.eraseTestData() }
     func deliveryCounts(since day: String) async throws -> [DeliveryCount] {
         try await inner.deliveryCounts(since: day)
@@ -109,7 +109,7 @@ final class GatedStore: GatewayStore {
     func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
         try await inner.feedback(bundleID: bundleID, environment: environment)
     }
-    func recentDeliveryLog(rows: Int) async throws -> RecentDeliveryLog {
+    func recentDeliveryLog(rows: Int) async throws -> DeliveryLogRead {
         try await inner.recentDeliveryLog(rows: rows)
     }
     func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int {

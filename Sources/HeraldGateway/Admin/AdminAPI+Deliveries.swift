@@ -7,8 +7,8 @@ import NIOCore
 
 // The delivery log and the feedback lists (docs/admin-api.md).
 extension AdminAPI {
-    /// On a `/deliveries` answer that left out rows of the log it could not read (damaged, or
-    /// written by a newer release): how many.
+    /// On a `/deliveries` or `/deliveries/{id}` answer that left out rows of the log it could not
+    /// read (damaged, or written by a newer release): how many.
     static let unreadableRowsHeader = HTTPField.Name("herald-unreadable-log-rows")!
 
     /// `/deliveries`: recent pushes, and one push's steps.
@@ -52,11 +52,21 @@ extension AdminAPI {
         }
         routes.get("/deliveries/{id}") { _, context -> Response in
             let id = try context.parameters.require("id")
-            let events = try await pushes.deliveryLog(id: id)
-            guard !events.isEmpty else {
+            let log = try await pushes.deliveryLogRead(id: id)
+            guard !log.events.isEmpty else {
+                if log.unreadableRows > 0 {
+                    throw HTTPError(
+                        .internalServerError,
+                        message: "the delivery log of \(id) is \(log.unreadableRows) row(s) this gateway cannot read "
+                            + "(damaged, or written by a newer release)")
+                }
                 throw HTTPError(.notFound, message: "no push with apns-id or apns-unique-id \(id)")
             }
-            return try PreciseJSON.response(events.map(DeliveryEventView.init))
+            var response = try PreciseJSON.response(log.events.map(DeliveryEventView.init))
+            if log.unreadableRows > 0 {
+                response.headers[Self.unreadableRowsHeader] = String(log.unreadableRows)
+            }
+            return response
         }
         return routes
     }

@@ -41,8 +41,9 @@ public protocol PushStore: Sendable {
     func pending(devices: [String], now: Date) async throws -> [String: [StoredPush]]
     /// Deletes expired pushes; returns them.
     func purgeExpired(now: Date) async throws -> [StoredPush]
-    /// The delivery log of one push, by `apns-id` or `apns-unique-id`, in order.
-    func deliveryLog(id: String) async throws -> [DeliveryEvent]
+    /// The delivery log of one push, by `apns-id` or `apns-unique-id`, in order. A row that cannot
+    /// be read is left out and counted (``DeliveryLogRead/unreadableRows``).
+    func deliveryLogRead(id: String) async throws -> DeliveryLogRead
     /// Pushes by day, app and Apple's delivery state, from `day` (`YYYY-MM-DD`, UTC) on.
     func deliveryCounts(since day: String) async throws -> [DeliveryCount]
     /// The test API's reset (docs/testing.md): deletes every device with its registrations and
@@ -64,16 +65,17 @@ public protocol PushStore: Sendable {
     func feedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
     /// The events of the newest `rows` rows of the delivery log (a row is a run of one push's steps
     /// written together), oldest first: what the console's history is built from. A row that cannot
-    /// be read is left out and counted (``RecentDeliveryLog/unreadableRows``).
-    func recentDeliveryLog(rows: Int) async throws -> RecentDeliveryLog
+    /// be read is left out and counted (``DeliveryLogRead/unreadableRows``).
+    func recentDeliveryLog(rows: Int) async throws -> DeliveryLogRead
     /// Notes where the delivery log stands at `now` and deletes every row that was written before
     /// `cutoff`, to the precision of those notes (the purge runs hourly, so a row goes within an
     /// hour after it is due). Returns how many rows went.
     func purgeDeliveryLog(now: Date, before cutoff: Date) async throws -> Int
 }
 
-/// The newest rows of the delivery log, read (``PushStore/recentDeliveryLog(rows:)``).
-public struct RecentDeliveryLog: Sendable, Equatable {
+/// Rows of the delivery log, read (``PushStore/recentDeliveryLog(rows:)``,
+/// ``PushStore/deliveryLogRead(id:)``).
+public struct DeliveryLogRead: Sendable, Equatable {
     /// Their events, oldest first.
     public var events: [DeliveryEvent] = []
     /// How many of the rows could not be read (damaged, or written by a newer release), and are not
@@ -92,6 +94,12 @@ extension PushStore {
     /// that cannot be read (``recentDeliveryLog(rows:)``).
     public func recentDeliveryEvents(rows: Int) async throws -> [DeliveryEvent] {
         try await recentDeliveryLog(rows: rows).events
+    }
+
+    /// The delivery log of one push, by `apns-id` or `apns-unique-id`, in order, leaving out the
+    /// rows that cannot be read (``deliveryLogRead(id:)``).
+    public func deliveryLog(id: String) async throws -> [DeliveryEvent] {
+        try await deliveryLogRead(id: id).events
     }
 
     /// Writes a batch in one durable transaction.

@@ -61,8 +61,8 @@ struct StoreRecords: Sendable {
     /// The events of the newest rows of the delivery log, given newest first: oldest first, without
     /// the rows that cannot be read (counted instead), so that one damaged row, or one written by a
     /// newer release, does not take the whole history with it.
-    func recent(rowsNewestFirst rows: [(apnsID: String, uniqueID: String?, record: Data)]) -> RecentDeliveryLog {
-        var log = RecentDeliveryLog()
+    func recent(rowsNewestFirst rows: [(apnsID: String, uniqueID: String?, record: Data)]) -> DeliveryLogRead {
+        var log = DeliveryLogRead()
         for row in rows.reversed() {
             if let events = try? events(apnsID: row.apnsID, uniqueID: row.uniqueID, record: row.record) {
                 log.events += events
@@ -77,10 +77,18 @@ struct StoreRecords: Sendable {
     /// delivered pushes after its other log lines, so the rows of one id (a provider may reuse an
     /// apns-id) are not always in time order: the runs are ordered by when each began (the sort is
     /// stable), each keeping its own order.
-    func deliveryLog(rows: [(apnsID: String, uniqueID: String?, record: Data)]) throws -> [DeliveryEvent] {
-        var runs = try rows.map { try events(apnsID: $0.apnsID, uniqueID: $0.uniqueID, record: $0.record) }
+    /// A row that cannot be read is left out and counted.
+    func deliveryLog(rows: [(apnsID: String, uniqueID: String?, record: Data)]) -> DeliveryLogRead {
+        var unreadable = 0
+        var runs = rows.compactMap { row -> [DeliveryEvent]? in
+            guard let run = try? events(apnsID: row.apnsID, uniqueID: row.uniqueID, record: row.record) else {
+                unreadable += 1
+                return nil
+            }
+            return run
+        }
         runs.sort { ($0.first?.at ?? .distantPast) < ($1.first?.at ?? .distantPast) }
-        return runs.flatMap { $0 }
+        return DeliveryLogRead(events: runs.flatMap { $0 }, unreadableRows: unreadable)
     }
 }
 

@@ -234,7 +234,7 @@ import Testing
                     apnsID: "id-\(i)", uniqueID: nil, kind: .discarded, at: Date(timeIntervalSince1970: Double(i))))
         }
         _ = try await store.commit(batch, policy: OfflinePolicy())
-        #expect(try await store.recentDeliveryLog(rows: 10) == RecentDeliveryLog(events: batch.events))
+        #expect(try await store.recentDeliveryLog(rows: 10) == DeliveryLogRead(events: batch.events))
         let damaged = Data([0x7B, 0x22, 0xFF])  // `{"` and a byte that is no UTF-8
         switch store {
         case let sqlite as SQLiteGatewayStore:
@@ -252,7 +252,10 @@ import Testing
         #expect(try await store.recentDeliveryEvents(rows: 10) == read.events)
         // The newest two rows: one of them unreadable.
         let newest = try await store.recentDeliveryLog(rows: 2)
-        #expect(newest == RecentDeliveryLog(events: [batch.events[2]], unreadableRows: 1))
+        #expect(newest == DeliveryLogRead(events: [batch.events[2]], unreadableRows: 1))
+        // One push's log: the damaged row counted, a whole one read.
+        #expect(try await store.deliveryLogRead(id: "id-2") == DeliveryLogRead(unreadableRows: 1))
+        #expect(try await store.deliveryLogRead(id: "id-1") == DeliveryLogRead(events: [batch.events[0]]))
     }
 
     /// A delivered push is written as its compact record and reads back as its three events

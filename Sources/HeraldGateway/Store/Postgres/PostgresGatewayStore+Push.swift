@@ -164,14 +164,14 @@ extension PostgresGatewayStore: PushStore {
         ).sorted { $0.0 < $1.0 }.map { try records.storedPush(record: $0.1, payload: $0.2) }
     }
 
-    public func deliveryLog(id: String) async throws -> [DeliveryEvent] {
+    public func deliveryLogRead(id: String) async throws -> DeliveryLogRead {
         let rows = try await rows(
             "SELECT apns_id, unique_id, record FROM event WHERE apns_id = \(id) OR unique_id = \(id) ORDER BY seq",
             as: (String, String?, Data).self)
-        return try records.deliveryLog(rows: rows.map { (apnsID: $0.0, uniqueID: $0.1, record: $0.2) })
+        return records.deliveryLog(rows: rows.map { (apnsID: $0.0, uniqueID: $0.1, record: $0.2) })
     }
 
-    public func recentDeliveryLog(rows count: Int) async throws -> RecentDeliveryLog {
+    public func recentDeliveryLog(rows count: Int) async throws -> DeliveryLogRead {
         let rows = try await rows(
             "SELECT apns_id, unique_id, record FROM event ORDER BY seq DESC LIMIT \(max(0, count))",
             as: (String, String?, Data).self)

@@ -211,17 +211,17 @@ extension SQLiteGatewayStore: PushStore {
         return try decodeStored(rows)
     }
 
-    public func deliveryLog(id: String) async throws -> [DeliveryEvent] {
+    public func deliveryLogRead(id: String) async throws -> DeliveryLogRead {
         let rows = try await writer.read { db in
             try Self.logRows(
                 Row.fetchAll(
                     db, sql: "SELECT apnsID, uniqueID, record FROM event WHERE apnsID = ? OR uniqueID = ? ORDER BY seq",
                     arguments: [id, id]))
         }
-        return try records.deliveryLog(rows: rows)
+        return records.deliveryLog(rows: rows)
     }
 
-    public func recentDeliveryLog(rows count: Int) async throws -> RecentDeliveryLog {
+    public func recentDeliveryLog(rows count: Int) async throws -> DeliveryLogRead {
         let rows = try await writer.read { db in
             try Self.logRows(
                 Row.fetchAll(
