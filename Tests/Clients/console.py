@@ -22,6 +22,7 @@ import signal
 import sys
 import tempfile
 import threading
+import sqlite3
 import traceback
 import urllib.error
 import urllib.request
@@ -36,7 +37,7 @@ if DROP:
     LINK, SHOTS, GATEWAY_PID = sys.argv[2], sys.argv[3], int(sys.argv[4])
     CONSOLE, TOKEN, P8, DEVICE_API = LINK.split("#", 1)[0], "", "", ""
 else:
-    CONSOLE, LINK, TOKEN, P8, DEVICE_API, SHOTS = sys.argv[1:7]
+    CONSOLE, LINK, TOKEN, P8, DEVICE_API, SHOTS, DATABASE = sys.argv[1:8]
 ADMIN = CONSOLE.rsplit("/console", 1)[0]
 DEMO = "dev.herald.demo"
 
@@ -278,6 +279,24 @@ try:
     cross_site = forged("localhost")       # another site: the browser sends no cookie
     same_site = forged("127.0.0.1")        # another origin on the same site: the cookie, but no CSRF token
     emit(step="forged", crossSite=cross_site, sameSite=same_site, rulesBefore=rules, rulesAfter=len(admin("/faults")))
+
+    step = "unreadable"
+    # A row of the delivery log that this release cannot read (damaged here; a newer release's would
+    # be so too): the history lists the rest and says how many it left out, the push's own log says
+    # why it cannot be shown.
+    with sqlite3.connect(DATABASE, timeout=30) as db:
+        damaged = db.execute("UPDATE event SET record = x'7B22FF' WHERE apnsID = ?", (answer["apns-id"],)).rowcount
+    driver.get(CONSOLE)  # back from the other sites' pages, still signed in
+    visible("#view-send")
+    tab("log")
+    click("#history-filter button")
+    note = wait.until(lambda d: "could not be read" in (text("#history-note") or "") and text("#history-note"))
+    listed = row("#history", answer["apns-id"]) is not None
+    typed("#lookup", answer["apns-id"])
+    click("#lookup-form button")
+    timeline = wait.until(lambda d: "cannot read" in (text("#timeline") or "") and text("#timeline"))
+    emit(step="unreadable", damaged=damaged, note=note, listed=listed, timeline=timeline)
+    shot("unreadable")
 except Exception:
     emit(step="failed", at=step, error=traceback.format_exc())
     shot("failed")

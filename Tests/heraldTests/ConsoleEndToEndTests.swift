@@ -20,12 +20,15 @@ import Testing
         #expect(link == "\(console)#token=\(up.info.adminToken)")
 
         let shots = try screenshotDirectory(else: state)
+        // The gateway's database, where the script damages a row of the delivery log at its end.
+        let database = state.appendingPathComponent("gateway/gateway.sqlite").path
+        #expect(FileManager.default.fileExists(atPath: database), "\(database)")
         let result = try run(
             "/usr/bin/python3",
             [
                 Self.script, console, link, up.info.adminToken, up.info.p8,
                 up.info.deviceAPI,
-                shots.path,
+                shots.path, database,
             ])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         let steps = WebDeviceEndToEndTests.steps(result.stdout)
@@ -155,6 +158,19 @@ import Testing
         #expect((forged["sameSite"] as? String)?.contains("may not change this gateway") == true, "\(forged)")
         #expect(forged["rulesBefore"] as? Int == forged["rulesAfter"] as? Int)
 
+        // A row of the delivery log it cannot read (the form's push's, damaged): the history lists the
+        // rest and says one row was left out; the push's own log says it cannot be read.
+        let unreadable = try #require(steps["unreadable"])
+        #expect(unreadable["damaged"] as? Int == 1, "\(unreadable)")
+        #expect(
+            (unreadable["note"] as? String)?.hasSuffix(
+                "1 row of the log could not be read (damaged, or written by a newer release of Herald) and is left out."
+            ) == true, "\(unreadable)")
+        #expect(unreadable["listed"] as? Bool == false, "\(unreadable)")
+        #expect(
+            (unreadable["timeline"] as? String)?.contains("is 1 row(s) this gateway cannot read") == true,
+            "\(unreadable)")
+
         // Last, as it stops the gateway: the event stream drops, and the header says so in red.
         let pid = try GatewayInfo.read(directory: state.appendingPathComponent("gateway")).pid
         let drop = try run("/usr/bin/python3", [Self.script, "--drop", link, shots.path, pid])
@@ -164,7 +180,9 @@ import Testing
         #expect((dropped["status"] as? String)?.contains("not live") == true, "\(dropped)")
         #expect(dropped["color"] as? String == "rgb(196, 39, 29)", "\(dropped)")
 
-        for name in ["signin", "send", "log", "warning", "faults", "live", "metrics", "devices", "dropped"] {
+        for name in [
+            "signin", "send", "log", "warning", "faults", "live", "metrics", "devices", "unreadable", "dropped",
+        ] {
             let png = try Data(contentsOf: shots.appendingPathComponent("console-\(name).png"))
             #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name) is a PNG")
         }

@@ -14,7 +14,8 @@ class Failure extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
-async function api(method, path, body) {
+// The answer's body as JSON; with `withHeaders`, [body, headers].
+async function api(method, path, body, { withHeaders = false } = {}) {
   const headers = {};
   if (body !== undefined) headers["content-type"] = "application/json";
   if (method !== "GET") headers["x-herald-csrf"] = csrf;
@@ -28,7 +29,17 @@ async function api(method, path, body) {
     if (response.status === 401 && path !== "/console/session") showSignIn();
     throw new Failure(response.status, (data && data.error && data.error.message) || `${response.status}`);
   }
-  return data;
+  return withHeaders ? [data, response.headers] : data;
+}
+
+// What an answer of the delivery log says it left out: rows it could not read (damaged, or written by
+// a newer release of Herald), or "" when it left out none.
+function unreadableNote(headers) {
+  const count = Number(headers.get("herald-unreadable-log-rows") || 0);
+  if (!count) return "";
+  const one = count === 1;
+  return `${count.toLocaleString()} ${one ? "row" : "rows"} of the log could not be read ` +
+    `(damaged, or written by a newer release of Herald) and ${one ? "is" : "are"} left out.`;
 }
 
 // --- Small helpers -------------------------------------------------------------------------------
@@ -265,11 +276,13 @@ async function lookup(id) {
   $("lookup-result").hidden = false;
   $("lookup-title").textContent = id;
   try {
-    const events = await api("GET", `/deliveries/${encodeURIComponent(id)}`);
+    const [events, headers] = await api("GET", `/deliveries/${encodeURIComponent(id)}`, undefined, { withHeaders: true });
+    const left = unreadableNote(headers);
     $("timeline").replaceChildren(...events.map((e) =>
       el("li", { class: e.kind, "data-state": e.state || "" }, badge(e.kind), el("time", {}, when(e.at)),
         e.state ? el("span", { class: "apple-state" }, stateTitle(e.state)) : "",
-        e.detail ? el("div", { class: "muted" }, e.detail) : "")));
+        e.detail ? el("div", { class: "muted" }, e.detail) : "")),
+      ...(left ? [el("li", { class: "unreadable muted" }, left)] : []));
   } catch (error) {
     $("timeline").replaceChildren(el("li", { class: "refused" }, error.message));
   }
@@ -282,9 +295,11 @@ async function loadHistory() {
   for (const [name, id] of [["app", "history-app"], ["device", "history-device"], ["status", "history-status"], ["reason", "history-reason"]]) {
     if ($(id).value.trim()) query.set(name, $(id).value.trim());
   }
-  const entries = await api("GET", `/deliveries?${query}`);
+  const [entries, headers] = await api("GET", `/deliveries?${query}`, undefined, { withHeaders: true });
+  const left = unreadableNote(headers);
   $("history-note").textContent = `The newest ${entries.length} matching pushes among the log's last ` +
-    `${settings.historyRows.toLocaleString()} rows; the log keeps ${settings.logRetentionDays} days.`;
+    `${settings.historyRows.toLocaleString()} rows; the log keeps ${settings.logRetentionDays} days.` +
+    (left ? ` ${left}` : "");
   fill($("history").tBodies[0], entries.map((e) => el("tr", {},
     el("td", {}, when(e.firstAt)),
     el("td", {}, el("a", { onclick: () => lookup(e.uniqueID || e.apnsID) }, e.apnsID)),
