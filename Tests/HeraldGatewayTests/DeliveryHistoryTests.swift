@@ -35,6 +35,25 @@ import Testing
         DeliveryEvent(apnsID: "b", uniqueID: nil, kind: .replaced, at: at(4), detail: "replaced by a newer push"),
     ]
 
+    /// A push the device refused, which it says before it acknowledges: one entry, its outcome the
+    /// refusal with its reason (the refusal carries the push's apns-unique-id).
+    @Test func aRefusalIsThePushsOutcomeWhateverItsTime() {
+        let events = [
+            Self.accepted("r", unique: "ur", device: "d1", topic: "com.example.app", at: 0),
+            DeliveryEvent(apnsID: "r", uniqueID: "ur", kind: .delivered, at: Self.at(0.002)),
+            DeliveryEvent(
+                apnsID: "r", uniqueID: "ur", kind: .refused, at: Self.at(0.004),
+                detail: "device d1: aps.badge: must be a non-negative integer"),
+            DeliveryEvent(apnsID: "r", uniqueID: "ur", kind: .acknowledged, at: Self.at(0.005)),
+        ]
+        let entries = DeliveryHistory.entries(events, filter: PushHistoryFilter(), limit: 10)
+        #expect(entries.count == 1)
+        #expect(entries.first?.status == .refused && entries.first?.device == "d1", "\(entries)")
+        #expect(entries.first?.reason == "device d1: aps.badge: must be a non-negative integer")
+        #expect(entries.first?.steps == [.accepted, .delivered, .refused, .acknowledged])
+        #expect(DeliveryHistory.entries(events, filter: PushHistoryFilter(status: .refused), limit: 10).count == 1)
+    }
+
     @Test func onePerPushNewestFirstWithItsLatestStepAndWhereItWent() {
         let all = DeliveryHistory.entries(Self.events, filter: PushHistoryFilter(), limit: 100)
         #expect(all.map(\.apnsID) == ["a", "c", "b", "a"])

@@ -83,6 +83,13 @@ import Testing
             #expect(kinds == ["accepted", "warning", "delivered", "acknowledged", "refused"], "\(kinds)")
             #expect(detail.contains(key), "\(detail)")
             #expect(state == "discarded-disabled", "Apple's state for what the device would not present")
+            // The history shows it as one push (by its apns-unique-id), its latest step the refusal.
+            let history =
+                (try? JSONSerialization.jsonObject(with: Data(p.gateway.adminCall("GET", "/deliveries").body.utf8)))
+                as? [[String: Any]] ?? []
+            let entries = history.filter { $0["apnsID"] as? String == id }
+            #expect(entries.count == 1 && entries.first?["status"] as? String == "refused", "\(entries)")
+            #expect(entries.first?["uniqueID"] is String, "a push with an apns-unique-id: \(entries)")
         }
         // An app the device does not have, registered for it by the admin API: refused as not installed,
         // which is Apple's "Discarded - Token Unregistered".
@@ -105,7 +112,9 @@ import Testing
             let log = try p.gateway.adminCall("GET", "/deliveries/\(absentID)")
             let events = (try? JSONSerialization.jsonObject(with: Data(log.body.utf8))) as? [[String: Any]] ?? []
             absentState = events.last { $0["kind"] as? String == "refused" }?["state"] as? String
-            return absentState != nil
+            // The refusal is written at once, the delivered push's lines (and their count) up to 100 ms
+            // later: the counts below are read once both are in.
+            return absentState != nil && events.contains { $0["kind"] as? String == "acknowledged" }
         }
         #expect(absentState == "discarded-token-unregistered")
         let counts = try deliveryCounts(p.gateway)

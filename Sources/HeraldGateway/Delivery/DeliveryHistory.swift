@@ -85,8 +85,12 @@ public enum DeliveryHistory {
             // each run's own order.
             let steps = byPush[key]!.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }
                 .map(\.element)
-            // A warning is said of the push, not a step it took: the latest step is another.
-            guard let first = steps.first, let last = steps.last(where: { $0.kind != .warning }) ?? steps.last
+            // A warning is said of the push, not a step it took: the latest step is another. A refusal
+            // is the push's outcome, whenever the device said it: it reports a refusal before its
+            // acknowledgement, but could not use the push all the same (as Apple's state says).
+            guard let first = steps.first,
+                let last = steps.last(where: { $0.kind == .refused }) ?? steps.last(where: { $0.kind != .warning })
+                    ?? steps.last
             else { continue }
             let target: (device: String?, topic: String?)? =
                 if let accepted = steps.first(where: { $0.kind == .accepted }) {

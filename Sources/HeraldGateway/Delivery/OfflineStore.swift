@@ -101,7 +101,8 @@ public final class OfflineStore: Sendable {
     func refused(_ apnsID: String, device: String, reason: String, at: Date, refusal: LinkRefusal? = nil) {
         var detail = "device \(device): \(reason)"
         if refusal?.fromStorage == true { detail += " (\(AppleDeliveryState.fromStorage))" }
-        let event = DeliveryEvent(apnsID: apnsID, uniqueID: nil, kind: .refused, at: at, detail: detail)
+        let event = DeliveryEvent(
+            apnsID: apnsID, uniqueID: refusal?.uniqueID, kind: .refused, at: at, detail: detail)
         guard let refusal, let state = AppleDeliveryState(event) else {
             committer.submitLog([event])
             return
@@ -241,4 +242,7 @@ public struct LinkRefusal: Sendable, Equatable {
     public var pushType: PushType
     /// Whether it was delivered from the offline store.
     public var fromStorage: Bool
+    /// Its `apns-unique-id`: the refusal's line carries it, so that the history shows the refusal as
+    /// a step of its push (the history groups a push's lines by it).
+    public var uniqueID: String? = nil
 }

@@ -131,7 +131,9 @@ extension DeviceLinkStateMachine {
     static func refusal(_ entry: Entry) -> LinkRefusal {
         var fromStorage = false
         if case .stored = entry.origin { fromStorage = true }
-        return LinkRefusal(topic: entry.push.topic, pushType: entry.push.pushType, fromStorage: fromStorage)
+        return LinkRefusal(
+            topic: entry.push.topic, pushType: entry.push.pushType, fromStorage: fromStorage,
+            uniqueID: entry.push.uniqueID)
     }
 
     /// The device acknowledged these `apns-id`s.
