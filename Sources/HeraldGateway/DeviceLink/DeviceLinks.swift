@@ -87,7 +87,8 @@ public final class DeviceLinks: Sendable {
         offerMailboxes.withLock { mailboxes in
             if let mailbox = mailboxes[ObjectIdentifier(loop)] { return mailbox }
             let mailbox = LoopMailbox<PendingOffer>(loop: loop) { offers in
-                for offered in offers { offered.link.value.offer(offered.push.offer, waiter: offered.push) }
+                // By index: each offer is read where it lies, not copied out (as the answers are).
+                for i in offers.indices { offers[i].link.value.offer(offers[i].push.offer, waiter: offers[i].push) }
             }
             mailboxes[ObjectIdentifier(loop)] = mailbox
             return mailbox

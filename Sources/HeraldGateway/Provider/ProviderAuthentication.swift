@@ -139,19 +139,8 @@ public struct ProviderConnectionState: Sendable {
 
     /// Whether a cached token is `compact`, byte for byte.
     private static func same(_ cached: String, _ compact: Substring) -> Bool {
-        // In place when both are contiguous (always, for native strings): no copy to retain.
-        let inPlace = cached.utf8.withContiguousStorageIfAvailable { a in
-            compact.utf8.withContiguousStorageIfAvailable { b in
-                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
-            }
-        }
-        if let inPlace, let inPlace { return inPlace }
-        var cached = cached
-        var compact = compact
-        return cached.withUTF8 { a in
-            compact.withUTF8 { b in
-                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
-            }
+        ASCIICase.withUTF8(cached, compact) { a, b in
+            a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
         }
     }
 

@@ -82,6 +82,20 @@ public struct ProviderRequest: Sendable {
 /// Comparisons of header text that ignore ASCII case, without allocating (they run for every
 /// request).
 enum ASCIICase {
+    /// `body` over the UTF-8 bytes of `a` and `b`: in place when both are contiguous (native strings,
+    /// all that HPACK decodes, always are), else over copies. Copying a string into a `var` for
+    /// `withUTF8` would retain and release it, and header text is read so for every request.
+    static func withUTF8<R>(
+        _ a: some StringProtocol, _ b: some StringProtocol,
+        _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> R
+    ) -> R {
+        let inPlace = a.utf8.withContiguousStorageIfAvailable { a in
+            b.utf8.withContiguousStorageIfAvailable { b in body(a, b) }
+        }
+        if let inPlace, let inPlace { return inPlace }
+        return Array(a.utf8).withUnsafeBufferPointer { a in Array(b.utf8).withUnsafeBufferPointer { b in body(a, b) } }
+    }
+
     /// Whether `text` starts with `lowercase` (lowercase ASCII), letters compared in either case.
     static func hasPrefix(_ text: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
         let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)

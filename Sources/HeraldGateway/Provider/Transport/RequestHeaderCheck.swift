@@ -36,15 +36,7 @@ struct RequestHeaderCheck {
 
     /// Whether the block read so far, with this field, is still well formed.
     mutating func accept(name: String, value: String) -> Bool {
-        // Native strings (all that HPACK decodes) are read in place: a `var` copy for `withUTF8`
-        // would retain and release both for every field of every request.
-        let checked = name.utf8.withContiguousStorageIfAvailable { name in
-            value.utf8.withContiguousStorageIfAvailable { value in accept(name: name, value: value) }
-        }
-        if let checked, let checked { return checked }
-        var name = name
-        var value = value
-        return name.withUTF8 { name in value.withUTF8 { value in accept(name: name, value: value) } }
+        ASCIICase.withUTF8(name, value) { name, value in accept(name: name, value: value) }
     }
 
     /// Whether every mandatory pseudo-header field came.
