@@ -25,6 +25,7 @@ public final class GatewayMetrics: Sendable {
     private let refusedConnections = Mutex<[String: Counter]>([:])
     private let signedIn: Counter
     private let resumedIn: Counter
+    private let resumedInUpgrade: Counter
     /// By app and Apple's delivery state, made as they first occur.
     private let states = Mutex<[DeliveryCount.Key: Counter]>([:])
     /// One per ``PushWarning``, in `allCases` order.
@@ -72,6 +73,11 @@ public final class GatewayMetrics: Sendable {
             "link_authentications", "total", "Devices let onto the device link, by a signature or a resumption ticket")
         signedIn = registry.makeCounter(descriptor: authentications, labels: [("method", "signature")])
         resumedIn = registry.makeCounter(descriptor: authentications, labels: [("method", "ticket")])
+        resumedInUpgrade = registry.makeCounter(
+            descriptor: Self.name(
+                "link_upgrade_resumptions", "total",
+                "Devices let onto the device link by a resumption ticket in their upgrade request (also counted as ticket)"
+            ))
         let warned = Self.name(
             "push_warnings", "total",
             "Pushes answered with a warning: accepted (or, with --strict, refused) though Apple would handle them quietly"
@@ -81,9 +87,11 @@ public final class GatewayMetrics: Sendable {
         }
     }
 
-    /// Counts a device let onto the link: with a resumption ticket, or with a signature.
-    public func linkAuthenticated(byTicket: Bool) {
+    /// Counts a device let onto the link: with a resumption ticket (`inUpgrade`: presented in its
+    /// upgrade request rather than over the challenge), or with a signature.
+    public func linkAuthenticated(byTicket: Bool, inUpgrade: Bool = false) {
         (byTicket ? resumedIn : signedIn).increment()
+        if inUpgrade { resumedInUpgrade.increment() }
     }
 
     /// Counts a push forwarded to another node: `answered` when that node took it (200), else it

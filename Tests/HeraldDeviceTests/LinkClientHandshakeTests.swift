@@ -78,6 +78,38 @@ import Testing
         _ = try? channel.finish()
     }
 
+    /// A device holding a ticket puts its resumption in the request, its proof over the request's
+    /// own key; one without sends no such header.
+    @Test func theRequestCarriesTheResumptionForItsOwnKey() throws {
+        let ticket = LinkTicket(ticket: Data([1, 2, 3]), secret: Data(repeating: 5, count: 32), expires: 1)
+        let key = "dGhlIHNhbXBsZSBub25jZQ=="
+        let resume = DeviceLink.UpgradeResume(device: "d1", ticket: ticket, webSocketKey: key, time: 1_800_000_000)
+        let head = LinkClientHandshake.request(
+            host: "127.0.0.2", port: 5223, path: DeviceLink.path, key: key, resume: resume)
+        #expect(head.headers["herald-resume"] == [resume.headerValue])
+        #expect(
+            LinkClientHandshake.request(host: "127.0.0.2", port: 5223, path: DeviceLink.path, key: key)
+                .headers["herald-resume"].isEmpty)
+        // The handshake asks for the resumption with the key it chose.
+        let seen = Failures()
+        let handshake = LinkClientHandshake(
+            host: "127.0.0.2", port: 5223, path: DeviceLink.path, encoder: HTTPRequestEncoder(),
+            decoder: ByteToMessageHandler(HTTPResponseDecoder()),
+            resume: { key in
+                seen.keys.append(key)
+                return DeviceLink.UpgradeResume(device: "d1", ticket: ticket, webSocketKey: key, time: 1_800_000_000)
+            },
+            link: { fatalError("not reached") }, failed: { _ in })
+        let sent = try #require(seen.keys.first)
+        #expect(handshake.request.headers["sec-websocket-key"] == [sent])
+        #expect(
+            handshake.request.headers["herald-resume"]
+                == [
+                    DeviceLink.UpgradeResume(device: "d1", ticket: ticket, webSocketKey: sent, time: 1_800_000_000)
+                        .headerValue
+                ])
+    }
+
     @Test func anAnswerThatIsNoAcceptedSwitchFailsTheLink() async throws {
         let answers: [(String, String)] = [
             ("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n", "404 Not Found"),
@@ -102,4 +134,6 @@ import Testing
 /// The failures a handshake reported.
 fileprivate final class Failures: @unchecked Sendable {
     var all: [GatewayLinkFailure] = []
+    /// The keys a handshake asked a resumption for.
+    var keys: [String] = []
 }

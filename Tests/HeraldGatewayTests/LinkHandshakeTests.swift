@@ -87,6 +87,32 @@ import Testing
         #expect(status(head(), body: 3)?.1.contains("no body") == true)
     }
 
+    /// A resumption in the request is read with it; a malformed one gets `400` naming the header.
+    @Test func aResumptionInTheRequestIsReadAndAMalformedOneRefused() {
+        let ticket = LinkTicket(ticket: Data([1, 2, 3]), secret: Data(repeating: 5, count: 32), expires: 1)
+        let resume = DeviceLink.UpgradeResume(
+            device: "phone", ticket: ticket, webSocketKey: Self.key, time: 1_800_000_000)
+        let answer = LinkHandshake.answer(
+            to: head(.GET, DeviceLink.path, replacing("herald-resume", with: resume.headerValue)), bodyBytes: 0)
+        #expect(
+            answer
+                == .upgrade(
+                    accept: "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+                    resume: LinkHandshake.Resumption(resume: resume, webSocketKey: Self.key)))
+        guard
+            case .refuse(let refusal) = LinkHandshake.answer(
+                to: head(.GET, DeviceLink.path, replacing("herald-resume", with: "phone 12")), bodyBytes: 0)
+        else { return #expect(Bool(false), "a malformed resumption is refused") }
+        #expect(refusal.status == .badRequest)
+        #expect(refusal.message.contains("Herald-Resume"))
+        var twice = replacing("herald-resume", with: resume.headerValue)
+        twice.append(("herald-resume", resume.headerValue))
+        guard case .refuse(let two) = LinkHandshake.answer(to: head(.GET, DeviceLink.path, twice), bodyBytes: 0) else {
+            return #expect(Bool(false), "two resumptions are refused")
+        }
+        #expect(two.message == "Herald-Resume must be one value")
+    }
+
     /// A link's pipeline from its first bytes: the handshake after the HTTP decoder, and a counter
     /// of what reaches the socket.
     fileprivate func channel() async throws -> (EmbeddedChannel, Writes) {

@@ -34,7 +34,9 @@ import Testing
     ) -> String? {
         let proof = DeviceLink.resumeProof(secret: ticket.secret, nonce: proofNonce)
         let result = tickets.check(
-            claimed: claimed, ticket: ticket.ticket, proof: proof, nonce: nonce, now: now, record: { _ in current })
+            claimed: claimed, ticket: ticket.ticket, proof: proof,
+            authenticating: DeviceLink.resumedBytes(nonce: nonce),
+            now: now, record: { _ in current })
         switch result {
         case .success(let device):
             #expect(device == current)

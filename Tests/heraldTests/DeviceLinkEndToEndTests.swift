@@ -134,6 +134,8 @@ final class LineReader {
         let metrics = try restarted.gateway.adminCall("GET", "/metrics").body
         #expect(metrics.contains(#"herald_link_authentications_total{method="ticket"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"herald_link_authentications_total{method="signature"} 0"#), "\(metrics)")
+        // In its upgrade request: the welcome came right behind the 101 (docs/device-link.md).
+        #expect(metrics.contains("herald_link_upgrade_resumptions_total 1"), "\(metrics)")
         var events = again.events.makeAsyncIterator()
         #expect(try restarted.push(token: token.hex).status == 200)
         guard case .pushes(let arrived)? = await events.next() else { throw CocoaError(.fileReadUnknown) }
@@ -148,6 +150,7 @@ final class LineReader {
         #expect(identity.resumption.ticket == nil)
         let counted = try plain.gateway.adminCall("GET", "/metrics").body
         #expect(counted.contains(#"herald_link_authentications_total{method="signature"} 1"#), "\(counted)")
+        #expect(counted.contains("herald_link_upgrade_resumptions_total 0"), "\(counted)")
         await signed.close()
     }
 

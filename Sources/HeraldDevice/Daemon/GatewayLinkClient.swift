@@ -104,6 +104,15 @@ public final class GatewayLinkClient: Sendable {
                     }
                     try LinkClientHandshake.configure(
                         sync, host: host, port: port, path: path,
+                        resume: { key in
+                            // The ticket of the last welcome, presented in the request: a gateway
+                            // that accepts it answers with the welcome, no challenge between.
+                            guard let device = identity.deviceID, let ticket = identity.resumption.current(now: Date())
+                            else { return nil }
+                            return DeviceLink.UpgradeResume(
+                                device: device, ticket: ticket, webSocketKey: key,
+                                time: Int64(Date().timeIntervalSince1970.rounded(.down)))
+                        },
                         link: {
                             LinkClientHandler(
                                 identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome,

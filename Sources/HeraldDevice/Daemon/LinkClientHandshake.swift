@@ -33,9 +33,12 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
     /// the WebSocket decoder.
     var leftOver: [NIOAny] = []
 
+    /// `resume` gives the ``DeviceLink/upgradeResumeHeader`` for the request's key, when the
+    /// device holds a ticket (docs/device-link.md, "Resuming in the upgrade request").
     init(
         host: String, port: Int, path: String, encoder: HTTPRequestEncoder,
         decoder: ByteToMessageHandler<HTTPResponseDecoder>,
+        resume: (String) -> DeviceLink.UpgradeResume? = { _ in nil },
         link: @escaping () -> LinkClientHandler, failed: @escaping (GatewayLinkFailure) -> Void
     ) {
         var key = [UInt8](repeating: 0, count: 16)
@@ -43,7 +46,7 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         for i in key.indices { key[i] = random.next() }
         let keyText = Data(key).base64EncodedString()
         self.expectedAccept = DeviceLink.webSocketAccept(key: keyText)
-        self.request = Self.request(host: host, port: port, path: path, key: keyText)
+        self.request = Self.request(host: host, port: port, path: path, key: keyText, resume: resume(keyText))
         self.encoder = encoder
         self.decoder = decoder
         self.link = link
@@ -53,6 +56,7 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
     /// Adds the HTTP/1.1 encoder and decoder and the handshake to a new connection's pipeline.
     static func configure(
         _ sync: ChannelPipeline.SynchronousOperations, host: String, port: Int, path: String,
+        resume: (String) -> DeviceLink.UpgradeResume? = { _ in nil },
         link: @escaping () -> LinkClientHandler, failed: @escaping (GatewayLinkFailure) -> Void
     ) throws {
         let encoder = HTTPRequestEncoder()
@@ -60,16 +64,20 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         try sync.addHandlers(encoder, decoder)
         try sync.addHandler(
             LinkClientHandshake(
-                host: host, port: port, path: path, encoder: encoder, decoder: decoder, link: link, failed: failed))
+                host: host, port: port, path: path, encoder: encoder, decoder: decoder, resume: resume, link: link,
+                failed: failed))
     }
 
-    /// The upgrade request for `path` on `host:port` with `key`.
-    static func request(host: String, port: Int, path: String, key: String) -> HTTPRequestHead {
+    /// The upgrade request for `path` on `host:port` with `key`, and the resumption if there is one.
+    static func request(
+        host: String, port: Int, path: String, key: String, resume: DeviceLink.UpgradeResume? = nil
+    ) -> HTTPRequestHead {
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let headers = HTTPHeaders([
+        var headers = HTTPHeaders([
             ("host", authority), ("upgrade", "websocket"), ("connection", "upgrade"), ("sec-websocket-key", key),
             ("sec-websocket-version", "13"), ("content-length", "0"),
         ])
+        if let resume { headers.add(name: DeviceLink.upgradeResumeHeader, value: resume.headerValue) }
         return HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
     }
 

@@ -34,11 +34,18 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The array ``offer(_:waiter:)`` gathers a push's actions in, kept between pushes.
     private var offerActions: [Action] = []
 
-    init(service: DeviceLinkService) {
+    /// A device resumed in its upgrade request, accepted: welcomed as the link is added, with no
+    /// challenge.
+    private var resumed: DeviceLinkService.Authenticated?
+
+    /// A link that greets the device with a challenge, or, when the device `resumed` in its upgrade
+    /// request, with its `welcome`.
+    init(service: DeviceLinkService, resumed: DeviceLinkService.Authenticated? = nil) {
         self.service = service
+        self.resumed = resumed
         self.machine = DeviceLinkStateMachine(
             configuration: service.configuration, broadcasts: service.broadcasts != nil,
-            nonce: DeviceLinkStateMachine.randomNonce())
+            nonce: resumed == nil ? DeviceLinkStateMachine.randomNonce() : Data())
     }
 
     /// The event loop's time (for deadlines) and the wall clock's (for records).
@@ -50,7 +57,12 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         framedWrites = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
-        run(machine.added())
+        if let resumed {
+            self.resumed = nil
+            run(machine.resumedInUpgrade(resumed, now: now, at: at))
+        } else {
+            run(machine.added())
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

@@ -28,6 +28,8 @@ final class DeviceLinkService: Sendable {
     let tickets: LinkTickets?
     /// Reads devices' backlogs as they come online, many per query.
     let backlogs: BacklogReader
+    /// The upgrade resumptions accepted lately: each is accepted once.
+    let recentProofs: RecentProofs
 
     init(
         directory: GatewayDirectory, links: DeviceLinks, offline: OfflineStore,
@@ -43,6 +45,8 @@ final class DeviceLinkService: Sendable {
         self.log = log
         self.clock = clock
         self.tickets = configuration.ticketLifetime.map { LinkTickets(issuer: directory.issuer, lifetime: $0) }
+        self.recentProofs = RecentProofs(
+            window: DeviceLink.upgradeResumeWindow, now: Int64(clock.now().timeIntervalSince1970.rounded(.down)))
         self.backlogs = BacklogReader { [offline, logger, clock] devices in
             do {
                 return try await offline.pending(devices: devices, now: clock.now())
@@ -79,11 +83,48 @@ final class DeviceLinkService: Sendable {
         let registry = directory.registry
         let now = clock.now()
         switch tickets.check(
-            claimed: device, ticket: ticket, proof: proof, nonce: nonce, now: now, record: { registry.device($0) })
+            claimed: device, ticket: ticket, proof: proof, authenticating: DeviceLink.resumedBytes(nonce: nonce),
+            now: now, record: { registry.device($0) })
         {
         case .failure(let refusal): return .failure(Refusal(code: .ticketRefused, message: refusal.message))
         case .success(let record):
             offline.metrics.linkAuthenticated(byTicket: true)
+            return .success(
+                Authenticated(
+                    device: record, registrations: registry.registrations(device: record.id),
+                    ticket: tickets.issue(for: record, now: now)))
+        }
+    }
+
+    /// Checks a resumption carried in the upgrade request (docs/device-link.md, "Resuming in the
+    /// upgrade request"), on the event loop: as ``resume(device:ticket:proof:nonce:)``, with the
+    /// proof over the request's `Sec-WebSocket-Key` and the device's time, which must be within
+    /// ``DeviceLink/upgradeResumeWindow`` of the gateway's clock, and a request accepted once only.
+    func resume(_ resume: DeviceLink.UpgradeResume, webSocketKey: String) -> Result<Authenticated, Refusal> {
+        guard let tickets else {
+            return .failure(Refusal(code: .ticketRefused, message: "this gateway gives no tickets"))
+        }
+        let now = clock.now()
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        guard abs(seconds - resume.time) <= DeviceLink.upgradeResumeWindow else {
+            return .failure(
+                Refusal(
+                    code: .ticketRefused,
+                    message: "the resumption's time is \(resume.time - seconds) s from the gateway's clock"))
+        }
+        let registry = directory.registry
+        switch tickets.check(
+            claimed: resume.device, ticket: resume.ticket, proof: resume.proof,
+            authenticating: DeviceLink.upgradeResumedBytes(webSocketKey: webSocketKey, time: resume.time), now: now,
+            record: { registry.device($0) })
+        {
+        case .failure(let refusal): return .failure(Refusal(code: .ticketRefused, message: refusal.message))
+        case .success(let record):
+            // Checked last: only a request that proves the ticket's secret is remembered.
+            guard recentProofs.insert(resume.proof, now: seconds) else {
+                return .failure(Refusal(code: .ticketRefused, message: "the resumption was presented already"))
+            }
+            offline.metrics.linkAuthenticated(byTicket: true, inUpgrade: true)
             return .success(
                 Authenticated(
                     device: record, registrations: registry.registrations(device: record.id),

@@ -124,6 +124,18 @@ struct DeviceLinkStateMachine {
         return []
     }
 
+    /// The handler is on the channel and the device's upgrade request carried a resumption the
+    /// gateway accepted: online at once, the `welcome` right behind the `101`. A second resumption
+    /// on this link is refused, as after a `resume`.
+    mutating func resumedInUpgrade(_ device: DeviceLinkService.Authenticated, now: NIODeadline, at: Date)
+        -> [Action]
+    {
+        guard case .greeting = phase else { return [] }
+        phase = .authenticating
+        resumeTried = true
+        return [.connectionEstablished] + authenticated(.success(device), now: now, at: at)
+    }
+
     /// A frame from the device.
     mutating func received(_ frame: WebSocketFrame, now: NIODeadline, at: Date) -> [Action] {
         if livenessScheduled {

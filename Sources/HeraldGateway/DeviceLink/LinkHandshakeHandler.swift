@@ -44,7 +44,7 @@ final class LinkHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler
             guard let head else { return }
             answered = true
             switch LinkHandshake.answer(to: head, bodyBytes: bodyBytes) {
-            case .upgrade(let accept): upgrade(context: context, accept: accept)
+            case .upgrade(let accept, let resume): upgrade(context: context, accept: accept, resume: resume)
             case .refuse(let refusal): refuse(context: context, refusal)
             }
         }
@@ -68,16 +68,28 @@ final class LinkHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     /// Writes the `101`, takes this handler out and puts the WebSocket handlers and the link in its
-    /// place (the link writes its challenge as it is added, the last: both leave in its flush),
-    /// then takes the HTTP decoder out; bytes it read past the request go on to the WebSocket
-    /// decoder.
-    private func upgrade(context: ChannelHandlerContext, accept: String) {
+    /// place (the link writes its challenge, or with an accepted resumption its `welcome`, as it
+    /// is added, the last: both leave in its flush), then takes the HTTP decoder out; bytes it
+    /// read past the request go on to the WebSocket decoder. A resumption is checked first: one
+    /// that is refused gets the challenge, as a request without one.
+    private func upgrade(context: ChannelHandlerContext, accept: String, resume: LinkHandshake.Resumption?) {
+        var resumed: DeviceLinkService.Authenticated?
+        if let resume {
+            switch service.resume(resume.resume, webSocketKey: resume.webSocketKey) {
+            case .success(let authenticated): resumed = authenticated
+            case .failure(let refusal):
+                service.logger.info(
+                    "upgrade resumption refused; the device gets the challenge",
+                    metadata: ["device": "\(resume.resume.device)", "reason": "\(refusal.message)"])
+            }
+        }
         context.write(wrapOutboundOut(LinkHandshake.switchingProtocols(accept: accept)), promise: nil)
         let sync = context.pipeline.syncOperations
         let channel = context.channel
         sync.removeHandler(context: context, promise: nil)
         do {
-            try sync.addHandlers(DeviceLinkFraming.handlers(then: DeviceLinkHandler(service: service)))
+            try sync.addHandlers(
+                DeviceLinkFraming.handlers(then: DeviceLinkHandler(service: service, resumed: resumed)))
         } catch {
             service.log.closed(listener: DeviceLinkService.listener, peer: channel.remoteAddress, reason: "\(error)")
             channel.close(promise: nil)
@@ -101,10 +113,17 @@ final class LinkHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler
 enum LinkHandshake {
     /// What a request gets.
     enum Answer: Equatable {
-        /// `101 Switching Protocols` with this `Sec-WebSocket-Accept`.
-        case upgrade(accept: String)
+        /// `101 Switching Protocols` with this `Sec-WebSocket-Accept`; `resume`: the request carried
+        /// a resumption (``DeviceLink/upgradeResumeHeader``), checked before the answer is written.
+        case upgrade(accept: String, resume: Resumption? = nil)
         /// An answer that closes the connection.
         case refuse(Refusal)
+    }
+
+    /// A resumption in an upgrade request, with the request's key its proof covers.
+    struct Resumption: Equatable {
+        var resume: DeviceLink.UpgradeResume
+        var webSocketKey: String
     }
 
     /// A request turned away: its status, a line of text saying why, and headers the status needs.
@@ -173,6 +192,17 @@ enum LinkHandshake {
         guard bodyBytes == 0 else {
             return .refuse(Refusal(status: .badRequest, message: "a WebSocket upgrade carries no body"))
         }
-        return .upgrade(accept: DeviceLink.webSocketAccept(key: key))
+        let resumes = head.headers[DeviceLink.upgradeResumeHeader]
+        guard let value = resumes.first else { return .upgrade(accept: DeviceLink.webSocketAccept(key: key)) }
+        guard resumes.count == 1 else {
+            return .refuse(Refusal(status: .badRequest, message: "Herald-Resume must be one value"))
+        }
+        do {
+            let resume = try DeviceLink.UpgradeResume(headerValue: value)
+            return .upgrade(
+                accept: DeviceLink.webSocketAccept(key: key), resume: Resumption(resume: resume, webSocketKey: key))
+        } catch {
+            return .refuse(Refusal(status: .badRequest, message: error.description))
+        }
     }
 }

@@ -75,11 +75,13 @@ struct LinkTickets: Sendable {
                 expires: Self.int64(bytes, at: 1), secret: Data(bytes[33..<65])))
     }
 
-    /// Checks a `resume`: the ticket opens, is unexpired, names `claimed`, matches the device's
-    /// current record (same key, same generation, not deleted) and `proof` is the HMAC of the
-    /// challenge's nonce under its secret. Returns the device's record.
+    /// Checks a resumption: the ticket opens, is unexpired, names `claimed`, matches the device's
+    /// current record (same key, same generation, not deleted) and `proof` is the HMAC of
+    /// `authenticated` under its secret (``DeviceLink/resumedBytes(nonce:)`` over the challenge's
+    /// nonce, or ``DeviceLink/upgradeResumedBytes(webSocketKey:time:)``). Returns the device's record.
     func check(
-        claimed: String, ticket: Data, proof: Data, nonce: Data, now: Date, record: (String) -> DeviceRecord?
+        claimed: String, ticket: Data, proof: Data, authenticating authenticated: Data, now: Date,
+        record: (String) -> DeviceRecord?
     ) -> Result<DeviceRecord, Refusal> {
         let contents: Contents
         switch open(ticket) {
@@ -103,7 +105,7 @@ struct LinkTickets: Sendable {
         }
         guard
             HMAC<SHA256>.isValidAuthenticationCode(
-                proof, authenticating: DeviceLink.resumedBytes(nonce: nonce),
+                proof, authenticating: authenticated,
                 using: SymmetricKey(data: contents.secret))
         else { return .failure(Refusal(message: "the proof does not match the ticket")) }
         return .success(device)

@@ -162,12 +162,7 @@ public struct GatewayDirectory: Sendable {
         return device
     }
 
-    static func isDeviceID(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 64
-            && s.utf8.allSatisfy {
-                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
-            }
-    }
+    static func isDeviceID(_ s: String) -> Bool { DeviceLink.isDeviceID(s.utf8) }
 
     /// Registers new devices without keys and `bundleID` on each, in two transactions: how a load
     /// test or a bulk-send test gets thousands of tokens at once (one at a time, each would be a
