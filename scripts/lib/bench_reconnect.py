@@ -273,6 +273,7 @@ class Storm:
             "database_cpu": (postgres_cpu() - database_cpu) if self.postgres else 0.0,
             "delivered": delivered_at and delivered_at - ready, "sent": len(sent), "last": last,
             "tickets": sum(metric(g, 'herald_link_authentications_total{method="ticket"}') for g in self.gateways),
+            "in_upgrade": sum(metric(g, 'herald_link_upgrade_resumptions_total') for g in self.gateways),
             "signatures": sum(metric(g, 'herald_link_authentications_total{method="signature"}')
                               for g in self.gateways),
         }
@@ -291,7 +292,8 @@ class Storm:
         lv = r["levels"]
         print(f"bench-reconnect [{label}]: all {total} devices back {r['back']:.2f} s after the gateways were ready "
               f"(half by {lv[0.5]:.2f} s, 90% by {lv[0.9]:.2f} s, 99% by {lv[0.99]:.2f} s; "
-              f"peak {r['peak']:.0f} reconnections a second); {r['tickets']} came back with a ticket, "
+              f"peak {r['peak']:.0f} reconnections a second); {r['tickets']} came back with a ticket "
+              f"({r['in_upgrade']} in the upgrade request), "
               f"{r['signatures']} signed")
         database = f", PostgreSQL {r['database_cpu']:.1f} s ({r['database_cpu'] / total * 1e6:.0f} us per device)" \
             if self.postgres else ""
