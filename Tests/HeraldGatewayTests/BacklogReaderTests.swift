@@ -24,7 +24,7 @@ import Testing
 
     @Test func devicesThatComeOnlineDuringAReadAreReadTogetherNext() async throws {
         let queries = Queries()
-        let reader = BacklogReader { devices in
+        let reader = BacklogReader(window: .zero) { devices in
             queries.batches.withLock { $0.append(devices) }
             await queries.gate.pass()
             return Dictionary(
@@ -56,10 +56,48 @@ import Testing
         #expect(
             delivered.withLock { $0 } == ["a": ["p-a"], "b": ["p-b", "p-b"], "c": ["p-c"], "empty": []])
 
-        // Nothing running: the next device is read at once, alone.
+        // Nothing running: the next device is read after the window (here none), alone.
         read("d")
         await loop.run()
         await done.reached(6)
         #expect(queries.batches.withLock { $0.last } == ["d"])
+    }
+
+    /// With nothing running, a read waits out the window first: devices that come online meanwhile,
+    /// on any loop, are read with the first. The wait is the test's, so no time passes.
+    @Test func aReadWaitsOutItsWindowForMoreDevices() async throws {
+        let queries = Queries()
+        let window = Gate()
+        let waited = Mutex<[Duration]>([])
+        // Whichever comes first, the wait or a read, is counted: a reader that did not wait fails
+        // here rather than hanging.
+        let started = Tally()
+        let reader = BacklogReader(
+            window: .milliseconds(8),
+            wait: { duration in
+                waited.withLock { $0.append(duration) }
+                started.increment()
+                await window.pass()
+            },
+            read: { devices in
+                queries.batches.withLock { $0.append(devices) }
+                started.increment()
+                return [:]
+            })
+        let (first, second) = (NIOAsyncTestingEventLoop(), NIOAsyncTestingEventLoop())
+        let done = Tally()
+        window.close()
+        reader.read(device: "a", on: first) { _ in done.increment() }
+        await first.run()
+        await started.reached(1)
+        let early = queries.batches.withLock { $0 }
+        #expect(early.isEmpty, "nothing is read before the window ends")
+        guard early.isEmpty else { return window.open() }
+        reader.read(device: "b", on: second) { _ in done.increment() }
+        reader.read(device: "c", on: first) { _ in done.increment() }
+        window.open()
+        await done.reached(3)
+        #expect(queries.batches.withLock { $0 } == [["a", "b", "c"]])
+        #expect(waited.withLock { $0 } == [.milliseconds(8)])
     }
 }
