@@ -186,8 +186,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func write(_ frame: WebSocketFrame, flush: Bool) {
         guard let context else { return }
         var frame = frame
-        // A client masks every frame (RFC 6455 §5.3).
-        frame.maskKey = .random()
+        // A client masks every frame (RFC 6455 §5.3), with a key from the pooled generator (NIO's
+        // `.random()` is a system call a frame).
+        frame.maskKey = WebSocketMaskingKey(RandomUUID.bytes(4))
         if flush {
             context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
         } else {

@@ -41,10 +41,9 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         resume: (String) -> DeviceLink.UpgradeResume? = { _ in nil },
         link: @escaping () -> LinkClientHandler, failed: @escaping (GatewayLinkFailure) -> Void
     ) {
-        var key = [UInt8](repeating: 0, count: 16)
-        var random = SystemRandomNumberGenerator()
-        for i in key.indices { key[i] = random.next() }
-        let keyText = Data(key).base64EncodedString()
+        // From the pooled generator: a byte each from `SystemRandomNumberGenerator` was a system
+        // call each, sixteen per connection.
+        let keyText = RandomUUID.bytes(16).base64EncodedString()
         self.expectedAccept = DeviceLink.webSocketAccept(key: keyText)
         self.request = Self.request(host: host, port: port, path: path, key: keyText, resume: resume(keyText))
         self.encoder = encoder

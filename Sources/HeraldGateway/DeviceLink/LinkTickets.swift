@@ -54,7 +54,9 @@ struct LinkTickets: Sendable {
         plain.append(Self.keyDigest(device.publicKey))
         plain.append(secret)
         plain.append(contentsOf: device.id.utf8)
-        guard let sealed = try? AES.GCM.seal(plain, using: key, authenticating: Self.label),
+        // The nonce from the pooled generator: swift-crypto's own draws eight bytes a system call.
+        guard let nonce = try? AES.GCM.Nonce(data: RandomUUID.bytes(12)),
+            let sealed = try? AES.GCM.seal(plain, using: key, nonce: nonce, authenticating: Self.label),
             let combined = sealed.combined
         else { return nil }
         return LinkTicket(ticket: combined, secret: secret, expires: expires)
