@@ -150,7 +150,7 @@ import Testing
     static func servesTheLinkOnASocketHandedOver(named name: String, by herald: URL) throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("herald-release-sa-\(UUID())")
         defer { try? FileManager.default.removeItem(at: state) }
-        let port = try freePort()
+        let port = try PrivatePostgres.freeLoopbackPort()
         let activator = try Child(
             URL(fileURLWithPath: "/usr/bin/systemd-socket-activate"),
             [
@@ -163,7 +163,7 @@ import Testing
             activator.process.waitUntilExit()
         }
         try eventually("systemd-socket-activate to listen") { activator.errors.contains("Listening on") }
-        let connection = try SocketActivationEndToEndTests.connect(port: port)
+        let connection = try SocketActivationEndToEndTests.connect(port: Int32(port))
         defer { close(connection) }
         let request = "GET /device/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
         #expect(write(connection, request, request.utf8.count) == request.utf8.count)
@@ -177,22 +177,5 @@ import Testing
         let read = Glibc.read(connection, &answer, answer.count)
         let head = String(decoding: answer.prefix(max(read, 0)), as: UTF8.self)
         #expect(head.hasPrefix("HTTP/1.1 4"), "a request without an upgrade is refused by the link: \(head)")
-    }
-
-    /// A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick).
-    static func freePort() throws -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
-            }
-        }
-        try #require(bound, "binding a port: errno \(errno)")
-        return Int32(UInt16(bigEndian: address.sin_port))
     }
 }

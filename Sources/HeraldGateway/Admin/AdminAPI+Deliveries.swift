@@ -31,12 +31,8 @@ extension AdminAPI {
             let limit = text("limit").map { Int($0) ?? -1 } ?? 100
             guard (1...1000).contains(limit) else { throw HTTPError(.badRequest, message: "limit: 1 to 1000") }
             let log = try await pushes.recentDeliveryLog(rows: DeliveryHistory.rowsRead)
-            var response = try PreciseJSON.response(DeliveryHistory.entries(log.events, filter: filter, limit: limit))
-            // Rows that could not be read are left out of the list, and said so.
-            if log.unreadableRows > 0 {
-                response.headers[Self.unreadableRowsHeader] = String(log.unreadableRows)
-            }
-            return response
+            return try Self.response(
+                DeliveryHistory.entries(log.events, filter: filter, limit: limit), leavingOut: log.unreadableRows)
         }
         let clock = self.clock
         routes.get("/delivery-metrics") { request, _ -> Response in
@@ -62,13 +58,17 @@ extension AdminAPI {
                 }
                 throw HTTPError(.notFound, message: "no push with apns-id or apns-unique-id \(id)")
             }
-            var response = try PreciseJSON.response(log.events.map(DeliveryEventView.init))
-            if log.unreadableRows > 0 {
-                response.headers[Self.unreadableRowsHeader] = String(log.unreadableRows)
-            }
-            return response
+            return try Self.response(log.events.map(DeliveryEventView.init), leavingOut: log.unreadableRows)
         }
         return routes
+    }
+
+    /// `value` as JSON; rows of the log that could not be read are left out of it, and said so in
+    /// ``unreadableRowsHeader``.
+    static func response(_ value: some Encodable, leavingOut unreadableRows: Int) throws -> Response {
+        var response = try PreciseJSON.response(value)
+        if unreadableRows > 0 { response.headers[unreadableRowsHeader] = String(unreadableRows) }
+        return response
     }
 
     /// `/feedback/{bundleID}`: read, or read and emptied (like the legacy feedback service).

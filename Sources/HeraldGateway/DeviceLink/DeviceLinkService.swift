@@ -77,23 +77,9 @@ final class DeviceLinkService: Sendable {
     /// Checks a `resume` (a ticket and its proof over `nonce`) on the event loop: it touches only
     /// the registry in memory, and costs an AES-GCM open and two HMACs instead of a signature check.
     func resume(device: String, ticket: Data, proof: Data, nonce: Data) -> Result<Authenticated, Refusal> {
-        guard let tickets else {
-            return .failure(Refusal(code: .ticketRefused, message: "this gateway gives no tickets"))
-        }
-        let registry = directory.registry
-        let now = clock.now()
-        switch tickets.check(
-            claimed: device, ticket: ticket, proof: proof, authenticating: DeviceLink.resumedBytes(nonce: nonce),
-            now: now, record: { registry.device($0) })
-        {
-        case .failure(let refusal): return .failure(Refusal(code: .ticketRefused, message: refusal.message))
-        case .success(let record):
-            offline.metrics.linkAuthenticated(byTicket: true)
-            return .success(
-                Authenticated(
-                    device: record, registrations: registry.registrations(device: record.id),
-                    ticket: tickets.issue(for: record, now: now)))
-        }
+        resume(
+            device: device, ticket: ticket, proof: proof, authenticating: DeviceLink.resumedBytes(nonce: nonce),
+            now: clock.now(), inUpgrade: false)
     }
 
     /// Checks a resumption carried in the upgrade request (docs/device-link.md, "Resuming in the
@@ -101,30 +87,41 @@ final class DeviceLinkService: Sendable {
     /// proof over the request's `Sec-WebSocket-Key` and the device's time, which must be within
     /// ``DeviceLink/upgradeResumeWindow`` of the gateway's clock, and a request accepted once only.
     func resume(_ resume: DeviceLink.UpgradeResume, webSocketKey: String) -> Result<Authenticated, Refusal> {
-        guard let tickets else {
-            return .failure(Refusal(code: .ticketRefused, message: "this gateway gives no tickets"))
-        }
         let now = clock.now()
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        guard abs(seconds - resume.time) <= DeviceLink.upgradeResumeWindow else {
+        if tickets != nil, abs(seconds - resume.time) > DeviceLink.upgradeResumeWindow {
             return .failure(
                 Refusal(
                     code: .ticketRefused,
                     message: "the resumption's time is \(resume.time - seconds) s from the gateway's clock"))
         }
+        return self.resume(
+            device: resume.device, ticket: resume.ticket, proof: resume.proof,
+            authenticating: DeviceLink.upgradeResumedBytes(webSocketKey: webSocketKey, time: resume.time), now: now,
+            inUpgrade: true)
+    }
+
+    /// What both resumptions check: the ticket and its proof over `authenticated`
+    /// (``LinkTickets/check(claimed:ticket:proof:authenticating:now:record:)``); then, `inUpgrade`,
+    /// that the proof was not accepted before (``RecentProofs``: remembered only once it verified).
+    /// Accepted: the device's registrations and its next ticket.
+    private func resume(
+        device: String, ticket: Data, proof: Data, authenticating authenticated: Data, now: Date, inUpgrade: Bool
+    ) -> Result<Authenticated, Refusal> {
+        guard let tickets else {
+            return .failure(Refusal(code: .ticketRefused, message: "this gateway gives no tickets"))
+        }
         let registry = directory.registry
         switch tickets.check(
-            claimed: resume.device, ticket: resume.ticket, proof: resume.proof,
-            authenticating: DeviceLink.upgradeResumedBytes(webSocketKey: webSocketKey, time: resume.time), now: now,
+            claimed: device, ticket: ticket, proof: proof, authenticating: authenticated, now: now,
             record: { registry.device($0) })
         {
         case .failure(let refusal): return .failure(Refusal(code: .ticketRefused, message: refusal.message))
         case .success(let record):
-            // Checked last: only a request that proves the ticket's secret is remembered.
-            guard recentProofs.insert(resume.proof, now: seconds) else {
+            if inUpgrade, !recentProofs.insert(proof, now: Int64(now.timeIntervalSince1970.rounded(.down))) {
                 return .failure(Refusal(code: .ticketRefused, message: "the resumption was presented already"))
             }
-            offline.metrics.linkAuthenticated(byTicket: true, inUpgrade: true)
+            offline.metrics.linkAuthenticated(byTicket: true, inUpgrade: inUpgrade)
             return .success(
                 Authenticated(
                     device: record, registrations: registry.registrations(device: record.id),
