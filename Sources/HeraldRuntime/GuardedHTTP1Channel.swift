@@ -15,8 +15,8 @@ public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel 
 
     let base: Base
     let listener: String
-    /// ``ListenerTimeouts/firstBytes`` on the event loop's clock, converted once.
-    let firstBytes: TimeAmount
+    /// The connections' ``ListenerTimeouts/firstBytes`` deadlines, shared by the server's connections.
+    let firstBytes: FirstBytesDeadlines
     let tls: NIOSSLContext?
     let log: ListenerLog
 
@@ -24,7 +24,7 @@ public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel 
     public init(_ base: Base, listener: String, timeouts: ListenerTimeouts, tls: NIOSSLContext?, log: ListenerLog) {
         self.base = base
         self.listener = listener
-        self.firstBytes = TimeAmount(timeouts.firstBytes)
+        self.firstBytes = FirstBytesDeadlines(deadline: TimeAmount(timeouts.firstBytes))
         self.tls = tls
         self.log = log
     }
@@ -32,7 +32,7 @@ public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let sync = channel.pipeline.syncOperations
-            try sync.addHandler(FirstBytesDeadline(listener: listener, deadline: firstBytes, log: log))
+            try sync.addHandler(FirstBytesDeadline(listener: listener, deadlines: firstBytes, log: log))
             if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
             try sync.addHandler(ProtocolSniffer(listener: listener, log: log, http1: { _ in }, http2: nil))
         }.flatMap {

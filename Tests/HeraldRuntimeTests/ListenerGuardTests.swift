@@ -84,6 +84,87 @@ struct FirstBytesDeadlineTests {
     }
 }
 
+/// Connections of one listener on one loop share a queue of deadlines (``FirstBytesDeadlines``).
+struct FirstBytesDeadlinesTests {
+    let log = ListenerLog(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+
+    func connect(
+        _ loop: EmbeddedEventLoop, _ deadlines: FirstBytesDeadlines, establishes: Bool = false
+    ) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel(loop: loop)
+        var handlers: [any ChannelHandler] = [FirstBytesDeadline(listener: "test", deadlines: deadlines, log: log)]
+        if establishes { handlers.append(Establisher()) }
+        try channel.pipeline.syncOperations.addHandlers(handlers)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return channel
+    }
+
+    @Test func eachSilentConnectionClosesAtItsOwnDeadlineAndTheOthersStay() throws {
+        let loop = EmbeddedEventLoop()
+        let deadlines = FirstBytesDeadlines(deadline: .seconds(10))
+        // Accepted one second apart: silent, answering, silent, answering, silent.
+        var channels: [EmbeddedChannel] = []
+        for index in 0..<5 {
+            let channel = try connect(loop, deadlines, establishes: index % 2 == 1)
+            if index % 2 == 1 { try channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n")) }
+            channels.append(channel)
+            loop.advanceTime(by: .seconds(1))
+        }
+        // Now 5 s after the first. Each silent one closes exactly 10 s after it was accepted.
+        for silent in [0, 2, 4] {
+            loop.advanceTime(to: NIODeadline.uptimeNanoseconds(0) + .seconds(Int64(10 + silent)) - .milliseconds(1))
+            #expect(channels[silent].isActive)
+            loop.advanceTime(by: .milliseconds(1))
+            #expect(!channels[silent].isActive, "connection \(silent)")
+        }
+        #expect(channels[1].isActive && channels[3].isActive)
+        #expect(deadlines.queue(on: loop).entries.isEmpty)
+        loop.advanceTime(by: .hours(1))
+        #expect(channels[1].isActive && channels[3].isActive)
+    }
+
+    @Test func answeredConnectionsLeaveTheQueueOnceMostOfItIsDone() throws {
+        let loop = EmbeddedEventLoop()
+        let deadlines = FirstBytesDeadlines(deadline: .seconds(10))
+        let first = try connect(loop, deadlines)
+        var answered: [EmbeddedChannel] = []
+        for _ in 0..<3000 {
+            let channel = try connect(loop, deadlines, establishes: true)
+            try channel.writeInbound(ByteBuffer(string: "x"))
+            answered.append(channel)
+        }
+        loop.advanceTime(by: .seconds(1))
+        let last = try connect(loop, deadlines)
+        // The silent first one holds the head, yet the answered ones behind it are gone.
+        let queue = deadlines.queue(on: loop)
+        #expect(queue.entries.count < 1000, "at most a third of the answered ones are left")
+        #expect(queue.entries.first?.watch.watching == true)
+        loop.advanceTime(by: .seconds(9))
+        #expect(!first.isActive)
+        #expect(last.isActive)
+        loop.advanceTime(by: .seconds(1))
+        #expect(!last.isActive)
+        #expect(answered.allSatisfy { $0.isActive })
+        #expect(queue.entries.isEmpty)
+    }
+
+    @Test func aConnectionClosedBeforeItsDeadlineIsNotLoggedAsTimedOut() throws {
+        let lines = LogLines()
+        let log = ListenerLog(logger: Logger(label: "test", factory: { _ in CapturingLogHandler(lines) }))
+        let loop = EmbeddedEventLoop()
+        let deadlines = FirstBytesDeadlines(deadline: .seconds(10))
+        let channel = EmbeddedChannel(loop: loop)
+        try channel.pipeline.syncOperations.addHandler(
+            FirstBytesDeadline(listener: "test", deadlines: deadlines, log: log))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let silent = try connect(loop, deadlines)
+        try channel.close().wait()
+        loop.advanceTime(by: .seconds(10))
+        #expect(!silent.isActive)
+        #expect(lines.all.isEmpty)
+    }
+}
+
 struct ProtocolSnifferTests {
     let log = ListenerLog(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
 

@@ -44,7 +44,7 @@ public final class DeviceLinkServer: Sendable {
         let service = DeviceLinkService(
             directory: directory, links: links, offline: offline, configuration: configuration, logger: logger,
             log: log ?? ListenerLog(logger: logger), clock: clock, broadcasts: broadcasts)
-        let firstBytes = TimeAmount(configuration.firstBytesTimeout)
+        let firstBytes = FirstBytesDeadlines(deadline: TimeAmount(configuration.firstBytesTimeout))
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -57,7 +57,7 @@ public final class DeviceLinkServer: Sendable {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(
                         FirstBytesDeadline(
-                            listener: LinkTransportSniffer.listener, deadline: firstBytes,
+                            listener: LinkTransportSniffer.listener, deadlines: firstBytes,
                             log: service.log))
                     try sync.addHandler(LinkTransportSniffer(service: service, tls: tls))
                 }

@@ -43,7 +43,7 @@ public final class LegacyServer: Sendable {
     ) async throws -> LegacyServer {
         let registry = ChannelRegistry()
         let log = log ?? ListenerLog(logger: logger)
-        let firstBytes = TimeAmount(timeouts.firstBytes)
+        let firstBytes = FirstBytesDeadlines(deadline: TimeAmount(timeouts.firstBytes))
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -57,7 +57,7 @@ public final class LegacyServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(
-                        FirstBytesDeadline(listener: service.rawValue, deadline: firstBytes, log: log))
+                        FirstBytesDeadline(listener: service.rawValue, deadlines: firstBytes, log: log))
                     try sync.addHandler(
                         NIOSSLServerHandler(context: tls) { certificates, promise in
                             promise.succeed(

@@ -48,6 +48,7 @@ public final class ProviderServer: Sendable {
         clock: any WallClock = SystemClock(), capture: ProviderCapture? = nil
     ) async throws -> ProviderServer {
         let holder = ChannelRegistry()
+        let deadlines = FirstBytesDeadlines(deadline: firstBytes)
         let log = log ?? ListenerLog(logger: logger)
         let name: String
         switch (transport, api.channels != nil) {
@@ -69,7 +70,7 @@ public final class ProviderServer: Sendable {
                     let connection = ProviderConnectionState(defaultEnvironment: environment)
                     let setup = ProviderPipeline(
                         api: api, router: router, clock: clock, requestDeadline: firstBytes, log: log)
-                    try sync.addHandler(FirstBytesDeadline(listener: name, deadline: firstBytes, log: log))
+                    try sync.addHandler(FirstBytesDeadline(listener: name, deadlines: deadlines, log: log))
                     switch transport {
                     case .cleartext:
                         if let capture { try sync.addHandler(capture.handler()) }
