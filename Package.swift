@@ -205,6 +205,7 @@ let package = Package(
             name: "HeraldRuntimeTests",
             dependencies: [
                 "HeraldRuntime",
+                "HeraldCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 
 /// The first handler of every accepted connection: closes it, with a logged reason, if no complete
 /// request arrives within the first-bytes deadline (``ListenerTimeouts/firstBytes``). A later
@@ -119,24 +118,15 @@ public final class FirstBytesDeadline: ChannelDuplexHandler, RemovableChannelHan
 public final class FirstBytesDeadlines: Sendable {
     /// How long after acceptance a connection is closed if it sent no complete request.
     public let deadline: TimeAmount
-    private let queues = Mutex<[ObjectIdentifier: NIOLoopBound<Queue>]>([:])
+    private let queues = PerLoop { Queue(loop: $0) }
 
     /// The deadlines of a listener, each `deadline` after a connection was accepted.
     public init(deadline: TimeAmount) {
         self.deadline = deadline
     }
 
-    /// The queue of `loop`'s connections, made on first use. It keeps `loop`, so the loop's
-    /// identifier cannot be reused by another while it is in the map.
-    func queue(on loop: any EventLoop) -> Queue {
-        let key = ObjectIdentifier(loop)
-        return queues.withLock { queues in
-            if let queue = queues[key] { return queue.value }
-            let queue = Queue(loop: loop)
-            queues[key] = NIOLoopBound(queue, eventLoop: loop)
-            return queue
-        }
-    }
+    /// The queue of `loop`'s connections, made on first use; call it on `loop`.
+    func queue(on loop: any EventLoop) -> Queue { queues.value(on: loop) }
 
     /// One event loop's watched connections, used only on that loop.
     final class Queue {

@@ -37,7 +37,8 @@ existed), then once with tickets given out but none held yet, unmeasured, then w
 prints the CPU per device of each measured storm and their ratio.
 
 With BENCH_RECONNECT_PERF=PREFIX in the environment, `perf record -g` records the gateways (to
-PREFIX.gateway) and the test devices (PREFIX.devices) during the storm with tickets.
+PREFIX.gateway) and the test devices (PREFIX.devices) during the storm with tickets; with
+BENCH_RECONNECT_PERF_STOP=PREFIX, the gateways while they stop before it (PREFIX.stop).
 
 The devices reconnect with the device daemon's backoff (0.5 s doubling to 30 s, each wait scaled by
 a random 50-100%), so the gateways see the herd spread over their restart. Debian's python3 (and
@@ -201,6 +202,13 @@ class Storm:
         stop_cpu = {pid: cpu_seconds(pid) for pid in old_pids}
         stop_cpu_before = sum(stop_cpu.values())
         stop_devices_cpu = sum(cpu_seconds(w.process.pid) for w in self.watchers)
+        stop_profilers = []
+        if os.environ.get("BENCH_RECONNECT_PERF_STOP") and tickets:
+            # perf record of the gateways while they stop, to PREFIX.stop (ends when they exit).
+            stop_profilers.append(subprocess.Popen(
+                ["perf", "record", "-g", "-o", os.environ["BENCH_RECONNECT_PERF_STOP"] + ".stop",
+                 "-p", ",".join(map(str, old_pids))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(0.5)
         stopping = time.time()
         for g in self.gateways:
             (g.process.send_signal(signal.SIGKILL if self.kill else signal.SIGTERM))
@@ -211,6 +219,8 @@ class Storm:
         for g in self.gateways:
             g.process.wait()
         stopped = time.time()
+        for profiler in stop_profilers:
+            profiler.wait()
         stop_devices_cpu = sum(cpu_seconds(w.process.pid) for w in self.watchers) - stop_devices_cpu
         for g in self.gateways:
             g.launch()
@@ -284,7 +294,7 @@ class Storm:
             f", {self.hold} device link socket(s) per gateway held" if self.hold else "")
         total = self.total
         print(f"bench-reconnect [{label}]: {len(self.gateways)} gateway(s) stopped ({how}) in {r['stopped']:.2f} s "
-              f"and all ready again {r['ready']:.2f} s later; CPU while stopping: gateways {r['stop_gateway_cpu']:.1f} s, "
+              f"and all ready again {r['ready']:.2f} s later; CPU while stopping: gateways {r['stop_gateway_cpu']:.2f} s, "
               f"the test devices {r['stop_devices_cpu']:.1f} s")
         if r["back"] is None:
             print(f"bench-reconnect [{label}]: NOT all back within 600 s: {r['last']} of {total}")

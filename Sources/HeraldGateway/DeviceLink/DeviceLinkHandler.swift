@@ -17,9 +17,11 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     let service: DeviceLinkService
     var machine: DeviceLinkStateMachine
     var context: ChannelHandlerContext?
-    var wakeTimer: Scheduled<Void>?
-    var deadlineTimer: Scheduled<Void>?
-    var livenessTimer: Scheduled<Void>?
+    /// The timers of the links on this one's loop (``LoopTimers``), once added.
+    private var timers: LoopTimers?
+    var wakeTimer: LoopTimers.Timer?
+    var deadlineTimer: LoopTimers.Timer?
+    var livenessTimer: LoopTimers.Timer?
     let turnFlush = LoopTurnFlush()
     /// The WebSocket frame encoder's context, when the pipeline has one: a `push` is written there
     /// already framed (``textFrame(_:allocator:)``), so that it passes no `WebSocketFrame` (a
@@ -56,6 +58,7 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        timers = service.timers.value(on: context.eventLoop)
         framedWrites = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
         if let resumed {
             self.resumed = nil
@@ -238,32 +241,30 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func runTimer(_ action: Action) {
-        guard let context else { return }
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        guard context != nil, let timers else { return }
         switch action {
         case .scheduleWake(let deadline):
-            wakeTimer?.cancel()
-            wakeTimer = context.eventLoop.scheduleTask(deadline: deadline) {
-                let handler = bound.value
-                handler.wakeTimer = nil
-                handler.run(handler.machine.wakeFired(now: handler.now, at: handler.at))
+            if let wakeTimer { timers.cancel(wakeTimer) }
+            wakeTimer = timers.schedule(at: deadline) { [self] in
+                wakeTimer = nil
+                run(machine.wakeFired(now: now, at: at))
             }
         case .cancelWake:
-            wakeTimer?.cancel()
+            if let wakeTimer { timers.cancel(wakeTimer) }
             wakeTimer = nil
         case .scheduleDeadline(let deadline):
-            deadlineTimer = context.eventLoop.scheduleTask(deadline: deadline) {
-                let handler = bound.value
-                handler.deadlineTimer = nil
-                handler.run(handler.machine.deadlineFired(now: handler.now))
+            deadlineTimer = timers.schedule(at: deadline) { [self] in
+                deadlineTimer = nil
+                run(machine.deadlineFired(now: now))
             }
         case .scheduleLiveness(let delay):
-            livenessTimer = context.eventLoop.scheduleTask(in: delay) {
-                let handler = bound.value
-                handler.run(handler.machine.livenessFired(now: handler.now, at: handler.at))
+            livenessTimer = timers.schedule(in: delay) { [self] in
+                run(machine.livenessFired(now: now, at: at))
             }
         default:
-            for timer in [wakeTimer, deadlineTimer, livenessTimer] { timer?.cancel() }
+            for timer in [wakeTimer, deadlineTimer, livenessTimer] {
+                if let timer { timers.cancel(timer) }
+            }
             (wakeTimer, deadlineTimer, livenessTimer) = (nil, nil, nil)
         }
     }

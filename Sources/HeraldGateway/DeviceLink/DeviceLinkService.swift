@@ -30,6 +30,8 @@ final class DeviceLinkService: Sendable {
     let backlogs: BacklogReader
     /// The upgrade resumptions accepted lately: each is accepted once.
     let recentProofs: RecentProofs
+    /// The links' timers, one heap per event loop.
+    let timers = PerLoop { LoopTimers(loop: $0) }
 
     init(
         directory: GatewayDirectory, links: DeviceLinks, offline: OfflineStore,
