@@ -9,6 +9,7 @@ let package = Package(
     dependencies: [
         .package(name: "Herald", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
     ],
     targets: [
         .executableTarget(
@@ -19,6 +20,15 @@ let package = Package(
                 .product(name: "HeraldTesting", package: "Herald"),
             ],
             path: "Sources/herald-bench"
+        ),
+        .executableTarget(
+            name: "timers-bench",
+            dependencies: [
+                .product(name: "HeraldRuntime", package: "Herald"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Sources/timers-bench"
         ),
         .executableTarget(
             name: "CalendarBenchmarks",
