@@ -40,9 +40,12 @@ public final class LoopTimers {
     public let loop: any EventLoop
     private var heap: [Timer] = []
     private var scheduled: UInt64 = 0
-    /// The NIO task for the earliest timer, and its deadline.
+    /// The NIO task for the earliest timer, its deadline, and its number: a task replaced by an
+    /// earlier one may already be running (NIO runs a tick's due tasks from a copy, which a cancel
+    /// does not reach), and then it must neither fire nor forget its successor.
     private var task: Scheduled<Void>?
     private var taskDeadline: NIODeadline?
+    private var armings: UInt64 = 0
 
     /// No timers yet, on `loop`.
     public init(loop: any EventLoop) {
@@ -69,10 +72,11 @@ public final class LoopTimers {
         schedule(at: loop.now + delay, action)
     }
 
-    /// Stops `timer` if it has not fired; its action is released.
+    /// Stops `timer` (one of these timers') if it has not fired; its action is released.
     public func cancel(_ timer: Timer) {
         timer.action = nil
         guard timer.index >= 0 else { return }
+        precondition(timer.index < heap.count && heap[timer.index] === timer, "a timer of other LoopTimers")
         remove(at: timer.index)
         // The NIO task stays: if it was for this timer it fires early, finds nothing due and
         // re-arms for the next; cancelling it would be one of the searches this type avoids.
@@ -82,15 +86,22 @@ public final class LoopTimers {
         guard let first = heap.first else { return }
         if let taskDeadline, taskDeadline <= first.deadline { return }
         task?.cancel()
+        armings &+= 1
+        let arming = armings
         taskDeadline = first.deadline
-        task = loop.assumeIsolated().scheduleTask(deadline: first.deadline) { [self] in fire() }
+        task = loop.assumeIsolated().scheduleTask(deadline: first.deadline) { [self] in fire(arming) }
     }
 
-    private func fire() {
+    private func fire(_ arming: UInt64) {
+        guard arming == armings else { return }
         task = nil
         taskDeadline = nil
         let now = loop.now
-        while let first = heap.first, first.deadline <= now {
+        // Only timers scheduled before this firing: one an action schedules in the past waits for
+        // the next turn of the loop, as a NIO task would, so an action that keeps rescheduling
+        // itself cannot hold the loop.
+        let last = scheduled
+        while let first = heap.first, first.deadline <= now, first.sequence <= last {
             remove(at: 0)
             let action = first.action
             first.action = nil

@@ -121,6 +121,7 @@ struct FirstBytesDeadlinesTests {
         #expect(deadlines.queue(on: loop).entries.isEmpty)
         loop.advanceTime(by: .hours(1))
         #expect(channels[1].isActive && channels[3].isActive)
+        for index in [1, 3] { _ = try channels[index].finish() }
     }
 
     @Test func answeredConnectionsLeaveTheQueueOnceMostOfItIsDone() throws {
@@ -146,6 +147,7 @@ struct FirstBytesDeadlinesTests {
         #expect(!last.isActive)
         #expect(answered.allSatisfy { $0.isActive })
         #expect(queue.entries.isEmpty)
+        for channel in answered { _ = try channel.finish() }
     }
 
     @Test func aConnectionClosedBeforeItsDeadlineIsNotLoggedAsTimedOut() throws {
