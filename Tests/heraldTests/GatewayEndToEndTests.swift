@@ -75,6 +75,8 @@ final class GatewayProcess {
     let state: URL
     let process = Process()
     let output = Pipe()
+    /// Stops the gateway if the tests end first (``watchingTheTests(_:)``).
+    var parentWatch: Pipe!
     var info: GatewayInfo!
 
     init(state: URL? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
@@ -83,6 +85,7 @@ final class GatewayProcess {
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
+        parentWatch = watchingTheTests(process)
         process.arguments =
             [
                 "gateway", "--state", self.state.path, "--port", "0", "--dev-port", "0", "--admin-port", "0",
@@ -366,6 +369,22 @@ struct Provisioned {
 }
 
 @Suite(.serialized, .ownThread) struct GatewayStartupTests {
+    /// The tests' own gateways stop when the tests do (``watchingTheTests(_:)``): closing the pipe is
+    /// what the kernel does when the test process dies.
+    @Test func aTestGatewayStopsByItselfWhenTheTestsEnd() throws {
+        let gateway = try GatewayProcess()
+        try gateway.parentWatch.fileHandleForWriting.close()
+        // A safety net, not a wait: a gateway that ignored the pipe is killed, and the test fails.
+        let pid = gateway.process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        gateway.process.waitUntilExit()
+        watchdog.cancel()
+        #expect(gateway.process.terminationReason == .exit)
+        #expect(gateway.process.terminationStatus == 0)
+        #expect(gateway.log.contains("has ended; stopping"), "\(gateway.log)")
+    }
+
     @Test func busyPortsAreNamed() throws {
         let first = try GatewayProcess()
         let tlsPort = URL(string: first.tls)!.port!

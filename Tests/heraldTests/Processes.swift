@@ -20,6 +20,22 @@ extension LineReader {
     }
 }
 
+/// Gives a `herald gateway` or `herald device` child what `herald up` gives its own
+/// (docs/operations.md, "When `herald up` ends"): its standard input is a pipe whose writing end only
+/// this test process holds, named by `HERALD_PARENT_PIPE`. If the test run crashes or is killed, the
+/// kernel closes that end and the child stops as SIGTERM stops it, instead of running on with its
+/// ports and state. Hold the returned pipe as long as the child runs; closing it stops the child.
+func watchingTheTests(_ process: Process) -> Pipe {
+    let pipe = Pipe()
+    // Nothing else the tests start may keep the writing end open.
+    _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
+    process.standardInput = pipe
+    process.environment = (process.environment ?? ProcessInfo.processInfo.environment).merging([
+        "HERALD_PARENT_PIPE": "0"
+    ]) { $1 }
+    return pipe
+}
+
 /// A started process whose standard output is read line by line.
 final class Child {
     let process = Process()
@@ -27,8 +43,11 @@ final class Child {
     let reader: LineReader
     /// Where its standard error goes, with `keepingErrors` (removed with the child).
     let errorFile: URL?
-    /// Its standard input, with `input` (otherwise it inherits the test's).
+    /// Its standard input, with `input` (otherwise it inherits the test's, or, for `herald gateway`
+    /// and `herald device`, is the pipe ``watchingTheTests(_:)`` gives them).
     let input: Pipe?
+    /// The pipe that stops a `herald gateway` or `herald device` child if the tests end first.
+    let parentWatch: Pipe?
 
     /// Starts `executable`; with `keepingErrors`, what it writes to standard error is kept in a file
     /// for ``errors`` (a test's failure message), otherwise dropped; with `input`, ``send(_:)`` writes
@@ -43,6 +62,9 @@ final class Child {
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
+        let watched =
+            !input && executable.lastPathComponent == "herald" && ["gateway", "device"].contains(arguments.first)
+        parentWatch = watched ? watchingTheTests(process) : nil
         if keepingErrors {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-child-\(UUID()).err")
             _ = FileManager.default.createFile(atPath: file.path, contents: nil)
