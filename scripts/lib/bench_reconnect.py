@@ -26,7 +26,9 @@ the first gateway; most are still reconnecting, so their push is stored. It meas
   peak:       the fastest rate at which devices came back, over one interval between two samples of
               the nodes' online counts (all asked at once, then 100 ms of sleep; an interval lasts
               longer while the nodes are busy)
-  CPU:        of the gateways, the test devices and PostgreSQL meanwhile, per device; and of the
+  CPU:        of the gateways, the test devices and PostgreSQL meanwhile, per device (each gateway's
+              from its own readiness, the others' from the first gateway's: a node ready before the
+              rest serves its held devices at once); and of the
               gateways and the test devices while the gateways stopped (the devices retry meanwhile;
               a gateway's CPU is read until it exits, so the kernel's closing of its sockets at exit
               is not counted)
@@ -224,8 +226,25 @@ class Storm:
         stop_devices_cpu = sum(cpu_seconds(w.process.pid) for w in self.watchers) - stop_devices_cpu
         for g in self.gateways:
             g.launch()
-        for g in self.gateways:
+        # Each gateway's readiness is waited for on its own thread, and its CPU counted from then: a
+        # node ready before the others serves its held devices at once, and counting only from the
+        # last node's readiness would leave that work out. The test devices' and PostgreSQL's CPU
+        # are counted from the first node's readiness.
+        readiness = {}
+        first_ready = threading.Event()
+        early = {}
+
+        def await_ready(g):
             g.wait_ready()
+            readiness[g.process.pid] = (time.time(), cpu_seconds(g.process.pid))
+            if not first_ready.is_set():
+                first_ready.set()
+                early["devices"] = sum(cpu_seconds(w.process.pid) for w in self.watchers)
+                early["database"] = postgres_cpu() if self.postgres else 0.0
+                early["at"] = time.time()
+
+        with concurrent.futures.ThreadPoolExecutor(len(self.gateways)) as pool:
+            list(pool.map(await_ready, self.gateways))
         ready = time.time()
         pids = [g.process.pid for g in self.gateways]
         profilers = []
@@ -236,9 +255,10 @@ class Storm:
                 profilers.append(subprocess.Popen(
                     ["perf", "record", "-g", "-o", f"{prefix}.{what}", "-p", ",".join(map(str, targets))],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        gateway_cpu = sum(cpu_seconds(pid) for pid in pids)
-        devices_cpu = sum(cpu_seconds(w.process.pid) for w in self.watchers)
-        database_cpu = postgres_cpu() if self.postgres else 0.0
+        gateway_cpu = sum(readiness[pid][1] for pid in pids)
+        devices_cpu = early["devices"]
+        database_cpu = early["database"]
+        spread = ready - min(at for at, _ in readiness.values())
         # One push to each registered device, at once: mostly still reconnecting, so stored.
         sent = {}
         first = self.gateways[0]
@@ -275,6 +295,7 @@ class Storm:
             profiler.send_signal(signal.SIGINT)
             profiler.wait()
         result = {
+            "spread": spread,
             "stopped": stopped - stopping, "stop_gateway_cpu": sum(stop_cpu.values()) - stop_cpu_before,
             "stop_devices_cpu": stop_devices_cpu, "ready": ready - stopped, "back": back_at and back_at - ready,
             "levels": {k: v - ready for k, v in levels.items()}, "peak": max(samples, default=0),
@@ -294,7 +315,9 @@ class Storm:
             f", {self.hold} device link socket(s) per gateway held" if self.hold else "")
         total = self.total
         print(f"bench-reconnect [{label}]: {len(self.gateways)} gateway(s) stopped ({how}) in {r['stopped']:.2f} s "
-              f"and all ready again {r['ready']:.2f} s later; CPU while stopping: gateways {r['stop_gateway_cpu']:.2f} s, "
+              f"and all ready again {r['ready']:.2f} s later" +
+              (f" (the first {r['spread']:.2f} s before the last)" if len(self.gateways) > 1 else "") +
+              f"; CPU while stopping: gateways {r['stop_gateway_cpu']:.2f} s, "
               f"the test devices {r['stop_devices_cpu']:.1f} s")
         if r["back"] is None:
             print(f"bench-reconnect [{label}]: NOT all back within 600 s: {r['last']} of {total}")
