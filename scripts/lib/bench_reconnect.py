@@ -231,17 +231,16 @@ class Storm:
         # last node's readiness would leave that work out. The test devices' and PostgreSQL's CPU
         # are counted from the first node's readiness.
         readiness = {}
-        first_ready = threading.Event()
+        first_lock = threading.Lock()
         early = {}
 
         def await_ready(g):
             g.wait_ready()
             readiness[g.process.pid] = (time.time(), cpu_seconds(g.process.pid))
-            if not first_ready.is_set():
-                first_ready.set()
-                early["devices"] = sum(cpu_seconds(w.process.pid) for w in self.watchers)
-                early["database"] = postgres_cpu() if self.postgres else 0.0
-                early["at"] = time.time()
+            with first_lock:
+                if not early:
+                    early["devices"] = sum(cpu_seconds(w.process.pid) for w in self.watchers)
+                    early["database"] = postgres_cpu() if self.postgres else 0.0
 
         with concurrent.futures.ThreadPoolExecutor(len(self.gateways)) as pool:
             list(pool.map(await_ready, self.gateways))
