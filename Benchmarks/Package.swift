@@ -30,6 +30,19 @@ let package = Package(
             ],
             path: "Sources/timers-bench"
         ),
+        .target(name: "CFloor", path: "Sources/CFloor"),
+        .executableTarget(
+            name: "reconnect-floor",
+            dependencies: [
+                "CFloor",
+                .product(name: "HeraldCore", package: "Herald"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "Sources/reconnect-floor"
+        ),
         .executableTarget(
             name: "CalendarBenchmarks",
             dependencies: [

@@ -1,0 +1,39 @@
+import Foundation
+
+// The floor under a reconnection: what accepting a connection, reading a device's upgrade request
+// and writing the `101` with a welcome-sized frame in one write costs a server on this machine, with
+// nothing of Herald's in it. Three servers (the kernel's floor with epoll and no framework; NIO with
+// one handler; NIO's HTTP/1.1 decoder and WebSocket handlers swapped in as the gateway's handshake
+// does) against one client, run by scripts/bench-reconnect-floor (BENCHMARKS.md, "The floor under a
+// reconnection"), which also measures `herald gateway` with the same client and prints the ratios.
+//
+//   reconnect-floor serve epoll|nio|nio-http PORT
+//   reconnect-floor connect PORT COUNT IN-FLIGHT SOURCE...
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let usage = "usage: reconnect-floor serve epoll|nio|nio-http PORT | connect PORT COUNT IN-FLIGHT SOURCE..."
+
+func number(_ index: Int) -> Int {
+    guard index < arguments.count, let value = Int(arguments[index]), value > 0 else {
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        exit(2)
+    }
+    return value
+}
+
+switch arguments.first {
+case "serve" where arguments.count == 3:
+    let port = number(2)
+    switch arguments[1] {
+    case "epoll": serveEpoll(host: "127.0.0.1", port: port)
+    case "nio": try serveNIO(host: "127.0.0.1", port: port, http: false)
+    case "nio-http": try serveNIO(host: "127.0.0.1", port: port, http: true)
+    default: break
+    }
+case "connect" where arguments.count >= 5:
+    connectAll(
+        host: "127.0.0.1", port: number(1), count: number(2), inFlight: number(3), sources: Array(arguments[4...]))
+default: break
+}
+FileHandle.standardError.write(Data((usage + "\n").utf8))
+exit(2)

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The floor under a reconnection: server CPU per connection for accepting it, reading a device's
+upgrade request and writing the `101` with a welcome-sized frame in one write, then holding it.
+
+usage: bench_reconnect_floor.py FLOOR HERALD [N] [ROUNDS]   (run by scripts/bench-reconnect-floor)
+
+FLOOR is Benchmarks' `reconnect-floor`, HERALD a release `herald`. Each round measures, one after the
+other, with the same client (`reconnect-floor connect`: N connections, 256 in flight, from 16
+loopback addresses of its own, each one's request sent and its whole answer read, then held):
+
+  epoll      the kernel's floor: one thread, epoll, accept4, read, write; no framework
+  nio        SwiftNIO: two event loops, the gateway's socket options, one handler that answers
+  nio-http   SwiftNIO's parts as the gateway's handshake uses them: NIO's HTTP/1.1 decoder reads
+             the request, and at its end the answer is written and the decoder and the handler are
+             replaced by NIO's WebSocket frame decoder and encoder and a handler that holds the link
+  herald     `herald gateway` (SQLite state, cleartext loopback link): the same request without a
+             `Herald-Resume`, answered with the `101` and the link's `challenge`; the device never
+             authenticates, so this is the gateway's handshake without the ticket, the registration
+             and the backlog read that a resumption adds (scripts/bench-reconnect.sh measures those)
+
+CPU is the server's user and system time from just before the client starts to the moment it has
+every answer (/proc/PID/stat), divided by N. Prints a line per server and round, and the ratios to
+the kernel's floor and to 60 us (a fifth of the 0.3 ms per reconnection that issue 35 started from).
+Debian's python3 is enough.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_reconnect import cpu_seconds  # noqa: E402
+from chaos_gateway import Gateway, free_port  # noqa: E402
+
+TARGET_US = 60.0
+SOURCES = [f"127.0.9.{i}" for i in range(1, 17)]
+IN_FLIGHT = 256
+
+
+def start_floor(floor, mode, port):
+    process = subprocess.Popen([floor, "serve", mode, str(port)], stdout=subprocess.PIPE, text=True)
+    if process.stdout.readline().strip() != "ready":
+        raise SystemExit(f"bench-reconnect-floor: the {mode} server did not start")
+    return process
+
+
+def measure(floor, pid, port, n):
+    """Runs the client against `port`; returns (server CPU, client's report) for its n connections."""
+    before = cpu_seconds(pid)
+    client = subprocess.Popen([floor, "connect", str(port), str(n), str(IN_FLIGHT), *SOURCES],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = client.stdout.readline()
+    server = cpu_seconds(pid) - before
+    client.stdin.close()
+    client.wait()
+    if not line:
+        raise SystemExit("bench-reconnect-floor: the client ended without answers")
+    return server, json.loads(line)
+
+
+def main():
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    floor, herald = sys.argv[1], sys.argv[2]
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 18000
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    work = tempfile.mkdtemp(prefix="herald-floor-")
+    results = {}
+    try:
+        for round_number in range(1, rounds + 1):
+            for mode in ("epoll", "nio", "nio-http", "herald"):
+                taken = set()
+                if mode == "herald":
+                    ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
+                    gateway = Gateway(herald, os.path.join(work, f"gateway{round_number}"), ports)
+                    gateway.start()
+                    pid, port, stop = gateway.process.pid, ports["link"], gateway.kill
+                else:
+                    port = free_port(taken)
+                    process = start_floor(floor, mode, port)
+                    pid, port = process.pid, port
+
+                    def stop(process=process):
+                        process.kill()
+                        process.wait()
+                try:
+                    server, report = measure(floor, pid, port, n)
+                finally:
+                    stop()
+                per = server / n * 1e6
+                results.setdefault(mode, []).append(per)
+                print(f"round {round_number} {mode:<8} {report['connections']} connections answered in "
+                      f"{report['seconds']:.2f} s ({report['retried']} retried); server {per:6.1f} us per "
+                      f"connection, client {report['cpu'] / n * 1e6:5.1f} us", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    kernel = min(results["epoll"])
+    print(f"best of {rounds} round(s), server CPU per connection:")
+    for mode, values in results.items():
+        best = min(values)
+        print(f"  {mode:<8} {best:6.1f} us: {best / kernel:4.2f} of the kernel's floor, "
+              f"{best / TARGET_US:4.2f} of {TARGET_US:.0f} us")
+
+
+if __name__ == "__main__":
+    main()
