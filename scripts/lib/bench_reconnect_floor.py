@@ -19,7 +19,8 @@ loopback addresses of its own, each one's request sent and its whole answer read
              and the backlog read that a resumption adds (scripts/bench-reconnect.sh measures those)
 
 CPU is the server's user and system time from just before the client starts to the moment it has
-every answer (/proc/PID/stat), divided by N. Prints a line per server and round, and the ratios to
+every answer (/proc/PID/stat), divided by N; memory is the growth of its resident memory
+(VmRSS) over the same time, divided by N: what a fresh process faults in for each link it holds. Prints a line per server and round, and the ratios to
 the kernel's floor and to 60 us (a fifth of the 0.3 ms per reconnection that issue 35 started from).
 Debian's python3 is enough.
 """
@@ -46,18 +47,28 @@ def start_floor(floor, mode, port):
     return process
 
 
+def resident_kib(pid):
+    """The resident memory of a process, in KiB (VmRSS)."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 def measure(floor, pid, port, n):
-    """Runs the client against `port`; returns (server CPU, client's report) for its n connections."""
-    before = cpu_seconds(pid)
+    """Runs the client against `port`; returns (server CPU, growth of the server's resident memory
+    in KiB, client's report) for its n connections, all held."""
+    before, resident = cpu_seconds(pid), resident_kib(pid)
     client = subprocess.Popen([floor, "connect", str(port), str(n), str(IN_FLIGHT), *SOURCES],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = client.stdout.readline()
     server = cpu_seconds(pid) - before
+    grown = resident_kib(pid) - resident
     client.stdin.close()
     client.wait()
     if not line:
         raise SystemExit("bench-reconnect-floor: the client ended without answers")
-    return server, json.loads(line)
+    return server, grown, json.loads(line)
 
 
 def main():
@@ -67,7 +78,7 @@ def main():
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 18000
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     work = tempfile.mkdtemp(prefix="herald-floor-")
-    results = {}
+    results, memory = {}, {}
     try:
         for round_number in range(1, rounds + 1):
             for mode in ("epoll", "nio", "nio-http", "herald"):
@@ -86,14 +97,16 @@ def main():
                         process.kill()
                         process.wait()
                 try:
-                    server, report = measure(floor, pid, port, n)
+                    server, grown, report = measure(floor, pid, port, n)
                 finally:
                     stop()
                 per = server / n * 1e6
                 results.setdefault(mode, []).append(per)
+                memory.setdefault(mode, []).append(grown / n)
                 print(f"round {round_number} {mode:<8} {report['connections']} connections answered in "
                       f"{report['seconds']:.2f} s ({report['retried']} retried); server {per:6.1f} us per "
-                      f"connection, client {report['cpu'] / n * 1e6:5.1f} us", flush=True)
+                      f"connection, client {report['cpu'] / n * 1e6:5.1f} us; server memory {grown / n:5.1f} KiB "
+                      f"more per connection held", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     kernel = min(results["epoll"])
@@ -101,7 +114,7 @@ def main():
     for mode, values in results.items():
         best = min(values)
         print(f"  {mode:<8} {best:6.1f} us: {best / kernel:4.2f} of the kernel's floor, "
-              f"{best / TARGET_US:4.2f} of {TARGET_US:.0f} us")
+              f"{best / TARGET_US:4.2f} of {TARGET_US:.0f} us; memory {min(memory[mode]):5.1f} KiB per connection")
 
 
 if __name__ == "__main__":
