@@ -9,7 +9,8 @@ other, with the same client (`reconnect-floor connect`: N connections, 256 in fl
 loopback addresses of its own, each one's request sent and its whole answer read, then held):
 
   epoll      the kernel's floor: one thread, epoll, accept4, read, write; no framework
-  nio        SwiftNIO: two event loops, the gateway's socket options, one handler that answers
+  nio        SwiftNIO: the gateway's socket options and its default number of device-link event loops
+             (half the cores, at least one), one handler that answers
   nio-http   SwiftNIO's parts as the gateway's handshake uses them: NIO's HTTP/1.1 decoder reads
              the request, and at its end the answer is written and the decoder and the handler are
              replaced by NIO's WebSocket frame decoder and encoder and a handler that holds the link

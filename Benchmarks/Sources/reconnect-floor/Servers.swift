@@ -61,9 +61,10 @@ func serveEpoll(host: String, port: Int) -> Never {
     }
 }
 
-/// NIO's floor: two event loops (as the gateway's device links have) and one handler that answers.
+/// NIO's floor: as many event loops as the gateway gives its device links by default (half the
+/// cores, at least one: `Gateway.Configuration.linkThreads`), and one handler that answers.
 func serveNIO(host: String, port: Int, http: Bool) throws -> Never {
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount / 2))
     let bootstrap = ServerBootstrap(group: group)
         .serverChannelOption(.backlog, value: 4096)
         .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
