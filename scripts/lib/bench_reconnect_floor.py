@@ -21,8 +21,9 @@ loopback addresses of its own, each one's request sent and its whole answer read
 
 CPU is the server's user and system time from just before the client starts to the moment it has
 every answer (/proc/PID/stat), divided by N; memory is the growth of its resident memory
-(VmRSS) over the same time, divided by N: what a fresh process faults in for each link it holds. Prints a line per server and round, and the ratios to
-the kernel's floor and to 60 us (a fifth of the 0.3 ms per reconnection that issue 35 started from).
+(VmRSS) over the same time, divided by N: what a fresh process faults in for each link it holds.
+Prints a line per server and round, and the ratios to the kernel's floor and to 60 us (a fifth of
+the 0.3 ms per reconnection that issue 35 started from).
 Debian's python3 is enough.
 """
 import json
