@@ -93,7 +93,7 @@ def main():
                 else:
                     port = free_port(taken)
                     process = start_floor(floor, mode, port)
-                    pid, port = process.pid, port
+                    pid = process.pid
 
                     def stop(process=process):
                         process.kill()

@@ -36,9 +36,8 @@ func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [St
     let begin = clock.now
     let cpuAtStart = processCPU()
 
-    func start() {
-        let index = started
-        started += 1
+    /// Opens connection `index` and waits for it to be writable.
+    func open(_ index: Int) {
         let fd = tcpSocket()
         setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY)
         setOption(fd, Int32(IPPROTO_IP), ipBindAddressNoPort)
@@ -54,17 +53,22 @@ func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [St
         epoll.add(fd, epollOut)
     }
 
+    /// Opens the next connection not yet begun.
+    func startNext() {
+        open(started)
+        started += 1
+    }
+
     /// A connection that failed is closed and made again under the same index.
     func retry(_ fd: Int32, _ connection: Pending) {
         failed += 1
         epoll.remove(fd)
         close(fd)
         pending[fd] = nil
-        started -= 1
-        start()
+        open(connection.index)
     }
 
-    while started < min(inFlight, count) { start() }
+    while started < min(inFlight, count) { startNext() }
     while held.count < count {
         let ready = epoll.wait(into: &events)
         for event in events[0..<ready] {
@@ -101,12 +105,11 @@ func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [St
             pending[fd] = nil
             epoll.remove(fd)
             held.append(fd)
-            if started < count { start() }
+            if started < count { startNext() }
         }
     }
-    let seconds =
-        Double((clock.now - begin).components.attoseconds) / 1e18
-        + Double((clock.now - begin).components.seconds)
+    let elapsed = (clock.now - begin).components
+    let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     say(
         "{\"connections\":\(held.count),\"seconds\":\(seconds),\"cpu\":\(processCPU() - cpuAtStart),\"retried\":\(failed)}"
     )

@@ -135,10 +135,14 @@ final class HTTPUpgradeFloor: ChannelInboundHandler, RemovableChannelHandler {
                 wrapOutboundOut(context.channel.allocator.buffer(bytes: Wire.answer(key: key))), promise: nil)
             let sync = context.pipeline.syncOperations
             sync.removeHandler(context: context, promise: nil)
-            try? sync.addHandlers([
-                ByteToMessageHandler(WebSocketFrameDecoder()), WebSocketFrameEncoder(), HeldLink(),
-            ])
-            sync.removeHandler(decoder, promise: nil)
+            do {
+                try sync.addHandlers([
+                    ByteToMessageHandler(WebSocketFrameDecoder()), WebSocketFrameEncoder(), HeldLink(),
+                ])
+                sync.removeHandler(decoder, promise: nil)
+            } catch {
+                context.channel.close(promise: nil)
+            }
         }
     }
 }
