@@ -223,6 +223,17 @@ public final class Gateway: Sendable {
                 committed: { batch in if !batch.counts.isEmpty { metrics.deliveryStates(batch.counts) } }),
             links: DeviceLinks(presence: presence),
             metrics: metrics, forwarder: forwarder, testAPI: configuration.testAPI, logger: logger)
+        if postgres == nil {
+            // The only writer of its store (the state directory is locked): what is stored now and
+            // what the committer writes from here on is all there is. A cluster's follower loads it
+            // once it listens to the other nodes.
+            do {
+                router.offline.committer.storedDevices.load(try await store.storedCountsByDevice().keys)
+            } catch {
+                close()
+                throw error
+            }
+        }
         var followers: [any Service] = []
         if let postgres {
             followers = [
@@ -248,16 +259,28 @@ public final class Gateway: Sendable {
 
     /// Sends a device held here what another node stored for it (its provider's push arrived there):
     /// the same path as a commit of this node's landing after the device connected, so the link
-    /// skips what it has already.
-    private static func storedFollower(
-        store: PostgresGatewayStore, router: PushRouter, clock: any WallClock, logger: Logger
+    /// skips what it has already. Keeps the devices that may have something stored
+    /// (``StoredDevices``) complete: each device is added as soon as it is heard of, before it is
+    /// looked for among the links; listening again loads every device with something stored.
+    static func storedFollower(
+        store: PostgresGatewayStore, router: PushRouter, clock: any WallClock, logger: Logger,
+        retry: Duration = .seconds(1)
     ) -> ClusterFollower<StoredChange> {
-        ClusterFollower(store: store, logger: logger) { changes in
+        let known = router.offline.committer.storedDevices
+        return ClusterFollower(
+            store: store, logger: logger, retry: retry,
+            select: { changes in
+                known.heard(changes.lazy.compactMap { if case .device(let id) = $0 { id } else { nil } })
+                return changes
+            },
+            lost: { known.lostTrack() }
+        ) { changes in
             let links = router.links
             let devices: [String]
             if changes.contains(.everything) {
                 // Every device held here that has something stored: one query, not one per link.
                 let waiting = try await store.storedCountsByDevice()
+                known.load(waiting.keys)
                 devices = links.connectedDevices.filter { waiting[$0] != nil }
             } else {
                 devices = changes.compactMap { change -> String? in

@@ -35,7 +35,7 @@ import Testing
         let done = Tally()
         func read(_ device: String) {
             reader.read(device: device, on: loop) { stored in
-                delivered.withLock { $0[device, default: []].append(contentsOf: stored.map(\.apnsID)) }
+                delivered.withLock { $0[device, default: []].append(contentsOf: (stored ?? []).map(\.apnsID)) }
                 done.increment()
             }
         }
@@ -99,5 +99,24 @@ import Testing
         await done.reached(3)
         #expect(queries.batches.withLock { $0 } == [["a", "b", "c"]])
         #expect(waited.withLock { $0 } == [.milliseconds(8)])
+    }
+
+    /// A read that failed hands every device of its batch `nil`, not an empty backlog: the link
+    /// then keeps its device among those that may have something stored.
+    @Test func aFailedReadSaysSoToEveryDeviceOfItsBatch() async throws {
+        let reader = BacklogReader(window: .zero) { _ in nil }
+        let loop = NIOAsyncTestingEventLoop()
+        // Whether each device was told the read failed.
+        let failed = Mutex<[String: Bool]>([:])
+        let done = Tally()
+        for device in ["a", "b"] {
+            reader.read(device: device, on: loop) { stored in
+                failed.withLock { $0[device] = stored == nil }
+                done.increment()
+            }
+        }
+        await loop.run()
+        await done.reached(2)
+        #expect(failed.withLock { $0 } == ["a": true, "b": true])
     }
 }

@@ -16,6 +16,7 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
     let retry: Duration
     let apply: @Sendable (Set<Change>) async throws -> Void
     let select: @Sendable ([Change]) -> [Change]
+    let lost: @Sendable () -> Void
     let primer: Primer?
     private let pending = Mutex<Set<Change>>([])
     private let counts = Mutex<(listens: Int, applied: Int)>((0, 0))
@@ -24,13 +25,17 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
     /// `select` picks, from each notification's changes, those worth keeping until `apply` runs (all
     /// of them unless told otherwise); ``ClusterChange/everything`` is always kept. With a `primer`
     /// (listening since before its owner read what `apply` keeps up to date), the follower first
-    /// applies what the primer heard and hears, instead of ``ClusterChange/everything``.
+    /// applies what the primer heard and hears, instead of ``ClusterChange/everything``. `lost` is
+    /// called each time listening ends (before it starts again): what is heard then is missed until
+    /// the next ``ClusterChange/everything``.
     public init(
         store: PostgresGatewayStore, logger: Logger = .silent, retry: Duration = .seconds(1),
         primer: Primer? = nil,
         select: @escaping @Sendable ([Change]) -> [Change] = { $0 },
+        lost: @escaping @Sendable () -> Void = {},
         apply: @escaping @Sendable (Set<Change>) async throws -> Void
     ) {
+        self.lost = lost
         self.store = store
         self.logger = logger
         self.retry = retry
@@ -79,6 +84,7 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
         if let primer, let heard = primer.take() {
             counts.withLock { $0.listens += 1 }
             for await payload in heard { hear(payload) }
+            lost()
             primer.cancel()
             if Task.isCancelled { return }
             // Its connection ended: listening again below starts with everything.
@@ -93,7 +99,9 @@ public final class ClusterFollower<Change: ClusterChange>: Service, Sendable {
                         for try await notification in notifications { hear(notification.payload) }
                     }
                 }
+                lost()
             } catch {
+                lost()
                 if Task.isCancelled { return }
                 logger.warning(
                     "not hearing \(Change.subject) from PostgreSQL; listening again",

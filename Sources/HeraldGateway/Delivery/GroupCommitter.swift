@@ -61,13 +61,17 @@ public final class GroupCommitter: Sendable {
     let committed: (@Sendable (StoreBatch) -> Void)?
     /// Signalled after each group written: what the test API's long polls wait on.
     public let commits = CommitSignal()
+    /// The devices that may have pushes stored: every batch's pushes are added before it is written.
+    public let storedDevices: StoredDevices
     private let state = Mutex(State())
 
-    /// Creates a committer over a store; `committed` hears of every group written.
+    /// Creates a committer over a store; `committed` hears of every group written. The pushes of
+    /// every batch go into `storedDevices` before they are written.
     public init(
         store: any PushStore, policy: OfflinePolicy, logBatch: Int = 0,
-        committed: (@Sendable (StoreBatch) -> Void)? = nil
+        committed: (@Sendable (StoreBatch) -> Void)? = nil, storedDevices: StoredDevices = StoredDevices()
     ) {
+        self.storedDevices = storedDevices
         self.store = store
         self.policy = policy
         self.logBatch = logBatch
@@ -76,6 +80,7 @@ public final class GroupCommitter: Sendable {
 
     /// Queues a batch; `completion` runs once it is durable (with the `apns-id`s the policy replaced).
     public func submit(_ batch: StoreBatch, completion: (@Sendable (Result<[String], any Error>) -> Void)? = nil) {
+        if !batch.pushes.isEmpty { storedDevices.storing(batch.pushes.lazy.map(\.deviceID)) }
         let start = state.withLock { s in
             s.queue.append(Pending(batch: batch, completion: completion))
             return s.releaseLog()
@@ -138,6 +143,7 @@ public final class GroupCommitter: Sendable {
             } catch {
                 result = .failure(error)
             }
+            if !merged.pushes.isEmpty { storedDevices.settled(merged.pushes.lazy.map(\.deviceID)) }
             // (What the policy pushed out was logged by the store, in the same transaction.)
             for item in items { item.completion?(result) }
         }

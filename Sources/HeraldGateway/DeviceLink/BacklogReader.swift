@@ -9,8 +9,8 @@ import Synchronization
 /// ``window`` after the event loop that asked has finished its turn: the devices that come online
 /// meanwhile, on any loop, go together, and a lone device's stored pushes wait that much longer.
 final class BacklogReader: Sendable {
-    /// What a device's read hands back: its stored pushes, oldest first.
-    typealias Delivery = @Sendable ([StoredPush]) -> Void
+    /// What a device's read hands back: its stored pushes, oldest first; `nil` when the read failed.
+    typealias Delivery = @Sendable ([StoredPush]?) -> Void
 
     /// The most devices in one query.
     static let batchLimit = 1000
@@ -21,19 +21,19 @@ final class BacklogReader: Sendable {
     }
 
     private let state = Mutex(State())
-    private let read: @Sendable ([String]) async -> [String: [StoredPush]]
+    private let read: @Sendable ([String]) async -> [String: [StoredPush]]?
     /// How long a read waits, once asked for with nothing running, for more devices to join it.
     let window: Duration
     /// Waits out the window (`Task.sleep`; a test's own).
     private let wait: @Sendable (Duration) async -> Void
 
-    /// A reader over `read`, which answers for a batch of devices (and never throws: it logs and
-    /// answers nothing), gathering devices for `window` before a read that starts with nothing
+    /// A reader over `read`, which answers for a batch of devices, leaving out those with nothing
+    /// stored (and never throws: it logs and answers `nil`), gathering devices for `window` before a read that starts with nothing
     /// running.
     init(
         window: Duration = BacklogReader.defaultWindow,
         wait: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
-        read: @escaping @Sendable ([String]) async -> [String: [StoredPush]]
+        read: @escaping @Sendable ([String]) async -> [String: [StoredPush]]?
     ) {
         self.window = window
         self.wait = wait
@@ -79,7 +79,7 @@ final class BacklogReader: Sendable {
             var devices = Set<String>()
             let unique = batch.map(\.device).filter { devices.insert($0).inserted }
             let found = await read(unique)
-            for (device, deliver) in batch { deliver(found[device] ?? []) }
+            for (device, deliver) in batch { deliver(found.map { $0[device] ?? [] }) }
         }
     }
 }

@@ -294,15 +294,22 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             }) { $0.run($0.machine.subscribed(request: request, subscription, channels: channels, $1)) }
         case .readBacklog(let device):
             guard let context else { return }
+            // Asked after the attach: a push stored after this answer is offered to this link.
+            guard case .read(let mark) = service.storedDevices.check(device) else {
+                run(machine.backlogRead([], now: now, at: at, isRegistered: service.isRegistered))
+                return
+            }
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let loop = context.eventLoop
             // No task of its own: the reader reads for many devices at once.
             service.backlogs.read(device: device, on: loop) { stored in
+                // Not after a failed read: the device may well have something stored.
+                if stored?.isEmpty == true { service.storedDevices.readNothing(device, mark: mark) }
                 loop.execute {
                     let handler = bound.value
                     handler.run(
                         handler.machine.backlogRead(
-                            stored, now: handler.now, at: handler.at, isRegistered: service.isRegistered))
+                            stored ?? [], now: handler.now, at: handler.at, isRegistered: service.isRegistered))
                 }
             }
         default:

@@ -28,6 +28,8 @@ final class DeviceLinkService: Sendable {
     let tickets: LinkTickets?
     /// Reads devices' backlogs as they come online, many per query.
     let backlogs: BacklogReader
+    /// The devices that may have something stored; the others do not read their backlog.
+    var storedDevices: StoredDevices { offline.committer.storedDevices }
     /// The upgrade resumptions accepted lately: each is accepted once.
     let recentProofs: RecentProofs
     /// The links' timers, one heap per event loop.
@@ -56,7 +58,7 @@ final class DeviceLinkService: Sendable {
                 logger.error(
                     "could not read stored notifications",
                     metadata: ["devices": "\(devices.count)", "error": "\(error)"])
-                return [:]
+                return nil
             }
         }
     }
