@@ -6,7 +6,7 @@ import Foundation
 public struct LinkTicket: Sendable, Equatable {
     /// The sealed ticket, opaque to the device.
     public var ticket: Data
-    /// The secret the device proves it holds (32 bytes); it never crosses the link again.
+    /// The secret the device proves it holds (32 bytes); the device never sends it.
     public var secret: Data
     /// When the gateway stops accepting the ticket, in UNIX seconds.
     public var expires: Int64

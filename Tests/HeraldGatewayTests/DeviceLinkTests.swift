@@ -385,6 +385,10 @@ import Testing
         let client = try await GatewayLinkClient.connect(url: url, identity: DeviceIdentity(deviceID: "phone-real"))
         var events = client.events.makeAsyncIterator()
         #expect(client.deviceID == "phone-real")
+        // The accepted socket has Nagle off and TCP keepalive on (set as the channel is initialized).
+        let accepted = try #require(server.channels.all.first)
+        #expect(try await accepted.getOption(.tcpOption(.tcp_nodelay)).get() != 0)
+        #expect(try await accepted.getOption(.socketOption(.so_keepalive)).get() != 0)
         let token = try await client.register(topic: Fixture.bundle)
         // The client acknowledges what it reads: the answer is the acknowledgement's.
         let response = await h.push(to: token, headers: [("apns-id", "66666666-6666-6666-6666-666666666666")])

@@ -38,8 +38,9 @@ import Testing
             authenticating: DeviceLink.resumedBytes(nonce: nonce),
             now: now, record: { _ in current })
         switch result {
-        case .success(let device):
+        case .success(let (device, contents)):
             #expect(device == current)
+            #expect(contents.secret == ticket.secret && contents.expires == ticket.expires)
             return nil
         case .failure(let refusal): return refusal.message
         }
@@ -56,6 +57,25 @@ import Testing
         let other = try #require(Self.tickets().issue(for: Self.record(), now: Self.issued))
         #expect(other.secret != ticket.secret)
         #expect(other.ticket != ticket.ticket)
+    }
+
+    /// A resumed device gets its own ticket back while more than half of its life is left (no seal
+    /// per reconnection); from then on a new one, which moves its expiry on.
+    @Test func aResumedDeviceKeepsItsTicketUntilHalfItsLifeIsGone() throws {
+        let tickets = Self.tickets()
+        let ticket = try #require(tickets.issue(for: Self.record(), now: Self.issued))
+        let contents = try tickets.open(ticket.ticket).get()
+        func next(after seconds: TimeInterval) -> LinkTicket? {
+            tickets.next(
+                presented: ticket.ticket, holding: contents, for: Self.record(),
+                now: Self.issued.addingTimeInterval(seconds))
+        }
+        #expect(next(after: 0) == ticket)
+        #expect(next(after: 1799) == ticket)
+        let renewed = try #require(next(after: 1800))
+        #expect(renewed.ticket != ticket.ticket && renewed.secret != ticket.secret)
+        #expect(renewed.expires == 1_800_005_400)
+        #expect(Self.refusal(renewed, now: Self.issued.addingTimeInterval(5399)) == nil)
     }
 
     @Test func anotherNodeWithTheSameSecretAcceptsItAndAGatewayWithAnotherRefusesIt() throws {
@@ -112,10 +132,8 @@ import Testing
         #expect(second.ticketRefusal == nil)
         #expect(second.deviceID == "phone-t1")
         #expect(second.registrations.map(\.token) == [token])
-        // Each welcome brings a new ticket.
-        let next = try #require(identity.resumption.ticket)
-        #expect(next.ticket != ticket.ticket)
-        #expect(next.secret != ticket.secret)
+        // The welcome hands the same ticket back: it has most of its life left.
+        #expect(identity.resumption.ticket == ticket)
         // The link works as after a signature.
         async let answer = h.push(to: token)
         #expect(try await second.pushes(1).count == 1)

@@ -108,7 +108,8 @@ final class DeviceLinkService: Sendable {
     /// What both resumptions check: the ticket and its proof over `authenticated`
     /// (``LinkTickets/check(claimed:ticket:proof:authenticating:now:record:)``); then, `inUpgrade`,
     /// that the proof was not accepted before (``RecentProofs``: remembered only once it verified).
-    /// Accepted: the device's registrations and its next ticket.
+    /// Accepted: the device's registrations and its next ticket
+    /// (``LinkTickets/next(presented:holding:for:now:)``: the same one while it has most of its life).
     private func resume(
         device: String, ticket: Data, proof: Data, authenticating authenticated: Data, now: Date, inUpgrade: Bool
     ) -> Result<Authenticated, Refusal> {
@@ -121,7 +122,7 @@ final class DeviceLinkService: Sendable {
             record: { registry.device($0) })
         {
         case .failure(let refusal): return .failure(Refusal(code: .ticketRefused, message: refusal.message))
-        case .success(let record):
+        case .success(let (record, contents)):
             if inUpgrade, !recentProofs.insert(proof, now: Int64(now.timeIntervalSince1970.rounded(.down))) {
                 return .failure(Refusal(code: .ticketRefused, message: "the resumption was presented already"))
             }
@@ -129,7 +130,7 @@ final class DeviceLinkService: Sendable {
             return .success(
                 Authenticated(
                     device: record, registrations: registry.registrations(device: record.id),
-                    ticket: tickets.issue(for: record, now: now)))
+                    ticket: tickets.next(presented: ticket, holding: contents, for: record, now: now)))
         }
     }
 

@@ -62,6 +62,19 @@ struct LinkTickets: Sendable {
         return LinkTicket(ticket: combined, secret: secret, expires: expires)
     }
 
+    /// The ticket a resumed device's `welcome` carries: the one it presented (`ticket`, which holds
+    /// `contents`) while more than half of ``lifetime`` is left of it, else a new one. Handing the
+    /// same ticket back spares a seal per reconnection and grants nothing more: the presented ticket
+    /// stays valid until its expiry either way, and its secret is the one the device already holds
+    /// (docs/security.md, "Resumption tickets").
+    func next(presented ticket: Data, holding contents: Contents, for device: DeviceRecord, now: Date) -> LinkTicket? {
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        if contents.expires - seconds > lifetime.components.seconds / 2 {
+            return LinkTicket(ticket: ticket, secret: contents.secret, expires: contents.expires)
+        }
+        return issue(for: device, now: now)
+    }
+
     /// What `ticket` holds, or why it is not one of this gateway's.
     func open(_ ticket: Data) -> Result<Contents, Refusal> {
         guard let box = try? AES.GCM.SealedBox(combined: ticket),
@@ -80,11 +93,12 @@ struct LinkTickets: Sendable {
     /// Checks a resumption: the ticket opens, is unexpired, names `claimed`, matches the device's
     /// current record (same key, same generation, not deleted) and `proof` is the HMAC of
     /// `authenticated` under its secret (``DeviceLink/resumedBytes(nonce:)`` over the challenge's
-    /// nonce, or ``DeviceLink/upgradeResumedBytes(webSocketKey:time:)``). Returns the device's record.
+    /// nonce, or ``DeviceLink/upgradeResumedBytes(webSocketKey:time:)``). Returns the device's record
+    /// and what the ticket holds.
     func check(
         claimed: String, ticket: Data, proof: Data, authenticating authenticated: Data, now: Date,
         record: (String) -> DeviceRecord?
-    ) -> Result<DeviceRecord, Refusal> {
+    ) -> Result<(DeviceRecord, Contents), Refusal> {
         let contents: Contents
         switch open(ticket) {
         case .failure(let refusal): return .failure(refusal)
@@ -110,7 +124,7 @@ struct LinkTickets: Sendable {
                 proof, authenticating: authenticated,
                 using: SymmetricKey(data: contents.secret))
         else { return .failure(Refusal(message: "the proof does not match the ticket")) }
-        return .success(device)
+        return .success((device, contents))
     }
 
     private static func append(_ value: Int64, to data: inout Data) {
