@@ -28,8 +28,8 @@ final class BacklogReader: Sendable {
     private let wait: @Sendable (Duration) async -> Void
 
     /// A reader over `read`, which answers for a batch of devices, leaving out those with nothing
-    /// stored (and never throws: it logs and answers `nil`), gathering devices for `window` before a read that starts with nothing
-    /// running.
+    /// stored (and never throws: it logs and answers `nil`), gathering devices for `window` before a
+    /// read that starts with nothing running.
     init(
         window: Duration = BacklogReader.defaultWindow,
         wait: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
