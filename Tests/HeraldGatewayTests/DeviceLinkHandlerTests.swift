@@ -20,11 +20,8 @@ import Testing
         configuration.idleTimeout = .seconds(600)
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService.quiet(f, router: router, configuration: configuration)
-        let channel = EmbeddedChannel()
-        let handler = DeviceLinkHandler(service: service)
-        try channel.pipeline.syncOperations.addHandler(handler)
-        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-        #expect(try channel.readOutbound(as: WebSocketFrame.self)?.opcode == .text)  // the challenge
+        let (channel, handler, challenge) = try await DeviceLinkHandler.onTestChannel(service)
+        #expect(challenge?.opcode == .text)
         // As if the device had just been authenticated.
         handler.machine.phase = .online(device: "phone")
         handler.run(handler.machine.startLiveness(now: channel.embeddedEventLoop.now))
@@ -48,11 +45,7 @@ import Testing
         configuration.idleTimeout = nil
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService.quiet(f, router: router, configuration: configuration)
-        let channel = EmbeddedChannel()
-        let handler = DeviceLinkHandler(service: service)
-        try channel.pipeline.syncOperations.addHandler(handler)
-        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-        _ = try channel.readOutbound(as: WebSocketFrame.self)  // the challenge
+        let (channel, handler, _) = try await DeviceLinkHandler.onTestChannel(service)
         handler.machine.phase = .online(device: "phone")
         handler.machine.backlogLoaded = true
 
@@ -92,13 +85,8 @@ import Testing
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: .init()))
         let service = DeviceLinkService.quiet(f, router: router, configuration: DeviceLinkServer.Configuration())
         for refusal in [false, true] {
-            let channel = EmbeddedChannel()
             let flushes = FlushCounter()
-            try channel.pipeline.syncOperations.addHandler(flushes)
-            let handler = DeviceLinkHandler(service: service)
-            try channel.pipeline.syncOperations.addHandler(handler)
-            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-            _ = try channel.readOutbound(as: WebSocketFrame.self)  // the challenge
+            let (channel, handler, _) = try await DeviceLinkHandler.onTestChannel(service, below: [flushes])
             handler.machine.phase = .online(device: "phone")
             flushes.log.removeAll()
             if refusal {

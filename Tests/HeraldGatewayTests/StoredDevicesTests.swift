@@ -2,9 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldRuntime
 import HeraldTesting
-import NIOCore
 import NIOEmbedded
-import NIOWebSocket
 import Testing
 
 @testable import HeraldGateway
@@ -127,11 +125,7 @@ import Testing
         let service = DeviceLinkService.quiet(f, router: router, configuration: configuration)
         router.offline.committer.storedDevices.load(["device-1"])
         for (device, reads) in [("device-2", false), ("device-1", true)] {
-            let channel = EmbeddedChannel()
-            let handler = DeviceLinkHandler(service: service)
-            try channel.pipeline.syncOperations.addHandler(handler)
-            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-            _ = try channel.readOutbound(as: WebSocketFrame.self)  // the challenge
+            let (channel, handler, _) = try await DeviceLinkHandler.onTestChannel(service)
             handler.machine.phase = .authenticating
             let record = DeviceRecord(id: device, publicKey: Data([4]), createdAt: f.now)
             handler.run(

@@ -6,6 +6,7 @@ import HeraldTesting
 import Logging
 import NIOCore
 import NIOEmbedded
+import NIOWebSocket
 
 @testable import HeraldGateway
 
@@ -135,6 +136,21 @@ extension DeviceLinkService {
         DeviceLinkService(
             directory: f.directory, links: router.links, offline: router.offline, configuration: configuration,
             logger: .silent, log: ListenerLog(logger: .silent), clock: SystemClock())
+    }
+}
+
+extension DeviceLinkHandler {
+    /// A link handler of `service` on a connected test channel, with `below` between it and the
+    /// channel's head, and the first frame it wrote (the challenge).
+    static func onTestChannel(
+        _ service: DeviceLinkService, below: [any ChannelHandler] = []
+    ) async throws -> (channel: EmbeddedChannel, handler: DeviceLinkHandler, challenge: WebSocketFrame?) {
+        let channel = EmbeddedChannel()
+        for handler in below { try channel.pipeline.syncOperations.addHandler(handler) }
+        let handler = DeviceLinkHandler(service: service)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+        return (channel, handler, try channel.readOutbound(as: WebSocketFrame.self))
     }
 }
 
