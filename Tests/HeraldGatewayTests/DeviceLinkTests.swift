@@ -372,6 +372,28 @@ import Testing
         #expect(await answer.status == 200)
     }
 
+    /// A listening socket handed over (systemd's socket activation) gets the link's socket options
+    /// when the server takes it, so the connections it accepts have Nagle off and keepalive on, as
+    /// those of a socket the server binds itself.
+    @Test func aSocketHandedOverGivesItsConnectionsTheLinksOptions() async throws {
+        let h = try await LinkBench()
+        let socket = try InheritedSocketsTests.socketOnLoopback(listening: true)
+        let server = try await DeviceLinkServer.start(
+            host: "127.0.0.1", port: 0, sockets: [socket], tls: nil, directory: h.f.directory, links: h.router.links,
+            offline: h.router.offline, configuration: h.service.configuration,
+            group: MultiThreadedEventLoopGroup.singleton, logger: .silent)
+        var noDelay: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        #expect(getsockopt(socket, CInt(IPPROTO_TCP), TCP_NODELAY, &noDelay, &length) == 0 && noDelay != 0)
+        let url = "ws://127.0.0.1:\(server.localAddress?.port ?? 0)/device/v1"
+        let client = try await GatewayLinkClient.connect(url: url, identity: DeviceIdentity(deviceID: "phone-handed"))
+        let accepted = try #require(server.channels.all.first)
+        #expect(try await accepted.getOption(.tcpOption(.tcp_nodelay)).get() != 0)
+        #expect(try await accepted.getOption(.socketOption(.so_keepalive)).get() != 0)
+        await client.close()
+        await server.shutdown()
+    }
+
     /// The link server on a real loopback port with the device daemon's own client: the WebSocket
     /// upgrade, the hello, a registration and a push with its acknowledgement cross real sockets.
     /// Each step awaits the client (its requests' answers, its event stream), never a poll.
@@ -385,7 +407,7 @@ import Testing
         let client = try await GatewayLinkClient.connect(url: url, identity: DeviceIdentity(deviceID: "phone-real"))
         var events = client.events.makeAsyncIterator()
         #expect(client.deviceID == "phone-real")
-        // The accepted socket has Nagle off and TCP keepalive on (set as the channel is initialized).
+        // The accepted socket has Nagle off and TCP keepalive on, inherited from the listening socket.
         let accepted = try #require(server.channels.all.first)
         #expect(try await accepted.getOption(.tcpOption(.tcp_nodelay)).get() != 0)
         #expect(try await accepted.getOption(.socketOption(.so_keepalive)).get() != 0)

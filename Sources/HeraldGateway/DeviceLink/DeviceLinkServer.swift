@@ -48,17 +48,19 @@ public final class DeviceLinkServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // Set on the listening socket, whose accepted connections inherit both (Linux copies
+            // them into each new socket; `DeviceLinkTests` reads them back from one), rather than
+            // on each connection: that was three system calls per reconnection (NIO looks the
+            // socket's address up before it sets TCP_NODELAY), and before that a chain of futures
+            // as the bootstrap's child options, about a twentieth of the gateway's CPU per
+            // reconnection in a storm. A socket handed over gets them too, and keeps them for the
+            // connections it queues while no gateway runs.
+            .serverChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .serverChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelInitializer { channel in
                 channels.add(channel)
                 channel.closeFuture.whenComplete { _ in channels.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {
-                    // Set here, two system calls, rather than as the bootstrap's child options, which
-                    // it applies one future after the other through type-erased appliers: that was
-                    // about a twentieth of the gateway's CPU per reconnection in a storm.
-                    if let options = channel.syncOptions {
-                        try options.setOption(.tcpOption(.tcp_nodelay), value: 1)
-                        try options.setOption(.socketOption(.so_keepalive), value: 1)
-                    }
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(
                         FirstBytesDeadline(
