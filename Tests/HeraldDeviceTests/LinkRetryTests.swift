@@ -3,6 +3,7 @@
 #endif
 import Foundation
 import NIOCore
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -52,6 +53,30 @@ import Testing
         await #expect(throws: CancellationError.self) { try await connecting.value }
         let waits = asked.withLock { $0 }
         #expect(Array(waits.prefix(3)) == [1, 2, 3], "a wait first (one failure already), then one per refusal")
+    }
+
+    /// A device waiting out a long backoff stops at once when its task is cancelled, and its wait
+    /// leaves the loop's timers (they are ``LoopTimers``, not NIO tasks of their own).
+    @Test func cancellingDuringAWaitEndsItAndLeavesNoTimer() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let (waiting, began) = AsyncStream.makeStream(of: Void.self)
+        let connecting = Task {
+            try await GatewayLinkClient.connect(
+                urls: ["ws://127.0.0.1:9/device/v1"], identity: DeviceIdentity(), failures: 1, group: group
+            ) { _ in
+                began.yield()
+                return .seconds(3600)
+            }
+        }
+        for await _ in waiting { break }
+        let pending = try await loop.submit { GatewayLinkClient.retryTimers.value(on: loop).count }.get()
+        #expect(pending == 1, "the wait is one of the loop's timers")
+        connecting.cancel()
+        await #expect(throws: CancellationError.self) { try await connecting.value }
+        let left = try await loop.submit { GatewayLinkClient.retryTimers.value(on: loop).count }.get()
+        #expect(left == 0, "the cancelled wait is gone, not left to fire in an hour")
+        try await group.shutdownGracefully()
     }
 
     @Test(arguments: [["http://example.invalid"], []])
