@@ -36,6 +36,7 @@ let package = Package(
             dependencies: [
                 "CFloor",
                 .product(name: "HeraldCore", package: "Herald"),
+                .product(name: "HeraldDevice", package: "Herald"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -17,7 +17,14 @@ loopback addresses of its own, each one's request sent and its whole answer read
   herald     `herald gateway` (SQLite state, cleartext loopback link): the same request without a
              `Herald-Resume`, answered with the `101` and the link's `challenge`; the device never
              authenticates, so this is the gateway's handshake without the ticket, the registration
-             and the backlog read that a resumption adds (scripts/bench-reconnect.sh measures those)
+             and the backlog read that a resumption adds
+  resumed    `herald gateway` again, a fresh process on a state that holds N devices (made once,
+             before the first round, by `reconnect-floor tickets`: each signed its `hello` and kept
+             the ticket its `welcome` gave); every request carries that device's `Herald-Resume`,
+             so each connection is a whole reconnection of the storm's (the ticket checked, the
+             device attached, the `101` and its `welcome` in one write), with the same client as
+             the rows above instead of the storm's sleeping devices and their spread
+             (scripts/bench-reconnect.sh); every answer must be a `welcome`
 
 CPU is the server's user and system time from just before the client starts to the moment it has
 every answer (/proc/PID/stat), divided by N; memory is the growth of its resident memory
@@ -40,6 +47,7 @@ from chaos_gateway import Gateway, free_port  # noqa: E402
 TARGET_US = 60.0
 SOURCES = [f"127.0.9.{i}" for i in range(1, 17)]
 IN_FLIGHT = 256
+MODES = ("epoll", "nio", "nio-http", "herald", "resumed")
 
 
 def start_floor(floor, mode, port):
@@ -57,11 +65,13 @@ def resident_kib(pid):
     return 0
 
 
-def measure(floor, pid, port, n):
-    """Runs the client against `port`; returns (server CPU, growth of the server's resident memory
-    in KiB, client's report) for its n connections, all held."""
+def measure(floor, pid, port, n, resume=None):
+    """Runs the client against `port` (with `resume`, the file of tickets its requests present);
+    returns (server CPU, growth of the server's resident memory in KiB, client's report) for its n
+    connections, all held."""
     before, resident = cpu_seconds(pid), resident_kib(pid)
-    client = subprocess.Popen([floor, "connect", str(port), str(n), str(IN_FLIGHT), *SOURCES],
+    presented = ["--resume", resume] if resume else []
+    client = subprocess.Popen([floor, "connect", str(port), str(n), str(IN_FLIGHT), *presented, *SOURCES],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = client.stdout.readline()
     server = cpu_seconds(pid) - before
@@ -81,13 +91,24 @@ def main():
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     work = tempfile.mkdtemp(prefix="herald-floor-")
     results, memory = {}, {}
+    resumed_state, tickets = os.path.join(work, "resumed"), os.path.join(work, "tickets")
     try:
+        # The resumed row's devices, once: each signs its hello, keeps its ticket, and goes offline.
+        ports = {name: free_port(set()) for name in ("tls", "dev", "admin", "link")}
+        gateway = Gateway(herald, resumed_state, ports)
+        gateway.start()
+        with open(tickets, "w") as out:
+            made = subprocess.run([floor, "tickets", str(ports["link"]), str(n), *SOURCES], stdout=out)
+        gateway.stop()
+        if made.returncode != 0:
+            raise SystemExit("bench-reconnect-floor: the resumed row's devices could not be made")
         for round_number in range(1, rounds + 1):
-            for mode in ("epoll", "nio", "nio-http", "herald"):
+            for mode in MODES:
                 taken = set()
-                if mode == "herald":
+                if mode in ("herald", "resumed"):
                     ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
-                    gateway = Gateway(herald, os.path.join(work, f"gateway{round_number}"), ports)
+                    state = resumed_state if mode == "resumed" else os.path.join(work, f"gateway{round_number}")
+                    gateway = Gateway(herald, state, ports)
                     gateway.start()
                     pid, port, stop = gateway.process.pid, ports["link"], gateway.kill
                 else:
@@ -99,9 +120,11 @@ def main():
                         process.kill()
                         process.wait()
                 try:
-                    server, grown, report = measure(floor, pid, port, n)
+                    server, grown, report = measure(floor, pid, port, n, tickets if mode == "resumed" else None)
                 finally:
                     stop()
+                if mode == "resumed" and report["welcomed"] != n:
+                    raise SystemExit(f"bench-reconnect-floor: {report['welcomed']} of {n} resumptions were welcomed")
                 per = server / n * 1e6
                 results.setdefault(mode, []).append(per)
                 memory.setdefault(mode, []).append(grown / n)

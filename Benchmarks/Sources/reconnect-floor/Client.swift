@@ -19,9 +19,13 @@ private struct Pending {
     var sent = false
 }
 
-/// Opens the connections; prints one JSON line when every one has its answer, then holds them
-/// until standard input closes.
-func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [String]) -> Never {
+/// Opens the connections; prints one JSON line when every one has its answer (with how many were
+/// the link's `welcome`), then holds them until standard input closes. With `resume`, connection
+/// `index` carries `resume[index]`, a device's `Herald-Resume` for the key ``Wire/key(_:)`` of
+/// `index`.
+func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [String], resume: [String]? = nil)
+    -> Never
+{
     let epoll = Epoll()
     let destination = ipv4(host, port)
     let sourceAddresses = sources.map { ipv4($0, 0) }
@@ -30,6 +34,7 @@ func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [St
     held.reserveCapacity(count)
     var started = 0
     var failed = 0
+    var welcomed = 0
     var buffer = [UInt8](repeating: 0, count: 16_384)
     var events = [epoll_event](repeating: epoll_event(), count: 512)
     let clock = ContinuousClock()
@@ -79,7 +84,8 @@ func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [St
                 continue
             }
             if !connection.sent {
-                let request = Wire.request(host: host, port: port, key: Wire.key(connection.index))
+                let request = Wire.request(
+                    host: host, port: port, key: Wire.key(connection.index), resume: resume?[connection.index])
                 let wrote = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
                 guard wrote == request.count else {
                     retry(fd, connection)
@@ -102,6 +108,7 @@ func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [St
                 pending[fd] = connection
                 continue
             }
+            if connection.received.withUnsafeBytes({ Wire.isWelcome($0) }) { welcomed += 1 }
             pending[fd] = nil
             epoll.remove(fd)
             held.append(fd)
@@ -111,7 +118,8 @@ func connectAll(host: String, port: Int, count: Int, inFlight: Int, sources: [St
     let elapsed = (clock.now - begin).components
     let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     say(
-        "{\"connections\":\(held.count),\"seconds\":\(seconds),\"cpu\":\(processCPU() - cpuAtStart),\"retried\":\(failed)}"
+        "{\"connections\":\(held.count),\"seconds\":\(seconds),\"cpu\":\(processCPU() - cpuAtStart),\"retried\":\(failed),"
+            + "\"welcomed\":\(welcomed)}"
     )
     while getchar() != EOF {}
     exit(0)

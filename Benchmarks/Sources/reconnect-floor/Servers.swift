@@ -8,8 +8,9 @@ import NIOWebSocket
 import Glibc
 
 // The servers of the floor. Each accepts a connection with the gateway's socket options
-// (TCP_NODELAY, SO_KEEPALIVE), reads the upgrade request, writes the `101` and the welcome-sized
-// frame in one write, and holds the connection until the peer closes it.
+// (TCP_NODELAY, SO_KEEPALIVE, set on the listening socket, whose connections inherit them, as the
+// gateway does), reads the upgrade request, writes the `101` and the welcome-sized frame in one
+// write, and holds the connection until the peer closes it.
 
 /// The kernel's floor: one thread, epoll, and the system calls a reconnection needs; no framework.
 func serveEpoll(host: String, port: Int) -> Never {
@@ -29,8 +30,6 @@ func serveEpoll(host: String, port: Int) -> Never {
                 while true {
                     let connection = cfloor_accept(listener)
                     if connection < 0 { break }
-                    setOption(connection, Int32(IPPROTO_TCP), TCP_NODELAY)
-                    setOption(connection, SOL_SOCKET, SO_KEEPALIVE)
                     epoll.add(connection, epollIn | UInt32(EPOLLRDHUP.rawValue))
                 }
                 continue
@@ -68,8 +67,8 @@ func serveNIO(host: String, port: Int, http: Bool) throws -> Never {
     let bootstrap = ServerBootstrap(group: group)
         .serverChannelOption(.backlog, value: 4096)
         .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-        .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-        .childChannelOption(.socketOption(.so_keepalive), value: 1)
+        .serverChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+        .serverChannelOption(.socketOption(.so_keepalive), value: 1)
         .childChannelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations

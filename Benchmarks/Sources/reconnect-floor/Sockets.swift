@@ -49,10 +49,13 @@ func bind(_ fd: Int32, _ address: sockaddr_in) {
     guard result == 0 else { fail("bind") }
 }
 
-/// A listening socket on `host:port` with a queue of 4,096, as the gateway's device link has.
+/// A listening socket on `host:port` with a queue of 4,096 and the options its connections inherit
+/// (TCP_NODELAY, SO_KEEPALIVE), as the gateway's device link has.
 func listeningSocket(host: String, port: Int) -> Int32 {
     let fd = tcpSocket()
     setOption(fd, SOL_SOCKET, SO_REUSEADDR)
+    setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY)
+    setOption(fd, SOL_SOCKET, SO_KEEPALIVE)
     bind(fd, ipv4(host, port))
     guard listen(fd, 4096) == 0 else { fail("listen") }
     return fd

@@ -11,15 +11,23 @@ enum Wire {
     /// device, its next ticket and that ticket's secret: about this size).
     static let welcomeBytes = 330
 
-    /// An upgrade request for the link's path with `key`, and a header of the length a
-    /// `Herald-Resume` has (a server of the floor reads it as it reads any header; the gateway
-    /// ignores a header it does not know).
-    static func request(host: String, port: Int, key: String) -> [UInt8] {
-        let pad = String(repeating: "x", count: 230)
+    /// An upgrade request for the link's path with `key`; with `resume`, the device's
+    /// `Herald-Resume` for that key (the gateway resumes the device and answers with its
+    /// `welcome`), else a header of the length a `Herald-Resume` has (a server of the floor reads it
+    /// as it reads any header; the gateway ignores a header it does not know).
+    static func request(host: String, port: Int, key: String, resume: String? = nil) -> [UInt8] {
+        let last =
+            resume.map { "\(DeviceLink.upgradeResumeHeader): \($0)" }
+            ?? "x-herald-floor: \(String(repeating: "x", count: 230))"
         let text =
             "GET \(DeviceLink.path) HTTP/1.1\r\nhost: \(host):\(port)\r\nupgrade: websocket\r\nconnection: upgrade\r\n"
-            + "sec-websocket-key: \(key)\r\nsec-websocket-version: 13\r\nx-herald-floor: \(pad)\r\n\r\n"
+            + "sec-websocket-key: \(key)\r\nsec-websocket-version: 13\r\n\(last)\r\n\r\n"
         return Array(text.utf8)
+    }
+
+    /// Whether a whole answer's first frame is the link's `welcome`.
+    static func isWelcome(_ answer: UnsafeRawBufferPointer) -> Bool {
+        find(Array("\"type\":\"welcome\"".utf8), in: answer) != nil
     }
 
     /// A `Sec-WebSocket-Key` for connection `index`: 16 bytes in base64, different per connection.

@@ -7,11 +7,18 @@ import Foundation
 // does) against one client, run by scripts/bench-reconnect-floor (BENCHMARKS.md, "The floor under a
 // reconnection"), which also measures `herald gateway` with the same client and prints the ratios.
 //
+// `tickets` makes devices on a running gateway and writes their tickets; `connect --resume` then
+// presents them, one `Herald-Resume` per connection (the resumed row: the gateway's whole
+// reconnection with nothing of the storm around it).
+//
 //   reconnect-floor serve epoll|nio|nio-http PORT
-//   reconnect-floor connect PORT COUNT IN-FLIGHT SOURCE...
+//   reconnect-floor connect PORT COUNT IN-FLIGHT [--resume FILE] SOURCE...
+//   reconnect-floor tickets PORT COUNT SOURCE... > FILE
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: reconnect-floor serve epoll|nio|nio-http PORT | connect PORT COUNT IN-FLIGHT SOURCE..."
+let usage =
+    "usage: reconnect-floor serve epoll|nio|nio-http PORT | connect PORT COUNT IN-FLIGHT [--resume FILE] SOURCE..."
+    + " | tickets PORT COUNT SOURCE..."
 
 func number(_ index: Int) -> Int {
     guard index < arguments.count, let value = Int(arguments[index]), value > 0 else {
@@ -30,9 +37,19 @@ case "serve" where arguments.count == 3:
     case "nio-http": try serveNIO(host: "127.0.0.1", port: port, http: true)
     default: break
     }
+case "connect" where arguments.count >= 7 && arguments[4] == "--resume":
+    let resume = resumeHeaders(from: arguments[5])
+    guard resume.count >= number(2) else {
+        stop("\(arguments[5]) holds \(resume.count) devices, fewer than \(number(2))")
+    }
+    connectAll(
+        host: "127.0.0.1", port: number(1), count: number(2), inFlight: number(3), sources: Array(arguments[6...]),
+        resume: resume)
 case "connect" where arguments.count >= 5:
     connectAll(
         host: "127.0.0.1", port: number(1), count: number(2), inFlight: number(3), sources: Array(arguments[4...]))
+case "tickets" where arguments.count >= 4:
+    writeTickets(host: "127.0.0.1", port: number(1), count: number(2), sources: Array(arguments[3...]))
 default: break
 }
 FileHandle.standardError.write(Data((usage + "\n").utf8))
