@@ -94,7 +94,8 @@ def main():
     resumed_state, tickets = os.path.join(work, "resumed"), os.path.join(work, "tickets")
     try:
         # The resumed row's devices, once: each signs its hello, keeps its ticket, and goes offline.
-        ports = {name: free_port(set()) for name in ("tls", "dev", "admin", "link")}
+        taken = set()
+        ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
         gateway = Gateway(herald, resumed_state, ports)
         gateway.start()
         with open(tickets, "w") as out:
