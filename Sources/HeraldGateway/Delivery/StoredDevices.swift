@@ -86,11 +86,7 @@ public final class StoredDevices: Sendable {
     }
 
     /// Pushes for `devices` are about to be written (a device may come twice: once per push).
-    public func storing(_ devices: some Sequence<String>) {
-        state.withLock { state in
-            for device in devices { state.add(device, writing: 1) }
-        }
-    }
+    public func storing(_ devices: some Sequence<String>) { add(devices, writing: 1) }
 
     /// The writes ``storing(_:)`` announced for `devices` ended, committed or not.
     public func settled(_ devices: some Sequence<String>) {
@@ -104,18 +100,18 @@ public final class StoredDevices: Sendable {
     }
 
     /// Another node stored pushes for `devices` (a cluster's notification).
-    public func heard(_ devices: some Sequence<String>) {
-        state.withLock { state in
-            for device in devices { state.add(device, writing: 0) }
-        }
-    }
+    public func heard(_ devices: some Sequence<String>) { add(devices, writing: 0) }
 
     /// Adds every device the store holds pushes for (read after anything ``heard(_:)`` meanwhile
     /// could be heard) and makes the set complete.
-    public func load(_ devices: some Sequence<String>) {
+    public func load(_ devices: some Sequence<String>) { add(devices, writing: 0, completing: true) }
+
+    /// Adds `devices`, each with `writing` more writes under way; `completing`: the set is complete
+    /// from then on.
+    private func add(_ devices: some Sequence<String>, writing: Int, completing: Bool = false) {
         state.withLock { state in
-            for device in devices { state.add(device, writing: 0) }
-            state.complete = true
+            for device in devices { state.add(device, writing: writing) }
+            if completing { state.complete = true }
         }
     }
 
