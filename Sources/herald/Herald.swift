@@ -33,6 +33,7 @@ struct Herald: AsyncParsableCommand {
                 print(configured.report(), terminator: "")
                 return
             }
+            if command is TestDeviceCommand { TestDeviceCommand.runTasksOnNIOLoops() }
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {

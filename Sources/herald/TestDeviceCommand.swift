@@ -87,14 +87,17 @@ struct TestDeviceCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
-        // Swift concurrency's jobs run on NIO's loops, the ones the links run on: a device's task
-        // that waits for its link then goes on where the link's future was completed, without a
-        // hop to Swift's own threads and back. With thousands of idle devices reconnecting, those
-        // hops cost a third to two fifths of the test devices' CPU per reconnection (BENCHMARKS.md).
-        // Nothing this command runs in a task blocks for long: its writes to standard output are
-        // the longest.
+    /// Makes Swift concurrency's jobs run on NIO's loops, the ones the links run on: a device's
+    /// task that waits for its link then goes on where the link's future was completed, without a
+    /// hop to Swift's own threads and back. With thousands of idle devices reconnecting, those hops
+    /// cost a third to two fifths of the test devices' CPU per reconnection (BENCHMARKS.md).
+    /// Nothing this command runs in a task blocks for long: its writes to standard output are the
+    /// longest. Called once, from the main thread, before ``run()`` (NIO's takeover asks both).
+    static func runTasksOnNIOLoops() {
         _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+    }
+
+    func run() async throws {
         let urls = gateway.isEmpty ? [try Self.linkURL(state: gatewayState)] : gateway
         let url = urls[0]
         var pem: String?

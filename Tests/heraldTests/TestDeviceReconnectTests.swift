@@ -43,4 +43,31 @@ import Testing
         kill(device.process.processIdentifier, SIGTERM)
         #expect(again.gateway.stop() == 0)
     }
+
+    /// The devices' tasks run on NIO's event loops, not on Swift's own pool of threads (each hop
+    /// between the two was a thread switch per wait: BENCHMARKS.md). Once twenty idle devices have
+    /// connected, each through its own task, the process has NIO's threads and none of the pool's,
+    /// whose names end in libdispatch's `…-qos…`.
+    @Test func aTestDevicesTasksRunOnNIOsLoops() throws {
+        let linkPort = try portOutsideTheEphemeralRange()
+        let p = try Provisioned(arguments: ["--link-port", "\(linkPort)"])
+        let device = try Child(
+            try heraldExecutable(),
+            [
+                "test-device", "--gateway", "ws://127.0.0.1:\(linkPort)/device/v1",
+                "--identity", p.gateway.state.appendingPathComponent("device.json").path,
+                "--topic", Provisioned.topic, "--json", "--reconnect", "--idle-devices", "20",
+            ])
+        let ready = device.reader.json() ?? [:]
+        #expect(ready["event"] as? String == "ready" && ready["idleDevices"] as? Int == 20, "\(ready)")
+        let tasks = "/proc/\(device.process.processIdentifier)/task"
+        let threads = try FileManager.default.contentsOfDirectory(atPath: tasks).map {
+            try String(contentsOfFile: "\(tasks)/\($0)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(threads.contains { $0.hasPrefix("NIO-SGLTN") }, "\(threads)")
+        #expect(!threads.contains { $0.contains("qos") }, "\(threads)")
+        kill(device.process.processIdentifier, SIGTERM)
+        #expect(p.gateway.stop() == 0)
+    }
 }
