@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// `herald test-device --reconnect`: the same device connects again after a gateway restart, gets
-/// what was stored meanwhile, and drops a push it has already seen on an earlier connection.
+/// what was stored meanwhile, and drops a push it has already seen on an earlier connection; its
+/// idle devices' tasks run on NIO's event loops.
 @Suite(.serialized, .ownThread) struct TestDeviceReconnectTests {
     @Test func aTestDeviceComesBackAfterARestartAndDropsWhatItAlreadyHad() throws {
         let linkPort = try portOutsideTheEphemeralRange()
