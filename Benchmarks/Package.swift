@@ -10,6 +10,7 @@ let package = Package(
         .package(name: "Herald", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
     ],
     targets: [
         .executableTarget(
@@ -35,6 +36,7 @@ let package = Package(
             name: "reconnect-floor",
             dependencies: [
                 "CFloor",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HeraldCore", package: "Herald"),
                 .product(name: "HeraldDevice", package: "Herald"),
                 .product(name: "NIOCore", package: "swift-nio"),

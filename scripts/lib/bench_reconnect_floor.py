@@ -26,11 +26,26 @@ loopback addresses of its own, each one's request sent and its whole answer read
              the rows above instead of the storm's sleeping devices and their spread
              (scripts/bench-reconnect.sh); every answer must be a `welcome`
 
+Then, in the same round, the device side's layers, each the client of a fresh `herald gateway` on
+the resumed row's state (the same N resumptions; the epoll client of the `resumed` row is their
+floor):
+
+  nio        NIO's ClientBootstrap with the device's socket options and one handler that writes the
+             request and reads the whole answer
+  nio-http   NIO's HTTP/1.1 encoder and decoder, the `101` checked and the swap to NIO's WebSocket
+             frame handlers, as the device's handshake does without Herald's link handler
+  herald     `GatewayLinkClient.connect` presenting each device's ticket: what `herald test-device`
+             does for every device it holds, on NIO's loops as it runs them
+
 CPU is the server's user and system time from just before the client starts to the moment it has
 every answer (/proc/PID/stat), divided by N; memory is the growth of its resident memory
-(VmRSS) over the same time, divided by N: what a fresh process faults in for each link it holds.
-Prints a line per server and round, and the ratios to the kernel's floor and to 60 us (a fifth of
-the 0.3 ms per reconnection that issue 35 started from).
+(VmRSS) over the same time, divided by N: what a fresh process faults in for each link it holds. A
+client's CPU is its own (getrusage) over its whole run, divided by N.
+Prints a line per server, client and round; the servers' ratios to the kernel's floor and to 60 us (a
+fifth of the 0.3 ms per reconnection that issue 35 started from); and the clients' ratios to the
+epoll client's and to 90 and 130 us (a fifth of the 0.45-0.65 ms of device CPU it started from).
+With BENCH_RECONNECT_FLOOR_PERF=PREFIX in the environment, `perf record -g` records each device
+layer's client (to PREFIX.nio, PREFIX.nio-http and PREFIX.herald; the last round's is kept).
 Debian's python3 is enough.
 """
 import json
@@ -48,6 +63,10 @@ TARGET_US = 60.0
 SOURCES = [f"127.0.9.{i}" for i in range(1, 17)]
 IN_FLIGHT = 256
 MODES = ("epoll", "nio", "nio-http", "herald", "resumed")
+# The device side's layers, each the client of a fresh `herald gateway` on the resumed row's state.
+CLIENTS = ("nio", "nio-http", "herald")
+# A fifth of the 0.45-0.65 ms of device CPU per reconnection that issue 35 started from: 90-130 us.
+DEVICE_TARGET_US = (90.0, 130.0)
 
 
 def start_floor(floor, mode, port):
@@ -65,13 +84,19 @@ def resident_kib(pid):
     return 0
 
 
-def measure(floor, pid, port, n, resume=None):
-    """Runs the client against `port` (with `resume`, the file of tickets its requests present);
-    returns (server CPU, growth of the server's resident memory in KiB, client's report) for its n
-    connections, all held."""
+def measure(floor, pid, port, n, resume=None, layer=None):
+    """Runs the client against `port` (with `resume`, the file of tickets its requests present; with
+    `layer`, one of CLIENTS instead of the epoll client); returns (server CPU, growth of the server's
+    resident memory in KiB, client's report) for its n connections, all held."""
     before, resident = cpu_seconds(pid), resident_kib(pid)
     presented = ["--resume", resume] if resume else []
-    client = subprocess.Popen([floor, "connect", str(port), str(n), str(IN_FLIGHT), *presented, *SOURCES],
+    if layer:
+        presented = ["--client", layer, *presented]
+    command = [floor, "connect", str(port), str(n), str(IN_FLIGHT), *presented, *SOURCES]
+    if layer and os.environ.get("BENCH_RECONNECT_FLOOR_PERF"):
+        command = ["perf", "record", "-g", "-q", "-o", f"{os.environ['BENCH_RECONNECT_FLOOR_PERF']}.{layer}", "--",
+                   *command]
+    client = subprocess.Popen(command,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = client.stdout.readline()
     server = cpu_seconds(pid) - before
@@ -90,7 +115,7 @@ def main():
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 18000
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     work = tempfile.mkdtemp(prefix="herald-floor-")
-    results, memory = {}, {}
+    results, memory, clients = {}, {}, {}
     resumed_state, tickets = os.path.join(work, "resumed"), os.path.join(work, "tickets")
     try:
         # The resumed row's devices, once: each signs its hello, keeps its ticket, and goes offline.
@@ -133,6 +158,25 @@ def main():
                       f"{report['seconds']:.2f} s ({report['retried']} retried); server {per:6.1f} us per "
                       f"connection, client {report['cpu'] / n * 1e6:5.1f} us; server memory {grown / n:5.1f} KiB "
                       f"more per connection held", flush=True)
+                if mode == "resumed":
+                    clients.setdefault("epoll", []).append(report["cpu"] / n * 1e6)
+            for layer in CLIENTS:
+                taken = set()
+                ports = {name: free_port(taken) for name in ("tls", "dev", "admin", "link")}
+                gateway = Gateway(herald, resumed_state, ports)
+                gateway.start()
+                try:
+                    server, _, report = measure(floor, gateway.process.pid, ports["link"], n, tickets, layer)
+                finally:
+                    gateway.kill()
+                if report["welcomed"] != n:
+                    raise SystemExit(f"bench-reconnect-floor: {report['welcomed']} of {n} resumptions by the "
+                                     f"{layer} client were welcomed")
+                per = report["cpu"] / n * 1e6
+                clients.setdefault(layer, []).append(per)
+                print(f"round {round_number} client {layer:<8} {report['connections']} resumptions answered in "
+                      f"{report['seconds']:.2f} s ({report['retried']} retried); client {per:6.1f} us per "
+                      f"connection, server {server / n * 1e6:5.1f} us", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     kernel = min(results["epoll"])
@@ -141,6 +185,13 @@ def main():
         best = min(values)
         print(f"  {mode:<8} {best:6.1f} us: {best / kernel:4.2f} of the kernel's floor, "
               f"{best / TARGET_US:4.2f} of {TARGET_US:.0f} us; memory {min(memory[mode]):5.1f} KiB per connection")
+    low, high = DEVICE_TARGET_US
+    floor_client = min(clients["epoll"])
+    print(f"best of {rounds} round(s), device CPU per connection, each a client of the resumed gateway:")
+    for layer, values in clients.items():
+        best = min(values)
+        print(f"  {layer:<8} {best:6.1f} us: {best / floor_client:4.2f} of the epoll client's, "
+              f"{best / low:4.2f} of {low:.0f} us, {best / high:4.2f} of {high:.0f} us")
 
 
 if __name__ == "__main__":

@@ -9,15 +9,18 @@ import Foundation
 //
 // `tickets` makes devices on a running gateway and writes their tickets; `connect --resume` then
 // presents them, one `Herald-Resume` per connection (the resumed row: the gateway's whole
-// reconnection with nothing of the storm around it).
+// reconnection with nothing of the storm around it). `connect --client` makes the same connections
+// with the device side's layers instead of the epoll client (DeviceClients.swift), so that the
+// client's CPU per connection is measured at each layer against the same gateway.
 //
 //   reconnect-floor serve epoll|nio|nio-http PORT
-//   reconnect-floor connect PORT COUNT IN-FLIGHT [--resume FILE] SOURCE...
+//   reconnect-floor connect PORT COUNT IN-FLIGHT [--client nio|nio-http|herald] [--resume FILE] SOURCE...
 //   reconnect-floor tickets PORT COUNT SOURCE... > FILE
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage =
-    "usage: reconnect-floor serve epoll|nio|nio-http PORT | connect PORT COUNT IN-FLIGHT [--resume FILE] SOURCE..."
+    "usage: reconnect-floor serve epoll|nio|nio-http PORT"
+    + " | connect PORT COUNT IN-FLIGHT [--client nio|nio-http|herald] [--resume FILE] SOURCE..."
     + " | tickets PORT COUNT SOURCE..."
 
 func number(_ index: Int) -> Int {
@@ -37,17 +40,40 @@ case "serve" where arguments.count == 3:
     case "nio-http": try serveNIO(host: "127.0.0.1", port: port, http: true)
     default: break
     }
-case "connect" where arguments.count >= 7 && arguments[4] == "--resume":
-    let resume = resumeHeaders(from: arguments[5])
-    guard resume.count >= number(2) else {
-        stop("\(arguments[5]) holds \(resume.count) devices, fewer than \(number(2))")
-    }
-    connectAll(
-        host: "127.0.0.1", port: number(1), count: number(2), inFlight: number(3), sources: Array(arguments[6...]),
-        resume: resume)
 case "connect" where arguments.count >= 5:
-    connectAll(
-        host: "127.0.0.1", port: number(1), count: number(2), inFlight: number(3), sources: Array(arguments[4...]))
+    let (port, count, inFlight) = (number(1), number(2), number(3))
+    var rest = Array(arguments[4...])
+    var client: DeviceClient?
+    var resumeFile: String?
+    while rest.count >= 2, rest[0].hasPrefix("--") {
+        switch rest[0] {
+        case "--client":
+            guard let named = DeviceClient(rawValue: rest[1]) else { stop("no client layer \(rest[1])") }
+            client = named
+        case "--resume": resumeFile = rest[1]
+        default: stop(usage)
+        }
+        rest.removeFirst(2)
+    }
+    guard !rest.isEmpty else { stop(usage) }
+    let resume = resumeFile.map(resumeHeaders(from:))
+    if let resume, resume.count < count {
+        stop("\(resumeFile ?? "") holds \(resume.count) devices, fewer than \(count)")
+    }
+    switch client {
+    case nil:
+        connectAll(host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest, resume: resume)
+    case .some(let client):
+        guard let resumeFile, let resume else { stop("--client needs --resume: its requests resume devices") }
+        if client == .herald {
+            takeOverExecutor()
+            connectWithHerald(
+                host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest,
+                devices: devices(from: resumeFile))
+        }
+        connectWithNIO(
+            client, host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest, resume: resume)
+    }
 case "tickets" where arguments.count >= 4:
     writeTickets(host: "127.0.0.1", port: number(1), count: number(2), sources: Array(arguments[3...]))
 default: break
