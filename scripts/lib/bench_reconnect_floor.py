@@ -45,15 +45,18 @@ Prints a line per server, client and round; the servers' ratios to the kernel's 
 fifth of the 0.3 ms per reconnection that issue 35 started from); and the clients' ratios to the
 epoll client's and to 90 and 130 us (a fifth of the 0.45-0.65 ms of device CPU it started from).
 With BENCH_RECONNECT_FLOOR_PERF=PREFIX in the environment, `perf record -g` records each device
-layer's client (to PREFIX.nio, PREFIX.nio-http and PREFIX.herald; the last round's is kept).
+layer's client (to PREFIX.nio, PREFIX.nio-http and PREFIX.herald) and the `resumed` row's gateway
+(PREFIX.resumed); the last round's are kept.
 Debian's python3 is enough.
 """
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_reconnect import cpu_seconds  # noqa: E402
@@ -84,10 +87,16 @@ def resident_kib(pid):
     return 0
 
 
-def measure(floor, pid, port, n, resume=None, layer=None):
+def measure(floor, pid, port, n, resume=None, layer=None, record=None):
     """Runs the client against `port` (with `resume`, the file of tickets its requests present; with
-    `layer`, one of CLIENTS instead of the epoll client); returns (server CPU, growth of the server's
-    resident memory in KiB, client's report) for its n connections, all held."""
+    `layer`, one of CLIENTS instead of the epoll client; with `record`, a file that `perf record -g`
+    writes the server's samples to meanwhile); returns (server CPU, growth of the server's resident
+    memory in KiB, client's report) for its n connections, all held."""
+    recorder = None
+    if record:
+        recorder = subprocess.Popen(["perf", "record", "-g", "-q", "-p", str(pid), "-o", record],
+                                    stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # perf attaches before the client starts; the server is idle meanwhile
     before, resident = cpu_seconds(pid), resident_kib(pid)
     presented = ["--resume", resume] if resume else []
     if layer:
@@ -101,6 +110,9 @@ def measure(floor, pid, port, n, resume=None, layer=None):
     line = client.stdout.readline()
     server = cpu_seconds(pid) - before
     grown = resident_kib(pid) - resident
+    if recorder:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait()
     client.stdin.close()
     client.wait()
     if not line:
@@ -146,7 +158,11 @@ def main():
                         process.kill()
                         process.wait()
                 try:
-                    server, grown, report = measure(floor, pid, port, n, tickets if mode == "resumed" else None)
+                    record = None
+                    if mode == "resumed" and os.environ.get("BENCH_RECONNECT_FLOOR_PERF"):
+                        record = os.environ["BENCH_RECONNECT_FLOOR_PERF"] + ".resumed"
+                    server, grown, report = measure(floor, pid, port, n, tickets if mode == "resumed" else None,
+                                                    record=record)
                 finally:
                     stop()
                 if mode == "resumed" and report["welcomed"] != n:
