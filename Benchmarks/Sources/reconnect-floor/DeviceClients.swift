@@ -221,8 +221,7 @@ final class NIOClients: @unchecked Sendable {
 
     /// Opens connection `index`, with the device's socket options and handlers.
     func open(_ index: Int) {
-        let request = Wire.request(host: host, port: port, key: Wire.key(index), resume: resume[index])
-        let (client, key, resumeValue, authority) = (client, Wire.key(index), resume[index], "\(host):\(port)")
+        let (client, key, resumeValue, host, port) = (client, Wire.key(index), resume[index], host, port)
         ClientBootstrap(group: loop)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .bind(to: sources[index % sources.count])
@@ -237,6 +236,7 @@ final class NIOClients: @unchecked Sendable {
                     let sync = channel.pipeline.syncOperations
                     switch client {
                     case .nio:
+                        let request = Wire.request(host: host, port: port, key: key, resume: resumeValue)
                         try sync.addHandler(AnswerReader(request: request) { self.answered(channel, welcome: $0) })
                     default:
                         let encoder = HTTPRequestEncoder()
@@ -244,7 +244,7 @@ final class NIOClients: @unchecked Sendable {
                         try sync.addHandlers(encoder, decoder)
                         try sync.addHandler(
                             UpgradeClient(
-                                authority: authority, key: key, resume: resumeValue, encoder: encoder,
+                                authority: "\(host):\(port)", key: key, resume: resumeValue, encoder: encoder,
                                 decoder: decoder
                             ) { self.answered(channel, welcome: $0) })
                     }
