@@ -45,8 +45,9 @@ case "connect" where arguments.count >= 5:
     var rest = Array(arguments[4...])
     var client: DeviceClient?
     var resumeFile: String?
-    while rest.count >= 2, rest[0].hasPrefix("--") {
-        switch rest[0] {
+    while let option = rest.first, option.hasPrefix("--") {
+        guard rest.count >= 2 else { stop("\(option) needs a value; \(usage)") }
+        switch option {
         case "--client":
             guard let named = DeviceClient(rawValue: rest[1]) else { stop("no client layer \(rest[1])") }
             client = named
