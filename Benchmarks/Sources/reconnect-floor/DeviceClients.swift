@@ -292,11 +292,7 @@ final class AnswerReader: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !finished else { return }
-        var bytes = unwrapInboundIn(data)
-        if var earlier = received {
-            earlier.writeBuffer(&bytes)
-            bytes = earlier
-        }
+        let bytes = joined(received, unwrapInboundIn(data))
         let welcome: Bool? = bytes.withUnsafeReadableBytes { answer in
             Wire.answerLength(answer) == nil ? nil : Wire.isWelcome(answer)
         }

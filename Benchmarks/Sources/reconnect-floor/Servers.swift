@@ -95,11 +95,7 @@ final class BytesFloor: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !answered else { return }
-        var bytes = unwrapInboundIn(data)
-        if var earlier = received {
-            earlier.writeBuffer(&bytes)
-            bytes = earlier
-        }
+        let bytes = joined(received, unwrapInboundIn(data))
         let answer: [UInt8]? = bytes.withUnsafeReadableBytes { head in
             guard Wire.endOfHead(head) != nil else { return nil }
             return Wire.answer(key: Wire.key(inHead: head) ?? "")
@@ -112,6 +108,14 @@ final class BytesFloor: ChannelInboundHandler {
         received = nil
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: answer)), promise: nil)
     }
+}
+
+/// The bytes a connection has read so far: those kept from its earlier reads, then `bytes`.
+func joined(_ earlier: ByteBuffer?, _ bytes: ByteBuffer) -> ByteBuffer {
+    guard var earlier else { return bytes }
+    var bytes = bytes
+    earlier.writeBuffer(&bytes)
+    return earlier
 }
 
 /// What the gateway's handshake does with NIO's parts: NIO's HTTP/1.1 decoder reads the request;
