@@ -25,6 +25,7 @@ import shutil
 import tempfile
 
 from browser import Browser, emit
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as shown
 
@@ -78,6 +79,20 @@ def settled_banner(body):
         "const b = document.querySelector('#banner .card-body');"
         "return !!b && b.textContent === arguments[0] && document.getElementById('banner').getAnimations().length === 0",
         body))
+
+
+def banner_put_away(d):
+    """Puts the banner away if it is up; true once it is gone. A banner may leave by itself at any
+    moment (its five seconds are up, or the page learns from the log that its notification was
+    removed), so it can go between a look and a click: then the click fails, and the next look
+    finds it gone."""
+    if not d.find_element(By.ID, "banner").is_displayed():
+        return True
+    try:
+        d.find_element(By.CSS_SELECTOR, "#banner .grabber").click()
+    except WebDriverException:
+        pass
+    return False
 
 
 def chime(path):
@@ -252,8 +267,7 @@ try:
     click("#banner .reply button")
     wait.until(lambda d: not any(n["title"] == "Lunch?" for n in screen()["notifications"]))
     emit(step="reply", sent="On my way")
-    if driver.find_element(By.ID, "banner").is_displayed():
-        click("#banner .grabber")
+    wait.until(banner_put_away)
 
     step = "notification center"
     for body in ["Table for two", "At eight"]:
