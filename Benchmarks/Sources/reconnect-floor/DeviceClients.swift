@@ -147,24 +147,6 @@ func connectWithHerald(host: String, port: Int, count: Int, inFlight: Int, sourc
         welcomed: held.count)
 }
 
-/// A device of the resumed gateway's state: its id and the ticket its last `welcome` gave.
-struct Device {
-    var id: String
-    var ticket: LinkTicket
-}
-
-/// The devices in `path` (lines written by `writeTickets`), in order.
-func devices(from path: String) -> [Device] {
-    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { stop("cannot read \(path)") }
-    return text.split(separator: "\n").enumerated().map { index, line in
-        let fields = line.split(separator: " ").map(String.init)
-        guard fields.count == 4, let ticket = Data(base64Encoded: fields[1]),
-            let secret = Data(base64Encoded: fields[2]), let expires = Int64(fields[3])
-        else { stop("\(path): line \(index + 1) is no device and ticket") }
-        return Device(id: fields[0], ticket: LinkTicket(ticket: ticket, secret: secret, expires: expires))
-    }
-}
-
 /// Prints a client's report (the line `connectAll` prints) and holds its connections until
 /// standard input closes.
 private func report(connections: Int, seconds duration: Duration, cpu: Double, retried: Int, welcomed: Int) -> Never {

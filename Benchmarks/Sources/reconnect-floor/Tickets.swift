@@ -55,20 +55,31 @@ func writeTickets(host: String, port: Int, count: Int, sources: [String]) -> Nev
     exit(0)
 }
 
-/// The `Herald-Resume` of each device in `path` (lines written by ``writeTickets(host:port:count:sources:)``),
-/// line `index` for the key ``Wire/key(_:)`` of `index`, made now.
-func resumeHeaders(from path: String) -> [String] {
+/// A device of the resumed gateway's state: its id and the ticket its last `welcome` gave.
+struct Device {
+    var id: String
+    var ticket: LinkTicket
+}
+
+/// The devices in `path` (lines written by ``writeTickets(host:port:count:sources:)``), in order.
+func devices(from path: String) -> [Device] {
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { stop("cannot read \(path)") }
-    let now = Int64(Date().timeIntervalSince1970.rounded(.down))
     return text.split(separator: "\n").enumerated().map { index, line in
         let fields = line.split(separator: " ").map(String.init)
         guard fields.count == 4, let ticket = Data(base64Encoded: fields[1]),
             let secret = Data(base64Encoded: fields[2]), let expires = Int64(fields[3])
         else { stop("\(path): line \(index + 1) is no device and ticket") }
-        return DeviceLink.UpgradeResume(
-            device: fields[0], ticket: LinkTicket(ticket: ticket, secret: secret, expires: expires),
-            webSocketKey: Wire.key(index), time: now
-        ).headerValue
+        return Device(id: fields[0], ticket: LinkTicket(ticket: ticket, secret: secret, expires: expires))
+    }
+}
+
+/// The `Herald-Resume` of each of `devices`, the one at `index` for the key ``Wire/key(_:)`` of
+/// `index`, made now.
+func resumeHeaders(for devices: [Device]) -> [String] {
+    let now = Int64(Date().timeIntervalSince1970.rounded(.down))
+    return devices.enumerated().map { index, device in
+        DeviceLink.UpgradeResume(device: device.id, ticket: device.ticket, webSocketKey: Wire.key(index), time: now)
+            .headerValue
     }
 }
 

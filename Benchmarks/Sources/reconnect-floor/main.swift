@@ -57,23 +57,25 @@ case "connect" where arguments.count >= 5:
         rest.removeFirst(2)
     }
     guard !rest.isEmpty else { stop(usage) }
-    let resume = resumeFile.map(resumeHeaders(from:))
-    if let resume, resume.count < count {
-        stop("\(resumeFile ?? "") holds \(resume.count) devices, fewer than \(count)")
+    let devices = resumeFile.map(devices(from:))
+    if let resumeFile, let devices, devices.count < count {
+        stop("\(resumeFile) holds \(devices.count) devices, fewer than \(count)")
     }
     switch client {
     case nil:
-        connectAll(host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest, resume: resume)
+        connectAll(
+            host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest,
+            resume: devices.map(resumeHeaders(for:)))
     case .some(let client):
-        guard let resumeFile, let resume else { stop("--client needs --resume: its requests resume devices") }
+        guard let devices else { stop("--client needs --resume: its requests resume devices") }
         if client == .herald {
             takeOverExecutor()
             connectWithHerald(
-                host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest,
-                devices: devices(from: resumeFile))
+                host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest, devices: devices)
         }
         connectWithNIO(
-            client, host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest, resume: resume)
+            client, host: "127.0.0.1", port: port, count: count, inFlight: inFlight, sources: rest,
+            resume: resumeHeaders(for: devices))
     }
 case "tickets" where arguments.count >= 4:
     writeTickets(host: "127.0.0.1", port: number(1), count: number(2), sources: Array(arguments[3...]))
