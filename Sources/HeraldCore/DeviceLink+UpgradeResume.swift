@@ -68,8 +68,9 @@ extension DeviceLink {
             guard DeviceLink.isDeviceID(parts[0]) else {
                 throw LinkMessageError("Herald-Resume's device must be 1-64 letters, digits or '-'")
             }
-            guard let time = Int64(String(decoding: parts[1], as: UTF8.self)) else {
-                throw LinkMessageError("Herald-Resume's time must be UNIX seconds")
+            guard let time = Self.unixSeconds(parts[1]) else {
+                throw LinkMessageError(
+                    "Herald-Resume's time must be UNIX seconds: 1-18 digits, no sign or leading zero")
             }
             guard let ticket = Data(base64Encoded: Data(parts[2])), !ticket.isEmpty else {
                 throw LinkMessageError("Herald-Resume's ticket must be base64")
@@ -78,6 +79,16 @@ extension DeviceLink {
                 throw LinkMessageError("Herald-Resume's proof must be 32 bytes in base64")
             }
             self.init(device: String(decoding: parts[0], as: UTF8.self), time: time, ticket: ticket, proof: proof)
+        }
+
+        /// A time as the device writes it (`String(Int64)` of a time after 1970): decimal digits
+        /// with no sign and no leading zero, at most 18 of them, so that no difference with the
+        /// gateway's clock can overflow. Anything else is nil.
+        static func unixSeconds(_ bytes: some Collection<UInt8>) -> Int64? {
+            guard (1...18).contains(bytes.count), bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                bytes.count == 1 || bytes.first != 0x30
+            else { return nil }
+            return bytes.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
         }
     }
 

@@ -33,6 +33,13 @@ import Testing
         #expect(resume.proof != otherTime.proof)
     }
 
+    @Test func aTimeIsReadAsTheDeviceWritesIt() throws {
+        let proof = Data(repeating: 1, count: 32).base64EncodedString()
+        for time: Int64 in [0, 7, 1_800_000_000, 999_999_999_999_999_999] {
+            #expect(try DeviceLink.UpgradeResume(headerValue: "phone-1 \(time) AQIDBA== \(proof)").time == time)
+        }
+    }
+
     @Test func aMalformedHeaderIsRefusedNamingTheField() {
         let proof = Data(repeating: 1, count: 32).base64EncodedString()
         let cases: [(String, String)] = [
@@ -41,6 +48,14 @@ import Testing
             ("phone_1 1800000000 AQIDBA== \(proof)", "device"),
             ("\(String(repeating: "a", count: 65)) 1800000000 AQIDBA== \(proof)", "device"),
             ("phone-1 soon AQIDBA== \(proof)", "time"),
+            // Only what a device writes: no sign, no leading zero, at most 18 digits (no
+            // difference with the gateway's clock can overflow).
+            ("phone-1 -9223372036854775808 AQIDBA== \(proof)", "time"),
+            ("phone-1 -1 AQIDBA== \(proof)", "time"),
+            ("phone-1 +1800000000 AQIDBA== \(proof)", "time"),
+            ("phone-1 01800000000 AQIDBA== \(proof)", "time"),
+            ("phone-1 9223372036854775807 AQIDBA== \(proof)", "time"),
+            ("phone-1 1234567890123456789 AQIDBA== \(proof)", "time"),
             ("phone-1 1800000000 not*base64 \(proof)", "ticket"),
             ("phone-1 1800000000 AQIDBA== AQIDBA==", "proof"),
         ]

@@ -127,6 +127,54 @@ import Testing
         await b.server.shutdown()
     }
 
+    /// A time no device writes (a sign, 19 digits, the lowest `Int64`, whose difference with the
+    /// clock overflowed and stopped the process before this check) is answered `400` naming the
+    /// time, and the gateway goes on answering. One that parses but is far off gets the challenge.
+    @Test func aTimeNoDeviceWritesIsABadRequestAndTheGatewayGoesOn() async throws {
+        let b = try await bench()
+        let (_, ticket) = try await signedDevice(b, "phone-u4")
+        let proof = Data(repeating: 7, count: 32).base64EncodedString()
+        for time in ["-9223372036854775808", "9223372036854775807", "-1", "+\(b.seconds)"] {
+            let value = "phone-u4 \(time) \(ticket.ticket.base64EncodedString()) \(proof)"
+            let request = Self.request(key: Self.newKey(), resume: nil)
+                .replacingOccurrences(of: "\r\n\r\n", with: "\r\nherald-resume: \(value)\r\n\r\n")
+            let answer = try await Self.answer(to: request, port: b.port).text
+            #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(time): \(answer)")
+            #expect(answer.contains("Herald-Resume's time"), "\(time): \(answer)")
+        }
+        // Far off, as a time: the challenge, as for any time outside the window.
+        let key = Self.newKey()
+        let far = DeviceLink.UpgradeResume(
+            device: "phone-u4", ticket: ticket, webSocketKey: key, time: 999_999_999_999_999_999)
+        #expect(
+            try await Self.answer(to: Self.request(key: key, resume: far), port: b.port).text
+                .contains(#""type":"challenge""#))
+        // And a good one is still welcomed.
+        let goodKey = Self.newKey()
+        let good = DeviceLink.UpgradeResume(device: "phone-u4", ticket: ticket, webSocketKey: goodKey, time: b.seconds)
+        #expect(
+            try await Self.answer(to: Self.request(key: goodKey, resume: good), port: b.port).text
+                .contains(#""type":"welcome""#))
+        await b.server.shutdown()
+    }
+
+    /// The service's own check of the time takes no difference that can overflow, whatever the
+    /// header reader let through.
+    @Test func theServiceRefusesAnyTimeOutsideTheWindowWithoutOverflowing() async throws {
+        let b = try await bench()
+        let (_, ticket) = try await signedDevice(b, "phone-u5")
+        for time in [Int64.min, Int64.min + 1, Int64.max, -1] {
+            let resume = DeviceLink.UpgradeResume(
+                device: "phone-u5", ticket: ticket, webSocketKey: Self.newKey(), time: time)
+            guard case .failure(let refusal) = b.h.service.resume(resume, webSocketKey: Self.newKey()) else {
+                Issue.record("time \(time) was accepted")
+                continue
+            }
+            #expect(refusal.message.contains("from the gateway's clock"), "\(time): \(refusal.message)")
+        }
+        await b.server.shutdown()
+    }
+
     /// The daemon's client resumes in its request when it holds a ticket; when its clock is off by
     /// more than the window, it is challenged, resumes over the challenge with the same ticket, and
     /// its pushes arrive either way.

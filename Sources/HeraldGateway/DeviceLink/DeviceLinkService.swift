@@ -93,11 +93,15 @@ final class DeviceLinkService: Sendable {
     func resume(_ resume: DeviceLink.UpgradeResume, webSocketKey: String) -> Result<Authenticated, Refusal> {
         let now = clock.now()
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        if tickets != nil, abs(seconds - resume.time) > DeviceLink.upgradeResumeWindow {
+        // The header's time has at most 18 digits, but the difference is taken without trusting that.
+        let (offset, overflow) = resume.time.subtractingReportingOverflow(seconds)
+        if tickets != nil, overflow || offset.magnitude > DeviceLink.upgradeResumeWindow.magnitude {
             return .failure(
                 Refusal(
                     code: .ticketRefused,
-                    message: "the resumption's time is \(resume.time - seconds) s from the gateway's clock"))
+                    message: overflow
+                        ? "the resumption's time is far from the gateway's clock"
+                        : "the resumption's time is \(offset) s from the gateway's clock"))
         }
         return self.resume(
             device: resume.device, ticket: resume.ticket, proof: resume.proof,
