@@ -78,6 +78,87 @@ import Testing
         #expect(Self.refusal(renewed, now: Self.issued.addingTimeInterval(5399)) == nil)
     }
 
+    /// Renewals carry the time of the signature on and end four lifetimes after it: a ticket and
+    /// its secret, stolen, open the link that long at most; then the device signs again.
+    @Test func renewalsEndFourLifetimesAfterTheSignature() throws {
+        let tickets = Self.tickets()
+        var ticket = try #require(tickets.issue(for: Self.record(), now: Self.issued))
+        #expect(try tickets.open(ticket.ticket).get().authenticated == 1_800_000_000)
+        // Renewed each time half its life is gone, as a device that comes back every half hour.
+        var at: TimeInterval = 0
+        var expiries: [Int64] = []
+        while at < 6 * 3600 {
+            at += 1800
+            guard Self.refusal(ticket, now: Self.issued.addingTimeInterval(at)) == nil else { break }
+            let contents = try tickets.open(ticket.ticket).get()
+            #expect(contents.authenticated == 1_800_000_000, "the signature's time is carried on")
+            let next = try #require(
+                tickets.next(
+                    presented: ticket.ticket, holding: contents, for: Self.record(),
+                    now: Self.issued.addingTimeInterval(at)))
+            if next != ticket { expiries.append(next.expires) }
+            ticket = next
+        }
+        // Renewed up to the end of its renewals (four hours after the signature), and not past it.
+        #expect(expiries.last == 1_800_014_400, "\(expiries)")
+        #expect(expiries.allSatisfy { $0 <= 1_800_014_400 })
+        #expect(Self.refusal(ticket, now: Self.issued.addingTimeInterval(14399)) == nil)
+        #expect(Self.refusal(ticket, now: Self.issued.addingTimeInterval(14400)) == "the ticket has expired")
+        // A signature begins a new chain.
+        let signed = try #require(tickets.issue(for: Self.record(), now: Self.issued.addingTimeInterval(14400)))
+        #expect(signed.expires == 1_800_018_000)
+        #expect(Self.refusal(signed, now: Self.issued.addingTimeInterval(14400)) == nil)
+    }
+
+    /// A node whose lifetime is shorter (the lifetime lowered, or another node set higher) refuses
+    /// a ticket that would outlast its own lifetime, and one whose renewals would have ended by its
+    /// count; a few minutes of another node's clock are allowed.
+    @Test func aShorterLifetimeTakesEffectAtOnce() throws {
+        let long = LinkTickets(issuer: TokenIssuer(secret: Self.secret), lifetime: .seconds(7200))
+        let ticket = try #require(long.issue(for: Self.record(), now: Self.issued))
+        #expect(Self.refusal(ticket, tickets: long) == nil)
+        #expect(Self.refusal(ticket) == "the ticket outlasts this gateway's ticket lifetime")
+        // Issued by a node whose clock ran four minutes ahead: accepted.
+        let ahead = try #require(Self.tickets().issue(for: Self.record(), now: Self.issued.addingTimeInterval(240)))
+        #expect(Self.refusal(ahead) == nil)
+        // A chain begun ten hours ago under a ten-hour lifetime: over by this node's four hours.
+        let chained = try #require(
+            LinkTickets(issuer: TokenIssuer(secret: Self.secret), lifetime: .seconds(36000)).issue(
+                for: Self.record(), now: Self.issued, authenticated: 1_800_000_000 - 36000))
+        let short = LinkTickets(issuer: TokenIssuer(secret: Self.secret), lifetime: .seconds(36000 + 300))
+        #expect(Self.refusal(chained, tickets: short) == nil)
+        let shorter = LinkTickets(issuer: TokenIssuer(secret: Self.secret), lifetime: .seconds(9000))
+        #expect(
+            Self.refusal(chained, tickets: shorter, now: Self.issued.addingTimeInterval(36000 - 9000 + 1))
+                == "the ticket's renewals have ended: the device signs again")
+    }
+
+    /// The proof is checked before anything about the device: without the secret, a ticket tells
+    /// nothing of whether its device was reset, deleted or rekeyed, or whose it is.
+    @Test func withoutItsSecretATicketTellsNothingOfItsDevice() throws {
+        let ticket = try #require(Self.tickets().issue(for: Self.record(), now: Self.issued))
+        let guessed = LinkTicket(ticket: ticket.ticket, secret: Data(repeating: 1, count: 32), expires: ticket.expires)
+        for current in [Self.record(generation: 2), Self.record(deleted: true), nil] {
+            #expect(Self.refusal(guessed, current: current) == "the proof does not match the ticket")
+        }
+        #expect(Self.refusal(guessed, claimed: "tablet") == "the proof does not match the ticket")
+        #expect(
+            Self.refusal(guessed, now: Self.issued.addingTimeInterval(7200)) == "the proof does not match the ticket")
+    }
+
+    /// A ticket of the first format (no time of the signature) is refused: its device signs once.
+    @Test func aTicketOfTheFirstFormatIsRefused() throws {
+        var plain = Data([1])
+        for value in [Int64(1_800_003_600), 1] { withUnsafeBytes(of: value.bigEndian) { plain.append(contentsOf: $0) } }
+        plain.append(LinkTickets.keyDigest(Self.key))
+        plain.append(Data(repeating: 9, count: 32))
+        plain.append(contentsOf: "phone".utf8)
+        let key = TokenIssuer(secret: Self.secret).derivedKey(label: LinkTickets.label)
+        let sealed = try AES.GCM.seal(plain, using: key, authenticating: LinkTickets.label)
+        let old = LinkTicket(ticket: try #require(sealed.combined), secret: Data(repeating: 9, count: 32), expires: 1)
+        #expect(Self.refusal(old) == "the ticket is of an older format")
+    }
+
     @Test func anotherNodeWithTheSameSecretAcceptsItAndAGatewayWithAnotherRefusesIt() throws {
         let ticket = try #require(Self.tickets().issue(for: Self.record(), now: Self.issued))
         // A second instance over the same secret: another node of the cluster, or this one restarted.
