@@ -4,6 +4,7 @@ import Foundation
     import Glibc
 #endif
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -64,6 +65,12 @@ public final class GatewayLinkClient: Sendable {
         let path: String
         let tls: NIOSSLContext?
         let source: SocketAddress?
+        /// Whether the upgrade request may carry the device's ticket (`Herald-Resume`): over TLS, or
+        /// in cleartext to a loopback address. A `ws://` URL to another machine is refused by the
+        /// gateway, but only after the request has crossed the network, and with it a proof anyone
+        /// who saw it could present elsewhere within its window; such a device resumes over the
+        /// challenge instead, whose proof answers one connection's nonce only.
+        let resumesInRequest: Bool
 
         init(url: String, caCertificatePEM: String?, sourceAddress: String?) throws {
             guard let parsed = URL(string: url), let scheme = parsed.scheme, scheme == "ws" || scheme == "wss",
@@ -76,6 +83,10 @@ public final class GatewayLinkClient: Sendable {
             port = parsed.port ?? 5223
             path = parsed.path.isEmpty ? DeviceLink.path : parsed.path
             tls = try scheme == "wss" ? GatewayLinkClient.tlsContext(trusting: caCertificatePEM) : nil
+            let address = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            resumesInRequest =
+                tls != nil || host == "localhost"
+                || (Loopback.contains(address) && (try? SocketAddress(ipAddress: address, port: 0)) != nil)
             if let sourceAddress {
                 guard let source = try? SocketAddress(ipAddress: sourceAddress, port: 0) else {
                     throw Failure(code: .badURL, message: "the source address \(sourceAddress) is not an IP address")
@@ -91,7 +102,9 @@ public final class GatewayLinkClient: Sendable {
     static func open(
         _ target: Target, identity: DeviceIdentity, autoAcknowledge: Bool, on loop: any EventLoop
     ) -> EventLoopFuture<GatewayLinkClient> {
-        let (host, port, path, tls) = (target.host, target.port, target.path, target.tls)
+        let (host, port, path, tls, inRequest) = (
+            target.host, target.port, target.path, target.tls, target.resumesInRequest
+        )
         let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
         let welcome = loop.makePromise(of: LinkClientHandler.Welcome.self)
         var bootstrap = ClientBootstrap(group: loop)
@@ -107,7 +120,8 @@ public final class GatewayLinkClient: Sendable {
                         resume: { key in
                             // The ticket of the last welcome, presented in the request: a gateway
                             // that accepts it answers with the welcome, no challenge between.
-                            guard let device = identity.deviceID, let ticket = identity.resumption.current(now: Date())
+                            guard inRequest, let device = identity.deviceID,
+                                let ticket = identity.resumption.current(now: Date())
                             else { return nil }
                             return DeviceLink.UpgradeResume(
                                 device: device, ticket: ticket, webSocketKey: key,
