@@ -114,6 +114,51 @@ import Testing
         }
     }
 
+    /// A resumption ticket one node issued is accepted by the other (the same token secret), and is
+    /// refused there once the other node has read that its device was reset or deleted on the first
+    /// (docs/security.md, "Resumption tickets").
+    @Test func aTicketIsVoidOnEveryNodeOnceItsDeviceIsResetOrDeletedOnOne() async throws {
+        let url = try await TestPostgres.database()
+        let a = try await Self.node(url)
+        let b = try await Self.node(url)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let key = P256.Signing.PrivateKey().publicKey.x963Representation
+        let onA = LinkTickets(issuer: Self.issuer, lifetime: .seconds(3600))
+        let onB = LinkTickets(issuer: Self.issuer, lifetime: .seconds(3600))
+        func refusal(_ ticket: LinkTicket, device: String) -> String? {
+            let nonce = Data(repeating: 3, count: 32)
+            let result = onB.check(
+                claimed: device, ticket: ticket.ticket,
+                proof: DeviceLink.resumeProof(secret: ticket.secret, nonce: nonce),
+                authenticating: DeviceLink.resumedBytes(nonce: nonce), now: now,
+                record: { b.directory.registry.device($0) })
+            if case .failure(let refusal) = result { return refusal.message }
+            return nil
+        }
+        try await Self.following([a, b]) {
+            let reset = try await a.directory.registerDevice(id: "t1", publicKey: key, now: now)
+            let deleted = try await a.directory.registerDevice(id: "t2", publicKey: key, now: now)
+            let resetTicket = try #require(onA.issue(for: reset, now: now))
+            let deletedTicket = try #require(onA.issue(for: deleted, now: now))
+            // Through the PostgreSQL server, as above.
+            try await waitUntil("B has both devices", within: .seconds(60)) {
+                b.directory.registry.device("t1") != nil && b.directory.registry.device("t2") != nil
+            }
+            #expect(refusal(resetTicket, device: "t1") == nil)
+            #expect(refusal(deletedTicket, device: "t2") == nil)
+
+            _ = try await a.directory.resetDevice("t1", now: now)
+            try await a.directory.deleteDevice("t2", now: now)
+            // Through the PostgreSQL server, as above.
+            try await waitUntil("B sees the reset and the deletion", within: .seconds(60)) {
+                b.directory.registry.device("t1")?.generation == reset.generation + 1
+                    && b.directory.registry.device("t2")?.deletedAt != nil
+            }
+            #expect(refusal(resetTicket, device: "t1") == "the device was reset since the ticket was issued")
+            #expect(refusal(deletedTicket, device: "t2") == "device t2 is not registered")
+        }
+    }
+
     /// A follower whose listening connection is cut misses what changes meanwhile: it listens
     /// again and reads the whole directory.
     @Test func aFollowerThatStoppedHearingReadsEverythingAgain() async throws {
