@@ -120,12 +120,14 @@ public final class GatewayLinkClient: Sendable {
                         resume: { key in
                             // The ticket of the last welcome, presented in the request: a gateway
                             // that accepts it answers with the welcome, no challenge between.
-                            guard inRequest, let device = identity.deviceID,
-                                let ticket = identity.resumption.current(now: Date())
+                            // A clock before 1970 has no time the header can carry: the challenge.
+                            let now = Date()
+                            guard inRequest, now.timeIntervalSince1970 >= 0, let device = identity.deviceID,
+                                let ticket = identity.resumption.current(now: now)
                             else { return nil }
                             return DeviceLink.UpgradeResume(
                                 device: device, ticket: ticket, webSocketKey: key,
-                                time: Int64(Date().timeIntervalSince1970.rounded(.down)))
+                                time: Int64(now.timeIntervalSince1970.rounded(.down)))
                         },
                         link: {
                             LinkClientHandler(
