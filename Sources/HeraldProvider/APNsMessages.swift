@@ -119,7 +119,11 @@ public struct APNsError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func parse(status: Int, body: Data, apnsID: String?) -> APNsError {
         let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
         let reason = Reason(object["reason"] as? String ?? "")
-        let milliseconds = (object["timestamp"] as? NSNumber)?.doubleValue
+        // Only a time a server could mean (UNIX milliseconds from 1970 to about the year 33,000): a
+        // stranger one is no time at all, and never reaches a conversion that could trap.
+        let milliseconds = ((object["timestamp"] as? NSNumber)?.doubleValue).flatMap {
+            $0.isFinite && $0 >= 0 && $0 <= 1e15 ? $0 : nil
+        }
         return APNsError(
             status: status, reason: reason, apnsID: apnsID,
             timestamp: milliseconds.map { Date(timeIntervalSince1970: $0 / 1000) })

@@ -312,6 +312,13 @@ import Testing
         let unnamed = NotificationStack.line(
             e.apps[app]!.delivered.filter { $0.identifier != "1" && $0.identifier != "2" })
         #expect(unnamed == "and 1 more notification")
+        // A count as large as a push may give, with another after it: counted up to Int.max, not past.
+        _ = try push(
+            &e, #"{"aps":{"thread-id":"anna","alert":{"body":"5","summary-arg-count":9223372036854775807}}}"#,
+            id: "5")
+        _ = try push(&e, #"{"aps":{"thread-id":"anna","alert":{"body":"6"}}}"#, id: "6")
+        let saturated = NotificationStack.stacks(app: app, e.apps[app]!.delivered, grouping: .automatic)
+        #expect(saturated.first { $0.thread == "anna" }?.line == "and \(Int.max) more from Anna")
     }
 
     @Test func targetContentIDReachesTheAppWithTheResponse() throws {

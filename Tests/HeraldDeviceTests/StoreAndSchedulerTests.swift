@@ -243,7 +243,7 @@ extension DeviceStoreTests {
         return d
     }
 
-    static func caf(seconds: Double, format: String = "ima4") -> Data {
+    static func caf(seconds: Double, format: String = "ima4", dataSize: Int? = nil, before: Data = Data()) -> Data {
         let rate = 44100.0
         let packets = Int(seconds * rate / 64)
         var d = Data("caff".utf8)
@@ -257,8 +257,9 @@ extension DeviceStoreTests {
         d.append(be32(64))
         d.append(be32(1))
         d.append(be32(0))
+        d.append(before)
         d.append(Data("data".utf8))
-        d.append(be64(4 + packets * 34))
+        d.append(be64(dataSize ?? 4 + packets * 34))
         d.append(be32(0))
         d.append(Data(count: packets * 34))
         return d
@@ -287,6 +288,23 @@ extension DeviceStoreTests {
         #expect(
             !(SoundResolver.inspect(Self.caf(seconds: 31), fileSize: Self.caf(seconds: 31).count)?.isPlayable ?? true))
         #expect(SoundResolver.inspect(Data("ID3\u{3}not audio at all".utf8), fileSize: 20) == nil)
+    }
+
+    /// Sizes no file could have never stop the daemon: a data chunk of size -1 (CAF's "unknown")
+    /// runs to the end of the file; a chunk whose size would carry the reader past the end of
+    /// memory, or a packet table claiming more frames than an `Int` holds, leave the file unread or
+    /// its frame count unknown.
+    @Test func cafSizesBeyondTheFileAreReadWithoutTrapping() throws {
+        let unknown = Self.caf(seconds: 5, dataSize: -1)
+        let c = try #require(SoundResolver.inspect(unknown, fileSize: unknown.count))
+        #expect(abs(c.duration - 5) < 0.01, "\(c.duration)")
+        let huge = Self.caf(seconds: 5, before: Data("free".utf8) + Self.be64(0x7FFF_FFFF_FFFF_FFF8))
+        #expect(SoundResolver.inspect(huge, fileSize: huge.count) == nil)
+        var pakt = Data("pakt".utf8) + Self.be64(24) + Self.be64(1) + Self.be32(-1) + Self.be32(-1)
+        pakt += Self.be32(0) + Self.be32(0)
+        let table = Self.caf(seconds: 5, before: pakt)
+        let t = try #require(SoundResolver.inspect(table, fileSize: table.count))
+        #expect(abs(t.duration - 5) < 0.01, "frames counted from the data's size: \(t.duration)")
     }
 
     @Test func looksInLibrarySoundsThenBundleAndFallsBackToDefault() throws {

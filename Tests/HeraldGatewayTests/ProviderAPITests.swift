@@ -470,6 +470,10 @@ import Testing
         #expect(ClusterForwarding.Fields(text: fields.text) == fields)
         #expect(ClusterForwarding.Fields(text: "development 12 u 4294967296") == nil, "a binary id is 32 bits")
         #expect(ClusterForwarding.Fields(text: "development 12 u") == nil)
+        // A time no node writes, which the delivery log could not turn back into milliseconds.
+        #expect(ClusterForwarding.Fields(text: "development 9223372036854775807 - -") == nil)
+        #expect(ClusterForwarding.Fields(text: "development -1 - -") == nil)
+        #expect(ClusterForwarding.Fields(text: "development 1000000000000000 - -") != nil)
     }
 }
 

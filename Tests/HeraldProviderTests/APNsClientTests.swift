@@ -318,6 +318,14 @@ func alert(_ text: String = "hello", apnsID: String? = nil) -> APNsNotification 
         #expect(novel.reason == .unknown("SomethingNew"))
         #expect(APNsError.parse(status: 502, body: Data("<html>".utf8), apnsID: nil).reason == .unknown(""))
         #expect(APNsError.parse(status: 503, body: Data(), apnsID: nil).isRetryable)
+        // A timestamp no server means is no timestamp: one of 1e19 ms made the error's description
+        // (what `herald push` prints) overflow converting it back.
+        for strange in ["1e19", "-5", "1e300"] {
+            let odd = APNsError.parse(
+                status: 410, body: Data(#"{"reason":"Unregistered","timestamp":\#(strange)}"#.utf8), apnsID: nil)
+            #expect(odd.timestamp == nil, "\(strange)")
+            #expect(odd.description == "410 Unregistered")
+        }
     }
 
     /// Tokens are renewed once `refreshAge` old, never before 20 minutes nor after 59, in

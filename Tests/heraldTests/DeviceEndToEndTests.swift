@@ -220,6 +220,11 @@ import Testing
             "-X", "POST", manual.apiURL + "/clock", "-d", #"{"advance":1,"to":"2027-01-01T00:00:00Z"}"#,
         ])
         #expect(both.status == 400 && both.body.contains("exactly one of advance"), "\(both.body)")
+        // Past the calendar's last year (10^19 seconds on made the Focus's clock overflow, and stopped
+        // the daemon): named, and the clock stays where it was.
+        let far = try curl(["-X", "POST", manual.apiURL + "/clock", "-d", #"{"advance":1e19}"#])
+        #expect(far.status == 400 && far.body.contains("advance: the clock goes no later than 9999"), "\(far.body)")
+        #expect(try manual.herald(["device", "clock"]).hasPrefix("2026-11-24T08:00:00.000Z"))
         let bad = try run(try heraldExecutable().path, ["device", "clock", "--advance", "soon"] + manual.location)
         #expect(bad.status != 0 && bad.stderr.contains("'soon' is not a duration"), "\(bad.stderr)")
 

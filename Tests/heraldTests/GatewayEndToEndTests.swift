@@ -285,6 +285,13 @@ struct Provisioned {
         let issued = try p.gateway.adminCall(
             "POST", "/apps/\(Provisioned.topic)/certificates", #"{"environments":["development"]}"#)
         #expect(issued.status == 201)
+        // A validity no certificate can have is named, and the gateway goes on (one of these days
+        // overflowed the seconds, and stopped it).
+        for days in ["0", "3651", "106751991167301"] {
+            let refused = try p.gateway.adminCall(
+                "POST", "/apps/\(Provisioned.topic)/certificates", #"{"environments":["development"],"days":\#(days)}"#)
+            #expect(refused.status == 400 && refused.body.contains("days: 1 to 3650"), "\(days): \(refused.body)")
+        }
         let cert = p.gateway.state.appendingPathComponent("app.pem").path
         let key = p.gateway.state.appendingPathComponent("app-key.pem").path
         try (issued.json?["certificate"] as? String ?? "").write(toFile: cert, atomically: true, encoding: .utf8)

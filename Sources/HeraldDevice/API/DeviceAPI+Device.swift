@@ -5,6 +5,9 @@ import Hummingbird
 
 // The device itself: its status, log, time zone, clock and location (docs/device-api.md).
 extension DeviceAPI {
+    /// The first moment of the year 10000 (UTC), which a manual clock may not reach.
+    static let latestClock: TimeInterval = 253_402_300_800
+
     /// `/status`, `/log`, `/time-zone`, `/clock` and `/location`.
     static func deviceRoutes(_ service: DeviceService) -> RouteCollection<BasicRequestContext> {
         let routes = RouteCollection(context: BasicRequestContext.self)
@@ -40,6 +43,13 @@ extension DeviceAPI {
                 target = await service.now.addingTimeInterval(seconds)
             case (nil, let date?): target = date
             default: throw HTTPError(.badRequest, message: "give exactly one of advance (seconds) and to (a date)")
+            }
+            // The calendar's years end at 9999 (a trigger's year is 1 to 9999): a clock past them has
+            // no next date to find.
+            guard target.timeIntervalSince1970 < Self.latestClock else {
+                throw HTTPError(
+                    .badRequest, message: "\(body.advance != nil ? "advance" : "to"): the clock goes no later than 9999"
+                )
             }
             do {
                 try await service.advanceClock(to: target)

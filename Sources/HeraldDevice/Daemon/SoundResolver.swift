@@ -156,7 +156,9 @@ public enum SoundResolver {
         var validFrames: Int?
         while i + 12 <= b.count {
             let id = String(decoding: b[i..<i + 4], as: UTF8.self)
-            let size = Int(u64be(b, i + 4))
+            // A size of -1 (all bits set) is CAF's "unknown" for the data chunk; sizes are taken as
+            // the signed 64-bit numbers the format defines, and never trusted to fit.
+            let size = Int(truncatingIfNeeded: u64be(b, i + 4))
             let body = i + 12
             if id == "desc", body + 32 <= b.count {
                 rate = Double(bitPattern: u64be(b, body))
@@ -164,18 +166,21 @@ public enum SoundResolver {
                 bytesPerPacket = u32be(b, body + 16)
                 framesPerPacket = u32be(b, body + 20)
             } else if id == "pakt", body + 16 <= b.count {
-                validFrames = Int(u64be(b, body + 8))
+                validFrames = Int(exactly: u64be(b, body + 8))
             } else if id == "data" {
                 guard rate > 0 else { return nil }
                 let dataSize = size < 0 || size > fileSize ? fileSize - body - 4 : size - 4  // 4-byte edit count
                 var frames = validFrames ?? 0
                 if validFrames == nil, bytesPerPacket > 0, framesPerPacket > 0 {
-                    frames = dataSize / bytesPerPacket * framesPerPacket
+                    let (product, overflow) = (dataSize / bytesPerPacket).multipliedReportingOverflow(
+                        by: framesPerPacket)
+                    guard !overflow else { return nil }
+                    frames = product
                 }
                 return SoundFileInfo(container: "caf", encoding: format, duration: Double(frames) / rate)
             }
-            guard size >= 0 else { return nil }
-            i = body + size
+            guard size >= 0, case (let next, false) = body.addingReportingOverflow(size) else { return nil }
+            i = next
         }
         return nil
     }

@@ -132,7 +132,11 @@ public struct NotificationStack: Sendable, Hashable, Codable {
     static func line(_ list: [DeliveredNotification]) -> String? {
         let rest = list.dropFirst()
         guard !rest.isEmpty else { return nil }
-        let count = rest.map { $0.request.content.summaryArgumentCount ?? 1 }.reduce(0, +)
+        // Summed without overflowing: a push may claim any count up to Int.max.
+        let count = rest.reduce(0) { total, n in
+            let (sum, overflow) = total.addingReportingOverflow(n.request.content.summaryArgumentCount ?? 1)
+            return overflow ? Int.max : sum
+        }
         var names: [String] = []
         for n in rest {
             if let name = n.request.content.summaryArgument, !name.isEmpty, !names.contains(name) { names.append(name) }

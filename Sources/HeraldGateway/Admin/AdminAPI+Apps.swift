@@ -37,9 +37,13 @@ extension AdminAPI {
             guard !environments.isEmpty else {
                 throw HTTPError(.badRequest, message: "environments: must not be empty")
             }
+            let days = body.days ?? 365
+            guard (1...3650).contains(days) else {
+                throw HTTPError(.badRequest, message: "days: 1 to 3650, not \(days)")
+            }
             let cert = try ca.issueAppCertificate(
                 bundleID: id, environments: environments, topics: body.topics ?? [], key: key,
-                validity: TimeInterval((body.days ?? 365) * 86400), now: clock.now())
+                validity: TimeInterval(days * 86400), now: clock.now())
             return EditedResponse(
                 status: .created,
                 response: CertificateView(

@@ -66,8 +66,10 @@ public enum ClusterForwarding {
         /// Reads the header; `nil` when it is not one.
         public init?(text: String) {
             let parts = text.split(separator: " ")
+            // A time a node could have written (UNIX milliseconds, 1970 to about the year 33,000):
+            // the delivery log turns it back into milliseconds, which a larger one would overflow.
             guard parts.count == 4, let environment = APNsEnvironment(rawValue: String(parts[0])),
-                let ms = Int64(parts[1])
+                let ms = Int64(parts[1]), (0...1_000_000_000_000_000).contains(ms)
             else { return nil }
             self.environment = environment
             acceptedAt = Date(timeIntervalSince1970: Double(ms) / 1000)
