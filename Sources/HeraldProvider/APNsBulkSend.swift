@@ -78,9 +78,10 @@ public struct APNsPacer<Instant: InstantProtocol>: Sendable where Instant.Durati
     public let interval: Duration
     private var next: Instant?
 
-    /// A pacer for `perSecond` sends a second (more than 0).
+    /// A pacer for `perSecond` sends a second (more than 0; below one send in about 30 years, one
+    /// in 30 years).
     public init(perSecond: Double) {
-        interval = .nanoseconds(Int64(1e9 / perSecond))
+        interval = .nanoseconds(Int64(Swift.min(1e9 / perSecond, 1e18)))
     }
 
     /// When the next send is due, given the time `now`; the one after is due an interval later.

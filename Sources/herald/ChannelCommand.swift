@@ -86,7 +86,9 @@ struct ChannelCommand: AsyncParsableCommand {
         if (action == .read || action == .delete || action == .broadcast) && channelId == nil {
             throw ValidationError("\(action.rawValue) needs --channel-id")
         }
-        if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
+        if !(timeout > 0 && timeout <= 31_536_000) {
+            throw ValidationError("--timeout must be more than 0 seconds and at most a year (31536000)")
+        }
     }
 
     func run() async throws {

@@ -102,7 +102,8 @@ struct GatewayCommand: AsyncParsableCommand {
         name: .long,
         help: """
             Hours a device's resumption ticket is accepted in place of a signature when it connects again \
-            (0 = no tickets: every device signs).
+            (0 = no tickets: every device signs); renewed tickets end four times this after the device \
+            last signed.
             """)
     var linkTicketHours: Double = 168
     @Option(
@@ -147,6 +148,19 @@ struct GatewayCommand: AsyncParsableCommand {
         guard firstBytesTimeout > 0 else { throw ValidationError("--first-bytes-timeout must be more than 0 seconds") }
         guard linkIdleTimeout >= 0 else { throw ValidationError("--link-idle-timeout must not be negative") }
         guard linkTicketHours >= 0 else { throw ValidationError("--link-ticket-hours must not be negative") }
+        guard linkTicketHours == 0 || linkTicketHours * 3600 >= 1 else {
+            throw ValidationError("--link-ticket-hours must be 0 (no tickets) or at least a second (0.0003)")
+        }
+        // Durations past a century are refused rather than turned into nanoseconds that overflow;
+        // `!(x <= limit)` also catches inf and nan, which the option parser takes.
+        for (name, seconds) in [
+            ("--ack-timeout", ackTimeout), ("--batch-window", batchWindow), ("--idle-timeout", idleTimeout),
+            ("--first-bytes-timeout", firstBytesTimeout), ("--link-idle-timeout", linkIdleTimeout),
+            ("--link-ticket-hours", linkTicketHours * 3600), ("--drain-window", drainWindow),
+            ("--admin-idle-timeout", adminIdleTimeout), ("--log-retention-days", logRetentionDays * 86400),
+        ] where !(seconds <= Self.longestDuration) {
+            throw ValidationError("\(name) must be at most a century")
+        }
         guard drainWindow >= 0 else { throw ValidationError("--drain-window must not be negative") }
         guard adminIdleTimeout >= 0 else { throw ValidationError("--admin-idle-timeout must not be negative") }
         guard !listen.isEmpty else { throw ValidationError("--listen needs an address, such as 127.0.0.1 or 0.0.0.0") }
@@ -232,6 +246,9 @@ struct GatewayCommand: AsyncParsableCommand {
 }
 
 extension GatewayCommand {
+    /// The longest duration an option may give, in seconds: a hundred years.
+    static let longestDuration: Double = 100 * 365.25 * 86400
+
     /// Seconds from the command line as a duration; 0 is `nil` (never).
     static func seconds(_ value: Double) -> Duration? {
         value > 0 ? .nanoseconds(Int64(value * 1e9)) : nil

@@ -25,7 +25,9 @@ struct ProbeCommand: AsyncParsableCommand {
     var timeout: Double = 5
 
     func validate() throws {
-        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
+        guard timeout > 0 && timeout <= 31_536_000 else {
+            throw ValidationError("--timeout must be more than 0 seconds and at most a year (31536000)")
+        }
         if let url, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
             throw ValidationError("--url must be an http:// or https:// URL, not '\(url)'")
         }

@@ -129,7 +129,9 @@ struct PushCommand: AsyncParsableCommand {
         if [token != nil, tokens != nil, device != nil].filter({ $0 }).count > 1 {
             throw ValidationError("give one of --token, --tokens-file and --device")
         }
-        if rate < 0 { throw ValidationError("--rate must not be negative") }
+        if !(rate >= 0) { throw ValidationError("--rate must not be negative") }
+        if rate > 0 && rate < 0.001 { throw ValidationError("--rate must be 0 (no limit) or at least 0.001 a second") }
+        if !(rate <= 1e9) { throw ValidationError("--rate must be at most 1000000000 a second") }
         if environment != "development" && environment != "production" {
             throw ValidationError("--environment must be development or production")
         }
@@ -144,7 +146,9 @@ struct PushCommand: AsyncParsableCommand {
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
         if connections < 1 { throw ValidationError("--connections must be at least 1") }
-        if timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
+        if !(timeout > 0 && timeout <= 31_536_000) {
+            throw ValidationError("--timeout must be more than 0 seconds and at most a year (31536000)")
+        }
         if payload != nil && apnsFile != nil { throw ValidationError("give --payload or an .apns file, not both") }
         if liveActivity == nil, activity.anyGiven {
             throw ValidationError("the Live Activity options (--content-state, …) go with --live-activity")

@@ -189,6 +189,8 @@ import Testing
             (["--token", "ab", "--tokens-file", "x"], "give one of --token, --tokens-file and --device"),
             (["--device", "all", "--token", "ab"], "give one of --token, --tokens-file and --device"),
             (["--rate=-1"], "--rate must not be negative"),
+            (["--rate=1e-10"], "--rate must be 0 (no limit) or at least 0.001 a second"),
+            (["--timeout=1e16"], "--timeout must be more than 0 seconds and at most a year"),
             (["--concurrency", "0"], "--concurrency must be at least 1"),
             (["--connections", "0"], "--connections must be at least 1"),
             (["--admin", "http://127.0.0.1:1"], "--admin and --admin-token-file go with --device"),

@@ -433,6 +433,11 @@ struct Provisioned {
         (["--link-threads", "0"], "--link-threads must be at least 1"),
         (["--cluster-address", "https://10.0.0.7/"], "--cluster-address needs a host name or IP address"),
         (["--idle-timeout=-1"], "--idle-timeout must not be negative"),
+        // Durations that would overflow as nanoseconds, which stopped the gateway at start.
+        (["--idle-timeout", "inf"], "--idle-timeout must be at most a century"),
+        (["--link-ticket-hours", "1e12"], "--link-ticket-hours must be at most a century"),
+        (["--ack-timeout", "1e11"], "--ack-timeout must be at most a century"),
+        (["--link-ticket-hours", "0.0001"], "--link-ticket-hours must be 0 (no tickets) or at least a second"),
         (["--log-format", "xml"], "--log-format"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) throws {
