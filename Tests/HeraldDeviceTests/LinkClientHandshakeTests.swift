@@ -110,6 +110,34 @@ import Testing
                 ])
     }
 
+    /// A `400` to a request that carried the ticket (a gateway or proxy that cannot take the
+    /// header) makes the device let the ticket go, so that its next attempt goes without it; any
+    /// other refusal, or a `400` to a request without one, keeps it.
+    @Test func aBadRequestToARequestWithTheTicketLetsTheTicketGo() throws {
+        let ticket = LinkTicket(ticket: Data([1, 2, 3]), secret: Data(repeating: 5, count: 32), expires: 1)
+        for (status, carried, forgets) in [
+            ("400 Bad Request", true, true), ("404 Not Found", true, false), ("400 Bad Request", false, false),
+        ] {
+            let channel = EmbeddedChannel()
+            let forgot = Failures()
+            try LinkClientHandshake.configure(
+                channel.pipeline.syncOperations, host: "127.0.0.2", port: 5223, path: DeviceLink.path,
+                resume: { key in
+                    carried
+                        ? DeviceLink.UpgradeResume(device: "d1", ticket: ticket, webSocketKey: key, time: 1_800_000_000)
+                        : nil
+                },
+                link: { fatalError("not reached") }, failed: { forgot.all.append($0) },
+                refusedResume: { forgot.keys.append("forgot") })
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.2", port: 5223)).wait()
+            _ = try written(channel)
+            try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 \(status)\r\ncontent-length: 0\r\n\r\n"))
+            #expect(forgot.all.first?.code == .notUpgraded, "\(status)")
+            #expect(forgot.keys == (forgets ? ["forgot"] : []), "\(status), ticket carried: \(carried)")
+            _ = try? channel.finish()
+        }
+    }
+
     @Test func anAnswerThatIsNoAcceptedSwitchFailsTheLink() async throws {
         let answers: [(String, String)] = [
             ("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n", "404 Not Found"),

@@ -134,7 +134,9 @@ public final class GatewayLinkClient: Sendable {
                                 identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome,
                                 events: continuation)
                         },
-                        failed: { welcome.fail($0) })
+                        failed: { welcome.fail($0) },
+                        // The next attempt signs, or resumes over the challenge, without the header.
+                        refusedResume: { identity.resumption.keep(nil) })
                 }
             }
         if let source = target.source {

@@ -26,6 +26,9 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
     let link: () -> LinkClientHandler
     /// Called when the gateway does not switch protocols.
     let failed: (GatewayLinkFailure) -> Void
+    /// Called when a request that carried the device's ticket was answered `400`: a gateway (or
+    /// something before it) that cannot take the header, which the next attempt then goes without.
+    let refusedResume: () -> Void
     var head: HTTPResponseHead?
     var sent = false
     var done = false
@@ -39,7 +42,8 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         host: String, port: Int, path: String, encoder: HTTPRequestEncoder,
         decoder: ByteToMessageHandler<HTTPResponseDecoder>,
         resume: (String) -> DeviceLink.UpgradeResume? = { _ in nil },
-        link: @escaping () -> LinkClientHandler, failed: @escaping (GatewayLinkFailure) -> Void
+        link: @escaping () -> LinkClientHandler, failed: @escaping (GatewayLinkFailure) -> Void,
+        refusedResume: @escaping () -> Void = {}
     ) {
         // From the pooled generator: a byte each from `SystemRandomNumberGenerator` was a system
         // call each, sixteen per connection.
@@ -50,13 +54,15 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         self.decoder = decoder
         self.link = link
         self.failed = failed
+        self.refusedResume = refusedResume
     }
 
     /// Adds the HTTP/1.1 encoder and decoder and the handshake to a new connection's pipeline.
     static func configure(
         _ sync: ChannelPipeline.SynchronousOperations, host: String, port: Int, path: String,
         resume: (String) -> DeviceLink.UpgradeResume? = { _ in nil },
-        link: @escaping () -> LinkClientHandler, failed: @escaping (GatewayLinkFailure) -> Void
+        link: @escaping () -> LinkClientHandler, failed: @escaping (GatewayLinkFailure) -> Void,
+        refusedResume: @escaping () -> Void = {}
     ) throws {
         let encoder = HTTPRequestEncoder()
         let decoder = ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes))
@@ -64,7 +70,7 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
         try sync.addHandler(
             LinkClientHandshake(
                 host: host, port: port, path: path, encoder: encoder, decoder: decoder, resume: resume, link: link,
-                failed: failed))
+                failed: failed, refusedResume: refusedResume))
     }
 
     /// The upgrade request for `path` on `host:port` with `key`, and the resumption if there is one.
@@ -108,6 +114,9 @@ final class LinkClientHandshake: ChannelInboundHandler, RemovableChannelHandler 
             guard let head else { return }
             done = true
             if let refusal = check(head) {
+                if head.status == .badRequest, request.headers.contains(name: DeviceLink.upgradeResumeHeader) {
+                    refusedResume()
+                }
                 fail(context, refusal)
             } else {
                 upgrade(context: context)
