@@ -49,8 +49,7 @@ final class DeviceLinkService: Sendable {
         self.log = log
         self.clock = clock
         self.tickets = configuration.ticketLifetime.map { LinkTickets(issuer: directory.issuer, lifetime: $0) }
-        self.recentProofs = RecentProofs(
-            window: DeviceLink.upgradeResumeWindow, now: Int64(clock.now().timeIntervalSince1970.rounded(.down)))
+        self.recentProofs = RecentProofs(window: DeviceLink.upgradeResumeWindow)
         self.backlogs = BacklogReader { [offline, logger, clock] devices in
             do {
                 return try await offline.pending(devices: devices, now: clock.now())
@@ -83,7 +82,7 @@ final class DeviceLinkService: Sendable {
     func resume(device: String, ticket: Data, proof: Data, nonce: Data) -> Result<Authenticated, Refusal> {
         resume(
             device: device, ticket: ticket, proof: proof, authenticating: DeviceLink.resumedBytes(nonce: nonce),
-            now: clock.now(), inUpgrade: false)
+            now: clock.now(), upgradeTime: nil)
     }
 
     /// Checks a resumption carried in the upgrade request (docs/device-link.md, "Resuming in the
@@ -106,16 +105,17 @@ final class DeviceLinkService: Sendable {
         return self.resume(
             device: resume.device, ticket: resume.ticket, proof: resume.proof,
             authenticating: DeviceLink.upgradeResumedBytes(webSocketKey: webSocketKey, time: resume.time), now: now,
-            inUpgrade: true)
+            upgradeTime: resume.time)
     }
 
     /// What both resumptions check: the ticket and its proof over `authenticated`
-    /// (``LinkTickets/check(claimed:ticket:proof:authenticating:now:record:)``); then, `inUpgrade`,
-    /// that the proof was not accepted before (``RecentProofs``: remembered only once it verified).
+    /// (``LinkTickets/check(claimed:ticket:proof:authenticating:now:record:)``); then, for a request
+    /// whose time is `upgradeTime`, that the proof was not accepted before (``RecentProofs``:
+    /// remembered only once it verified).
     /// Accepted: the device's registrations and its next ticket
     /// (``LinkTickets/next(presented:holding:for:now:)``: the same one while it has most of its life).
     private func resume(
-        device: String, ticket: Data, proof: Data, authenticating authenticated: Data, now: Date, inUpgrade: Bool
+        device: String, ticket: Data, proof: Data, authenticating authenticated: Data, now: Date, upgradeTime: Int64?
     ) -> Result<Authenticated, Refusal> {
         guard let tickets else {
             return .failure(Refusal(code: .ticketRefused, message: "this gateway gives no tickets"))
@@ -127,10 +127,14 @@ final class DeviceLinkService: Sendable {
         {
         case .failure(let refusal): return .failure(Refusal(code: .ticketRefused, message: refusal.message))
         case .success(let (record, contents)):
-            if inUpgrade, !recentProofs.insert(proof, now: Int64(now.timeIntervalSince1970.rounded(.down))) {
+            if let upgradeTime,
+                !recentProofs.insert(
+                    proof, time: upgradeTime, now: Int64(now.timeIntervalSince1970.rounded(.down)),
+                    uptime: Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000_000))
+            {
                 return .failure(Refusal(code: .ticketRefused, message: "the resumption was presented already"))
             }
-            offline.metrics.linkAuthenticated(byTicket: true, inUpgrade: inUpgrade)
+            offline.metrics.linkAuthenticated(byTicket: true, inUpgrade: upgradeTime != nil)
             return .success(
                 Authenticated(
                     device: record, registrations: registry.registrations(device: record.id),
