@@ -98,6 +98,20 @@ public final class GatewayLinkClient: Sendable {
         }
     }
 
+    /// The `Herald-Resume` of an upgrade request with `key`, made at `now`: the ticket of the last
+    /// `welcome`, so that a gateway that accepts it answers with the next `welcome`, no challenge
+    /// between. `nil` (the challenge) without a device id or an unexpired ticket, or with a clock
+    /// before 1970, whose time the header cannot carry.
+    static func upgradeResume(identity: DeviceIdentity, webSocketKey key: String, now: Date) -> DeviceLink
+        .UpgradeResume?
+    {
+        guard now.timeIntervalSince1970 >= 0, let device = identity.deviceID,
+            let ticket = identity.resumption.current(now: now)
+        else { return nil }
+        return DeviceLink.UpgradeResume(
+            device: device, ticket: ticket, webSocketKey: key, time: Int64(now.timeIntervalSince1970.rounded(.down)))
+    }
+
     /// One connection to `target` and its authentication, every step on `loop`.
     static func open(
         _ target: Target, identity: DeviceIdentity, autoAcknowledge: Bool, on loop: any EventLoop
@@ -118,16 +132,7 @@ public final class GatewayLinkClient: Sendable {
                     try LinkClientHandshake.configure(
                         sync, host: host, port: port, path: path,
                         resume: { key in
-                            // The ticket of the last welcome, presented in the request: a gateway
-                            // that accepts it answers with the welcome, no challenge between.
-                            // A clock before 1970 has no time the header can carry: the challenge.
-                            let now = Date()
-                            guard inRequest, now.timeIntervalSince1970 >= 0, let device = identity.deviceID,
-                                let ticket = identity.resumption.current(now: now)
-                            else { return nil }
-                            return DeviceLink.UpgradeResume(
-                                device: device, ticket: ticket, webSocketKey: key,
-                                time: Int64(now.timeIntervalSince1970.rounded(.down)))
+                            inRequest ? upgradeResume(identity: identity, webSocketKey: key, now: Date()) : nil
                         },
                         link: {
                             LinkClientHandler(
