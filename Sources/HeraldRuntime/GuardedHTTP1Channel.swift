@@ -8,8 +8,10 @@ import NIOSSL
 /// A Hummingbird HTTP/1.1 server with Herald's listener guards (the admin API, the device API):
 /// the first-bytes deadline, protocol detection (an HTTP/2 preface or bytes that are no request line
 /// are refused with a logged reason, and a 400 where a line was readable), TLS when given a context,
-/// and the idle deadline between requests (Hummingbird's own, which only counts decoded requests as
-/// activity, so a head sent a byte at a time does not keep a connection open).
+/// the idle deadline between requests (Hummingbird's own, which only counts decoded requests as
+/// activity, so a head sent a byte at a time does not keep a connection open), and the first-bytes
+/// deadline again for each request's body (``RequestDeadline``: a body sent a byte at a time would
+/// count as activity).
 public struct GuardedHTTP1Channel<Base: ServerChildChannel>: ServerChildChannel {
     public typealias Value = Base.Value
 
@@ -55,7 +57,10 @@ extension HTTPServerBuilder {
                 HTTP1Channel(
                     responder: responder,
                     configuration: .init(
-                        additionalChannelHandlers: [FirstRequestSignal()],
+                        additionalChannelHandlers: [
+                            FirstRequestSignal(),
+                            RequestDeadline(listener: listener, deadline: TimeAmount(timeouts.firstBytes), log: log),
+                        ],
                         idleTimeout: timeouts.idle.map { TimeAmount($0) })),
                 listener: listener, timeouts: timeouts, tls: tls, log: log)
         }
@@ -71,5 +76,57 @@ final class FirstRequestSignal: ChannelInboundHandler, RemovableChannelHandler {
         context.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
         context.fireChannelRead(data)
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+}
+
+/// Closes a connection whose request has not arrived whole within `deadline` of its head: a body sent
+/// a byte at a time, each byte activity to the idle deadline, would hold the connection for as long
+/// as its declared length lasts. Logged as a closed connection with the reason.
+final class RequestDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    let listener: String
+    let deadline: TimeAmount
+    let log: ListenerLog
+    private var timer: Scheduled<Void>?
+
+    init(listener: String, deadline: TimeAmount, log: ListenerLog) {
+        self.listener = listener
+        self.deadline = deadline
+        self.log = log
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            timer?.cancel()
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            timer = context.eventLoop.scheduleTask(in: deadline) {
+                let (handler, context) = bound.value
+                handler.timer = nil
+                handler.log.closed(
+                    listener: handler.listener, peer: context.channel.remoteAddress,
+                    reason: "a request did not arrive whole within \(handler.deadline.secondsText) of its head")
+                context.close(promise: nil)
+            }
+        case .end:
+            timer?.cancel()
+            timer = nil
+        case .body:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
     }
 }

@@ -161,6 +161,11 @@ extension URL {
         halfPreface.send("PRI * HTTP/2.0\r\n\r\n")
         let slowHead = try RawSocket(port: dev)
         slowHead.send("POST /3/device/00 HTTP/1.1\r\nhost: localhost\r\napns-top")
+        // The admin API's sign-in is open to anyone: a body that stops short of its length is closed
+        // at the same deadline from its head (Hummingbird's idle deadline would wait 60 s, and
+        // restart at every byte).
+        let slowBody = try RawSocket(port: admin)
+        slowBody.send("POST /console/session HTTP/1.1\r\nhost: localhost\r\ncontent-length: 100000\r\n\r\n{\"to")
 
         // Garbage is closed at once, and a readable line that is no request gets a 400 first.
         let garbage = try RawSocket(port: dev)
@@ -184,7 +189,9 @@ extension URL {
         }
 
         // The rest are closed at the first-bytes deadline (2 s here), not before.
-        for (name, socket) in silent + [("half preface", halfPreface), ("slow head", slowHead)] {
+        for (name, socket) in silent + [
+            ("half preface", halfPreface), ("slow head", slowHead), ("admin API's slow body", slowBody),
+        ] {
             let end = socket.readUntilClosed()
             #expect(end.closed, "\(name) was not closed")
             #expect(end.after >= 1.9 && end.after < 8, "\(name) closed after \(end.after) s")

@@ -61,16 +61,25 @@ public final class DeviceLinkServer: Sendable {
                 channels.add(channel)
                 channel.closeFuture.whenComplete { _ in channels.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(
-                        FirstBytesDeadline(
-                            listener: LinkTransportSniffer.listener, deadlines: firstBytes,
-                            log: service.log))
-                    try sync.addHandler(LinkTransportSniffer(service: service, tls: tls))
+                    try configure(channel.pipeline.syncOperations, service: service, tls: tls, firstBytes: firstBytes)
                 }
             }
         let channel = try await bootstrap.bind(host: host, port: port, sockets: sockets, backlog: 4096)
         return DeviceLinkServer(service: service, serverChannel: channel, channels: channels)
+    }
+
+    /// A new connection's handlers: NIO's `BackPressureHandler`, which stops reading while the
+    /// link's unsent bytes are above the high-water mark (every message may get an answer, a `pong`
+    /// or an error, so a peer that sends and never reads would otherwise have them pile up in
+    /// memory), the first-bytes deadline, and the sniffer that picks TLS or cleartext.
+    static func configure(
+        _ sync: ChannelPipeline.SynchronousOperations, service: DeviceLinkService, tls: NIOSSLContext?,
+        firstBytes: FirstBytesDeadlines
+    ) throws {
+        try sync.addHandler(BackPressureHandler())
+        try sync.addHandler(
+            FirstBytesDeadline(listener: LinkTransportSniffer.listener, deadlines: firstBytes, log: service.log))
+        try sync.addHandler(LinkTransportSniffer(service: service, tls: tls))
     }
 
     /// Stops: no new connections; every device gets a close frame (1001, going away).

@@ -59,8 +59,13 @@ struct ProviderPipeline: Sendable {
             ProviderHTTP2Handler(api: api, router: router, machine: machine, clock: clock, log: log))
     }
 
-    /// Adds the HTTP/1.1 handlers.
+    /// Adds the HTTP/1.1 handlers. NIO's pipelining assistance hands on the next request as soon as
+    /// an answer is written, not once it has left, so a client that sends requests and reads no
+    /// answers would have them pile up in memory; NIO's `BackPressureHandler` stops reading while the
+    /// connection's unsent answers are above its high-water mark (HTTP/2 has its flow control and
+    /// the stall deadline instead).
     func http1(_ pipeline: ChannelPipeline.SynchronousOperations, _ connection: ProviderConnectionState) throws {
+        try pipeline.addHandler(BackPressureHandler())
         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
         try pipeline.addHandler(
             ProviderHTTP1Handler(
