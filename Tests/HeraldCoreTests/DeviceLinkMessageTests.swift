@@ -229,6 +229,11 @@ import Testing
         #expect(throws: LinkMessageError("unknown message type \"nope\"")) {
             try LinkMessage(json: Data(#"{"type":"nope"}"#.utf8))
         }
+        // A name a megabyte long is quoted only in part.
+        let long = String(repeating: "x", count: 1_000_000)
+        #expect(throws: LinkMessageError("unknown message type \"\(long.prefix(64))… (1000000 bytes in all)\"")) {
+            try LinkMessage(json: Data(#"{"type":"\#(long)"}"#.utf8))
+        }
         #expect(throws: LinkMessageError("missing field \"type\"")) {
             try LinkMessage(json: Data(#"{"ids":[]}"#.utf8))
         }

@@ -154,10 +154,30 @@ import Testing
                     .register(request: 4, topic: "com.example.app", environment: .development, installation: nil),
                     device: "phone")
             ])
-        link.receive(.refused(apnsID: "a", reason: "no such app"))
+        let id = "6E1F2D3C-4B5A-4978-8A6B-5C4D3E2F1A0B"
+        link.receive(.refused(apnsID: id, reason: "no such app"))
         #expect(
             link.take() == [
-                .recordRefused(apnsID: "a", device: "phone", reason: "no such app", at: Link.startDate, refusal: nil)
+                .recordRefused(apnsID: id, device: "phone", reason: "no such app", at: Link.startDate, refusal: nil)
+            ])
+        // What the delivery log keeps for its whole retention is bounded: an id that is no push's
+        // is refused, and a reason longer than any a device gives is cut.
+        link.receive(.refused(apnsID: String(repeating: "a", count: 100_000), reason: "no such app"))
+        #expect(
+            link.take() == [
+                .send(
+                    .error(
+                        request: nil, code: .badMessage,
+                        message:
+                            "apnsID \"\(String(repeating: "a", count: 64))… (100000 bytes in all)\" is not a push's apns-id"
+                    ))
+            ])
+        link.receive(.refused(apnsID: id, reason: String(repeating: "é", count: 300)))
+        #expect(
+            link.take() == [
+                .recordRefused(
+                    apnsID: id, device: "phone", reason: String(repeating: "é", count: 250) + "… (600 bytes in all)",
+                    at: Link.startDate, refusal: nil)
             ])
         link.receive(.challenge(nonce: Data()))
         #expect(

@@ -25,6 +25,27 @@ import Testing
         #expect(f.reason(f.request(authority: "api.push.apple.com")) == .badDeviceToken)
     }
 
+    /// A refusal is a line in the delivery log, kept for its whole retention: the topic it names is
+    /// cut to the longest a topic can be, however much the request sent (a refusal before
+    /// authentication costs its sender nothing but the request).
+    @Test func aRefusalRecordsNoMoreOfTheTopicThanATopicCanBe() async throws {
+        let f = try await Fixture()
+        var c = ProviderConnectionState(defaultEnvironment: .development)
+        let topic = String(repeating: "t", count: 12_000)
+        guard
+            case .respond(let response, _) = f.api.handle(
+                f.request(topic: topic, jwt: "not-a-token"), connection: &c, now: f.now)
+        else { Issue.record("not refused"); return }
+        #expect(response.status == 403)
+        #expect(response.subject?.topic == String(repeating: "t", count: 255) + "… (12000 bytes in all)")
+        let detail = try #require(response.subject.map { RejectedDetail(response: response, refused: $0).text })
+        #expect(detail.utf8.count < 1_000, "\(detail)")
+        // A topic as sent is recorded as it is.
+        guard case .respond(let plain, _) = f.api.handle(f.request(jwt: "not-a-token"), connection: &c, now: f.now)
+        else { Issue.record("not refused"); return }
+        #expect(plain.subject?.topic == Fixture.bundle)
+    }
+
     @Test func generatesApnsIDWhenAbsent() async throws {
         let f = try await Fixture()
         var c = ProviderConnectionState(defaultEnvironment: .development)

@@ -11,6 +11,10 @@ import NIOWebSocket
 /// out, in order. Work off the event loop (authentication, the store, the broadcast hub) is an
 /// action whose result comes back as another event.
 struct DeviceLinkStateMachine {
+    /// The longest reason of a device's `refused` the delivery log keeps, in bytes (the device's
+    /// own are a line: "the app is not installed", a payload's first fault).
+    static let refusalReasonLimit = 500
+
     /// Where the link is.
     enum Phase: Equatable {
         /// The challenge is out; the device's signed `hello` is awaited.
@@ -185,10 +189,21 @@ struct DeviceLinkStateMachine {
         case (.online, .ack(let ids)):
             return acknowledge(ids, at: at)
         case (.online(let device), .refused(let apnsID, let reason)):
-            // Acknowledged already; the delivery log says what became of it on the device.
+            // Acknowledged already; the delivery log says what became of it on the device. Pushes'
+            // ids are UUIDs (the provider API refuses any other apns-id), and a reason longer than
+            // any a device gives is cut: the line is stored for the delivery log's whole retention.
+            guard UUID(uuidString: apnsID) != nil else {
+                return [
+                    .send(
+                        .error(
+                            request: nil, code: .badMessage,
+                            message: "apnsID \"\(TextExcerpt.of(apnsID, limit: 64))\" is not a push's apns-id"))
+                ]
+            }
             return [
                 .recordRefused(
-                    apnsID: apnsID, device: device, reason: reason, at: at, refusal: refusal(of: apnsID))
+                    apnsID: apnsID, device: device, reason: TextExcerpt.of(reason, limit: Self.refusalReasonLimit),
+                    at: at, refusal: refusal(of: apnsID))
             ]
         case (.online, .subscribe(let request, let topic, let environment, let channels)):
             return subscribe(request: request, Subscription(topic: topic, environment: environment), channels, at: at)
@@ -270,7 +285,10 @@ struct DeviceLinkStateMachine {
         }
         if let bad = channels.first(where: { !BroadcastChannel.isWellFormed($0) }) {
             return [
-                .send(.error(request: request, code: .badMessage, message: "\"\(bad)\" is not a channel id (base64)"))
+                .send(
+                    .error(
+                        request: request, code: .badMessage,
+                        message: "\"\(TextExcerpt.of(bad, limit: 64))\" is not a channel id (base64)"))
             ]
         }
         return [.subscribe(request: request, subscription, channels: channels, at: at)]

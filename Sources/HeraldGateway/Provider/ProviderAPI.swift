@@ -131,7 +131,11 @@ public struct ProviderAPI: Sendable {
     private func refused(topic: String?, token: Substring?, environment: APNsEnvironment, at now: Date) -> RefusedPush {
         let parsed = token.flatMap { DeviceToken(hex: $0) }
         let device = parsed.flatMap { registry.registration($0, in: environment)?.deviceID }
-        return RefusedPush(topic: topic, token: parsed?.hex, device: device, at: now)
+        // The topic is recorded as sent, even one that is no topic, but no longer than a topic can be:
+        // a refusal is stored for the log's whole retention, and one before authentication costs
+        // its sender nothing but the request.
+        return RefusedPush(
+            topic: topic.map { TextExcerpt.of($0, limit: 255) }, token: parsed?.hex, device: device, at: now)
     }
 
     private func handlePush(_ request: ProviderRequest, connection: inout ProviderConnectionState, now: Date)
