@@ -37,6 +37,70 @@ import Testing
         #expect(handler.machine.phase == .closed)
     }
 
+    /// A device that sends requests faster than the store takes them: past
+    /// ``DeviceLinkHandler/requestsInFlight`` the link reads nothing more (its requests wait in its
+    /// socket, not in the gateway's tasks), and reads again as they are answered. On a testing
+    /// channel whose loop the requests' tasks can come back to from their own threads.
+    @Test func aLinkReadsNoMoreWhileItsRequestsAreAtTheLimit() async throws {
+        let store = GatedStore(try SQLiteGatewayStore(path: nil))
+        let directory = try await GatewayDirectory.open(
+            store: store, issuer: TokenIssuer(secret: Array(repeating: 7, count: 32)))
+        try await directory.putTeam(id: Fixture.team)
+        try await directory.putApp(bundleID: Fixture.bundle, teamID: Fixture.team)
+        _ = try await directory.registerDevice(id: "phone", now: Date())
+        let router = PushRouter(committer: GroupCommitter(store: store, policy: .init()))
+        let service = DeviceLinkService(
+            directory: directory, links: router.links, offline: router.offline, configuration: .init(),
+            logger: .silent, log: ListenerLog(logger: .silent), clock: SystemClock())
+        let channel = NIOAsyncTestingChannel()
+        let loop = channel.testingEventLoop
+        let reads = CountedReads()
+        try await channel.pipeline.addHandler(reads)
+        try await loop.executeInContext {
+            try channel.pipeline.syncOperations.addHandler(DeviceLinkHandler(service: service))
+        }
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1))
+        _ = try await channel.waitForOutboundWrite(as: WebSocketFrame.self)  // the challenge
+        @Sendable func link() throws -> DeviceLinkHandler {
+            try channel.pipeline.syncOperations.handler(type: DeviceLinkHandler.self)
+        }
+        try await loop.executeInContext { try link().machine.phase = .online(device: "phone") }
+        defer { store.registrations.open() }
+        store.registrations.close()
+
+        let limit = DeviceLinkHandler.requestsInFlight
+        func register(_ n: Int) async throws {
+            let text = LinkMessage.register(
+                request: n, topic: Fixture.bundle, environment: .development, installation: n
+            ).encoded()
+            try await channel.writeInbound(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: text)))
+        }
+        func read() async throws { try await loop.executeInContext { channel.pipeline.read() } }
+
+        for n in 0..<(limit - 1) { try await register(n) }
+        let before = reads.count
+        try await read()
+        #expect(reads.count == before + 1, "below the limit the link reads")
+        try await register(limit - 1)
+        await store.registrations.arrivals.reached(limit)
+        #expect(try await loop.executeInContext { try link().working } == limit)
+        try await read()
+        try await read()
+        #expect(reads.count == before + 1, "at the limit the read waits")
+
+        // Answered: the read held back is made, once.
+        store.registrations.open()
+        for _ in 0..<limit {
+            let frame = try await channel.waitForOutboundWrite(as: WebSocketFrame.self)
+            let message = try LinkMessage(json: Data(frame.unmaskedData.readableBytesView))
+            guard case .token = message else { throw TestFailure("not a token: \(message)") }
+        }
+        #expect(try await loop.executeInContext { try link().working } == 0)
+        #expect(reads.count == before + 2)
+        try await read()
+        #expect(reads.count == before + 3, "and reads go on as before")
+    }
+
     @Test func theAcknowledgementDeadlineAndTheQoSWakeUpRunOnTheLoop() async throws {
         let f = try await Fixture(now: Date())
         var configuration = DeviceLinkServer.Configuration()
@@ -198,5 +262,16 @@ private final class FlushCounter: ChannelOutboundHandler {
     func flush(context: ChannelHandlerContext) {
         log.append("flush")
         context.flush()
+    }
+}
+
+/// Counts the reads that reach the socket, from any thread.
+final class CountedReads: ChannelOutboundHandler, Sendable {
+    typealias OutboundIn = NIOAny
+    private let reads = Mutex(0)
+    var count: Int { reads.withLock { $0 } }
+    func read(context: ChannelHandlerContext) {
+        reads.withLock { $0 += 1 }
+        context.read()
     }
 }

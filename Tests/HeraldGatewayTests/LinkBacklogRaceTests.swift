@@ -47,6 +47,8 @@ final class GatedStore: GatewayStore {
     let inner: any GatewayStore
     let commits = Gate()
     let reads = Gate()
+    /// Before saves of registrations (a device's `register`).
+    let registrations = Gate()
     /// Backlog reads that have returned.
     let readsDone = Tally()
     /// Commits (of any batch) that have returned.
@@ -69,6 +71,7 @@ final class GatedStore: GatewayStore {
     func save(_ device: DeviceRecord) async throws { try await inner.save(device) }
     func save(devices: [DeviceRecord]) async throws { try await inner.save(devices: devices) }
     func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws {
+        await self.registrations.pass()
         try await inner.save(registrations, feedback: feedback, device: device)
     }
     func commit(_ batch: StoreBatch, policy: OfflinePolicy, durable: Bool) async throws -> [String] {

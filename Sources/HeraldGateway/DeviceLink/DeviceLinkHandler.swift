@@ -9,10 +9,18 @@ import NIOWebSocket
 /// One device's link, on its event loop: holds the channel and the link's timers, feeds every
 /// event to the link's ``DeviceLinkStateMachine`` with the time, and carries out the actions it
 /// returns (docs/device-link.md).
-final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
+    /// Nothing above the link writes; it is outbound only to hold back reads (``read(context:)``).
+    typealias OutboundIn = Never
     typealias OutboundOut = WebSocketFrame
     typealias Action = DeviceLinkStateMachine.Action
+
+    /// How many of the device's requests (its `register`s, `reset`s, `subscribe`s, its `hello`'s
+    /// check) may be carried out off the loop at once; past that the link reads nothing more until
+    /// one is done, so a device that asks faster than the store answers waits in its own socket,
+    /// not in the gateway's tasks.
+    static let requestsInFlight = 8
 
     let service: DeviceLinkService
     var machine: DeviceLinkStateMachine
@@ -35,6 +43,12 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var framedPushes: ByteBuffer?
     /// The array ``offer(_:waiter:)`` gathers a push's actions in, kept between pushes.
     private var offerActions: [Action] = []
+
+    /// The device's requests being carried out off the loop (``requestsInFlight`` at most while
+    /// the link reads).
+    private(set) var working = 0
+    /// A read asked for while ``working`` was at the limit, made once a request is done.
+    private var readHeld = false
 
     /// A device resumed in its upgrade request, accepted: welcomed as the link is added, with no
     /// challenge.
@@ -82,6 +96,14 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         run(machine.received(unwrapInboundIn(data), now: context.eventLoop.now, at: at))
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if working >= Self.requestsInFlight {
+            readHeld = true
+        } else {
+            context.read()
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -324,10 +346,23 @@ final class DeviceLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard let context else { return }
         let bound = NIOLoopBound((self, then), eventLoop: context.eventLoop)
         let loop = context.eventLoop
+        working += 1
         Task {
             let result = await work()
-            loop.execute { bound.value.1(bound.value.0, result) }
+            loop.execute {
+                let (handler, then) = bound.value
+                handler.working -= 1
+                then(handler, result)
+                handler.releaseHeldRead()
+            }
         }
+    }
+
+    /// Makes the read held back at the limit, now that a request is done.
+    private func releaseHeldRead() {
+        guard readHeld, working < Self.requestsInFlight, let context else { return }
+        readHeld = false
+        context.read()
     }
 }
 
