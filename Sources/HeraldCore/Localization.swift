@@ -195,14 +195,20 @@ public struct LocalizationBundle: Sendable, Hashable, Codable {
         return order
     }
 
+    /// The most a filled-in format may hold, in bytes of UTF-8 (``format(_:arguments:)``).
+    public static let longestText = 16_384
+
     /// Fills a format's `%@` (next argument), `%n$@` (argument n, from 1) and `%%` (a percent sign).
     /// Numeric specifiers (`%d`, `%i`, `%u`, `%ld`, `%lld`, `%f`, `%s`, with or without `n$`) take the argument
-    /// as text, because `loc-args` arrive as strings. Missing arguments become empty text.
+    /// as text, because `loc-args` arrive as strings. Missing arguments become empty text. The text
+    /// ends with `…` after ``longestText`` bytes: a key no table has is its own format, and 500
+    /// `%1$@` with a 2,000-character argument, within a 4 KB payload, would be a megabyte.
     public static func format(_ format: String, arguments: [String]) -> String {
         var out = ""
         var next = 0
         var chars = format[...]
         while let percent = chars.firstIndex(of: "%") {
+            if out.utf8.count > longestText { break }
             out += chars[..<percent]
             chars = chars[chars.index(after: percent)...]
             if chars.first == "%" {
@@ -239,6 +245,7 @@ public struct LocalizationBundle: Sendable, Hashable, Codable {
             if index >= 0, index < arguments.count { out += arguments[index] }
         }
         out += chars
-        return out
+        guard out.utf8.count > longestText else { return out }
+        return String(TextExcerpt.prefix(out, bytes: longestText)) + "…"
     }
 }

@@ -6,14 +6,19 @@ public enum TextExcerpt {
     public static func of(_ text: some StringProtocol, limit: Int) -> String {
         let size = text.utf8.count
         guard size > limit else { return String(text) }
+        return String(prefix(text, bytes: limit)) + "… (\(size) bytes in all)"
+    }
+
+    /// The longest start of `text` made of whole characters that has at most `bytes` bytes of UTF-8.
+    public static func prefix<S: StringProtocol>(_ text: S, bytes: Int) -> S.SubSequence {
         var end = text.startIndex
-        var bytes = 0
+        var size = 0
         for index in text.indices {
             let next = text[index].utf8.count
-            guard bytes + next <= limit else { break }
-            bytes += next
+            guard size + next <= bytes else { break }
+            size += next
             end = text.index(after: index)
         }
-        return String(text[..<end]) + "… (\(size) bytes in all)"
+        return text[..<end]
     }
 }

@@ -167,6 +167,17 @@ import Testing
         #expect(LocalizationBundle.format("%d items", arguments: ["3"]) == "3 items")
     }
 
+    /// A key no table has is its own format: one that repeats a long argument (500 `%1$@` and
+    /// 2,000 characters fit in a 4 KB payload) is cut at 16 KiB, not filled to a megabyte.
+    @Test func aFormatThatRepeatsAnArgumentIsCut() {
+        let filled = LocalizationBundle.format(
+            String(repeating: "%1$@", count: 500), arguments: [String(repeating: "é", count: 2_000)])
+        #expect(filled == String(repeating: "é", count: 8_192) + "…")
+        // Text just at the limit is whole.
+        let whole = String(repeating: "a", count: LocalizationBundle.longestText)
+        #expect(LocalizationBundle.format("%@", arguments: [whole]) == whole)
+    }
+
     @Test func languageFallback() throws {
         let bundle = LocalizationBundle(
             tables: [

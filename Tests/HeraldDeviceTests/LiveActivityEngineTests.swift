@@ -148,6 +148,15 @@ import Testing
                 app: Self.app, payload: try payload(#"{"aps":{"event":"end","timestamp":\#(stamp + 2)}}"#),
                 apnsID: "e3", priority: .immediate, token: "cc"), now: end)
         #expect(activity(e, "C")?.state == .ended && activity(e, "C")?.dismissAt == end.addingTimeInterval(4 * 3600))
+        // One beyond four hours, the farthest an integer can say included: four hours, as for the app's end.
+        try started(&e, "D", token: "dd")
+        _ = try e.handleActivity(
+            .push(
+                app: Self.app,
+                payload: try payload(
+                    #"{"aps":{"event":"end","timestamp":\#(stamp + 3),"dismissal-date":\#(Int.max)}}"#),
+                apnsID: "e4", priority: .immediate, token: "dd"), now: end)
+        #expect(activity(e, "D")?.state == .ended && activity(e, "D")?.dismissAt == end.addingTimeInterval(4 * 3600))
     }
 
     @Test func priorityTenUpdatesPastTheHourlyBudgetWaitForRoom() throws {

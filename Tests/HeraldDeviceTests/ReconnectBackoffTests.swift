@@ -11,6 +11,9 @@ import Testing
         #expect(ReconnectBackoff.drainDelay(within: 10, jitter: 1) == 10)
         #expect(ReconnectBackoff.drainDelay(within: 10, jitter: 7) == 10)
         #expect(ReconnectBackoff.drainDelay(within: -1, jitter: 0.5) == 0)
+        // A window of any length (the largest a goaway can name, in seconds) is ten minutes at most.
+        #expect(ReconnectBackoff.drainDelay(within: Double(Int64.max) / 1000, jitter: 1) == 600)
+        #expect(ReconnectBackoff.drainDelay(within: 601, jitter: 0.5) == 300)
         // After a goaway the failures start again; after a failure they count up.
         var failures = 3
         #expect(ReconnectBackoff.wait(drain: 4, failures: &failures, base: 0.5, maximum: 30, jitter: 0.5) == 2)

@@ -10,10 +10,15 @@ public enum ReconnectBackoff {
         return raw * (0.5 + 0.5 * min(max(jitter, 0), 1))
     }
 
-    /// The wait after a stopping gateway's `goaway`: a point of its window, uniformly (`jitter` is
-    /// 0…1), so that its devices come back spread over the window rather than together.
+    /// The longest drain window a device waits within, in seconds: a `goaway` may name any window,
+    /// and one of days would keep the device away for days, when any of its addresses may be up.
+    public static let longestDrain: Double = 600
+
+    /// The wait after a stopping gateway's `goaway`: a point of its window (at most
+    /// ``longestDrain``), uniformly (`jitter` is 0…1), so that its devices come back spread over the
+    /// window rather than together.
     public static func drainDelay(within window: Double, jitter: Double) -> Double {
-        max(0, window) * min(max(jitter, 0), 1)
+        min(max(0, window), longestDrain) * min(max(jitter, 0), 1)
     }
 
     /// The wait before the next connection: after a stopping gateway's `goaway`, a point of its

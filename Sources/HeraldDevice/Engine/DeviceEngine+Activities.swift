@@ -259,8 +259,11 @@ extension DeviceEngine {
         activity.timestamp = update.timestamp
         activity.alert = update.alert
         if update.event == .end {
-            let dismissAt = update.dismissalDate ?? now.addingTimeInterval(Self.defaultDismissal)
-            return ended(app, &activity, dismissAt: max(dismissAt, now), now: now)
+            // As for the app's own end: at the date, but no later than four hours on (a date years
+            // away would keep the ended activity, and its content, for years).
+            let latest = now.addingTimeInterval(Self.defaultDismissal)
+            let dismissAt = min(max(update.dismissalDate ?? latest, now), latest)
+            return ended(app, &activity, dismissAt: dismissAt, now: now)
                 + alerted(app, activity, update.alert)
         }
         return applied(app, &activity, now: now) + alerted(app, activity, update.alert)
