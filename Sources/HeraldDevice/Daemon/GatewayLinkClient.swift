@@ -5,6 +5,7 @@ import Foundation
 #endif
 import HeraldCore
 import HeraldRuntime
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -112,36 +113,61 @@ public final class GatewayLinkClient: Sendable {
             device: device, ticket: ticket, webSocketKey: key, time: Int64(now.timeIntervalSince1970.rounded(.down)))
     }
 
+    /// How long a connection has from the moment it is made until the gateway's `welcome`: the TLS
+    /// handshake, the upgrade, the challenge and the gateway's check of the device. A gateway that
+    /// accepts the connection and then says nothing (a stopped process whose socket still takes
+    /// connections, a half-open path) is left at the deadline, and the daemon tries again. Far
+    /// above any real handshake: under a storm of signatures a gateway may take seconds.
+    static let handshake = FirstBytesDeadlines(deadline: .seconds(30))
+
+    /// What the handshake's deadline logs through: nothing (the library logs nothing); its failure
+    /// is the connection's.
+    private static let silent = Logger(label: "herald.device-link", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// A new connection's handlers: the handshake's deadline (``handshake``), TLS when the target
+    /// has it, the upgrade and the link (``LinkClientHandshake``, ``LinkClientHandler``).
+    static func configure(
+        _ sync: ChannelPipeline.SynchronousOperations, target: Target, identity: DeviceIdentity, autoAcknowledge: Bool,
+        welcome: EventLoopPromise<LinkClientHandler.Welcome>, events: AsyncStream<GatewayLinkEvent>.Continuation,
+        handshake: FirstBytesDeadlines = handshake, liveness: LinkClientHandler.Liveness = .init()
+    ) throws {
+        let (host, tls, inRequest) = (target.host, target.tls, target.resumesInRequest)
+        let timedOut = ListenerLog(logger: silent) { _ in
+            welcome.fail(
+                Failure(code: .closed, message: "no welcome within \(handshake.deadline.secondsText) of connecting"))
+        }
+        try sync.addHandler(FirstBytesDeadline(listener: "device link", deadlines: handshake, log: timedOut))
+        if let tls {
+            try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: host))
+        }
+        try LinkClientHandshake.configure(
+            sync, host: host, port: target.port, path: target.path,
+            resume: { key in
+                inRequest ? upgradeResume(identity: identity, webSocketKey: key, now: Date()) : nil
+            },
+            link: {
+                LinkClientHandler(
+                    identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome, events: events,
+                    liveness: liveness)
+            },
+            failed: { welcome.fail($0) },
+            // The next attempt signs, or resumes over the challenge, without the header.
+            refusedResume: { identity.resumption.keep(nil) })
+    }
+
     /// One connection to `target` and its authentication, every step on `loop`.
     static func open(
         _ target: Target, identity: DeviceIdentity, autoAcknowledge: Bool, on loop: any EventLoop
     ) -> EventLoopFuture<GatewayLinkClient> {
-        let (host, port, path, tls, inRequest) = (
-            target.host, target.port, target.path, target.tls, target.resumesInRequest
-        )
         let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
         let welcome = loop.makePromise(of: LinkClientHandler.Welcome.self)
         var bootstrap = ClientBootstrap(group: loop)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    if let tls {
-                        try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: host))
-                    }
-                    try LinkClientHandshake.configure(
-                        sync, host: host, port: port, path: path,
-                        resume: { key in
-                            inRequest ? upgradeResume(identity: identity, webSocketKey: key, now: Date()) : nil
-                        },
-                        link: {
-                            LinkClientHandler(
-                                identity: identity, autoAcknowledge: autoAcknowledge, welcome: welcome,
-                                events: continuation)
-                        },
-                        failed: { welcome.fail($0) },
-                        // The next attempt signs, or resumes over the challenge, without the header.
-                        refusedResume: { identity.resumption.keep(nil) })
+                    try configure(
+                        channel.pipeline.syncOperations, target: target, identity: identity,
+                        autoAcknowledge: autoAcknowledge, welcome: welcome, events: continuation)
                 }
             }
         if let source = target.source {
@@ -152,6 +178,7 @@ public final class GatewayLinkClient: Sendable {
                     name: NIOBSDSocket.Option(rawValue: CInt(IP_BIND_ADDRESS_NO_PORT))),
                 value: 1)
         }
+        let (host, port) = (target.host, target.port)
         // An address needs no resolver: NIO's would run getaddrinfo on another thread for every
         // connection, about a tenth of a reconnection's work on the device.
         let connecting =

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -43,10 +44,32 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// presented for it is refused.
     var nonce: Data?
 
+    /// How the link notices a gateway gone without a word: a half-open connection after the
+    /// network changed, or a machine that stopped, sends nothing, and TCP alone would wait for
+    /// ever. Once the link has read nothing for `quiet` (checked every `quiet`, so between one and
+    /// two of them) the device pings; if nothing at all arrives within `answer`, it closes the link,
+    /// and the daemon connects again. The gateway answers every ping, and hears it as the device
+    /// being there.
+    struct Liveness: Sendable {
+        var quiet: TimeAmount = .seconds(120)
+        var answer: TimeAmount = .seconds(30)
+    }
+
+    /// The links' liveness timers, one heap per event loop.
+    static let timers = PerLoop { LoopTimers(loop: $0) }
+    let liveness: Liveness
+    private var livenessTimer: LoopTimers.Timer?
+    /// Whether anything was read since the liveness timer last fired.
+    private var heard = false
+    /// Whether the device pinged and waits for anything from the gateway.
+    private var pinged = false
+
     init(
         identity: DeviceIdentity, autoAcknowledge: Bool, welcome: EventLoopPromise<Welcome>,
-        events: AsyncStream<GatewayLinkEvent>.Continuation, seenLimit: Int = 100_000
+        events: AsyncStream<GatewayLinkEvent>.Continuation, seenLimit: Int = 100_000,
+        liveness: Liveness = Liveness()
     ) {
+        self.liveness = liveness
         self.seenLimit = max(1, seenLimit)
         self.identity = identity
         self.autoAcknowledge = autoAcknowledge
@@ -56,7 +79,10 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
+    func handlerRemoved(context: ChannelHandlerContext) { stopLiveness(context) }
+
     func channelInactive(context: ChannelHandlerContext) {
+        stopLiveness(context)
         let failure = GatewayLinkFailure(code: .closed, message: closeReason ?? "the link closed")
         for (_, promise) in pending { promise.fail(failure) }
         pending = [:]
@@ -68,6 +94,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        heard = true
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text, .binary:
@@ -110,6 +137,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .welcome(let device, let generation, let registrations, let ticket):
             nonce = nil
             identity.resumption.keep(ticket)
+            // The handshake's deadline is over (``GatewayLinkClient``); the link's liveness begins.
+            context?.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
+            startLiveness()
             welcome.succeed(Welcome(device: device, generation: generation, registrations: registrations))
         case .push(let push):
             if autoAcknowledge { toAcknowledge.append(push.apnsID) }
@@ -144,6 +174,45 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
             welcome.fail(GatewayLinkFailure(code: code, message: text))
         default:
             break
+        }
+    }
+
+    // MARK: Liveness
+
+    private func startLiveness() {
+        guard livenessTimer == nil, let context else { return }
+        heard = false
+        pinged = false
+        arm(liveness.quiet, on: context.eventLoop)
+    }
+
+    private func arm(_ delay: TimeAmount, on loop: any EventLoop) {
+        livenessTimer = Self.timers.value(on: loop).schedule(in: delay) { [self] in livenessFired() }
+    }
+
+    private func stopLiveness(_ context: ChannelHandlerContext) {
+        guard let timer = livenessTimer else { return }
+        livenessTimer = nil
+        Self.timers.value(on: context.eventLoop).cancel(timer)
+    }
+
+    private func livenessFired() {
+        livenessTimer = nil
+        guard let context, context.channel.isActive else { return }
+        if heard {
+            heard = false
+            pinged = false
+            arm(liveness.quiet, on: context.eventLoop)
+        } else if !pinged {
+            pinged = true
+            write(
+                WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0)),
+                flush: true)
+            arm(liveness.answer, on: context.eventLoop)
+        } else {
+            closeReason =
+                "the gateway sent nothing for \(liveness.quiet.secondsText) and answered no ping within \(liveness.answer.secondsText)"
+            context.close(promise: nil)
         }
     }
 
