@@ -128,4 +128,45 @@ import Testing
         for await event in events { last = event }
         #expect(last == .closed(reason: "the gateway sent nothing for 120 s and answered no ping within 30 s"))
     }
+
+    /// A gateway that keeps the link alive but answers no request: the request fails after 30 s
+    /// and the link closes (the daemon connects again); an answered one stops its deadline.
+    @Test func aRequestWithoutAnAnswerFailsAfterThirtySecondsAndClosesTheLink() throws {
+        let (channel, _, _) = try Self.link()
+        try channel.writeInbound(Self.welcome)
+        _ = try Self.written(channel)
+        let handler = try channel.pipeline.syncOperations.handler(type: LinkClientHandler.self)
+        func register() -> EventLoopPromise<LinkMessage> {
+            let promise = channel.eventLoop.makePromise(of: LinkMessage.self)
+            handler.request(
+                { .register(request: $0, topic: "com.example.demo", environment: .development, installation: nil) },
+                promise: promise)
+            return promise
+        }
+        // Answered within the time: its deadline goes.
+        let first = register()
+        channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+        let registration = LinkRegistration(
+            topic: "com.example.demo", environment: .development,
+            token: DeviceToken(bytes: Array(repeating: 7, count: 32)))
+        try channel.writeInbound(Self.wire(.token(request: 1, registration)))
+        #expect(try first.futureResult.wait() == .token(request: 1, registration))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(channel.isActive)
+
+        // Not answered.
+        let second = register()
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(29_999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+        guard !channel.isActive else { return }  // the answer would never come
+        do {
+            _ = try second.futureResult.wait()
+            Issue.record("answered")
+        } catch {
+            #expect(
+                (error as? GatewayLinkFailure)?.message == "the gateway answered no request within 30 s", "\(error)")
+        }
+    }
 }

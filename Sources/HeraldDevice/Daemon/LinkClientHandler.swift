@@ -26,6 +26,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     var context: ChannelHandlerContext?
     var nextRequest = 0
     var pending: [Int: EventLoopPromise<LinkMessage>] = [:]
+    /// Each pending request's deadline (``Liveness/answer``): a gateway that keeps its link alive
+    /// but answers no request would otherwise keep the request's caller waiting for ever.
+    private var deadlines: [Int: LoopTimers.Timer] = [:]
     var toAcknowledge: [String] = []
     /// Broadcasts already handed over, by `apns-unique-id`.
     var seenBroadcasts = RecentIDs(capacity: 1024)
@@ -86,6 +89,9 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         let failure = GatewayLinkFailure(code: .closed, message: closeReason ?? "the link closed")
         for (_, promise) in pending { promise.fail(failure) }
         pending = [:]
+        let timers = Self.timers.value(on: context.eventLoop)
+        for (_, timer) in deadlines { timers.cancel(timer) }
+        deadlines = [:]
         welcome.fail(failure)
         handOver()
         events.yield(.closed(reason: closeReason))
@@ -153,7 +159,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
             arrived.append(push)
         case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _),
             .subscribed(let request?, _, _, _):
-            pending.removeValue(forKey: request)?.succeed(message)
+            answered(request)?.succeed(message)
         case .broadcast(let broadcast):
             guard !seenBroadcasts.contains(broadcast.uniqueID) else { return }
             seenBroadcasts.insert(broadcast.uniqueID)
@@ -163,7 +169,7 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .reset(let request, let generation):
             // The ticket names the old generation: the gateway would refuse it.
             identity.resumption.keep(nil)
-            if let request { pending.removeValue(forKey: request)?.succeed(message) }
+            if let request { answered(request)?.succeed(message) }
             handOver()
             events.yield(.reset(generation: generation))
         case .goAway(let within):
@@ -175,6 +181,14 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         default:
             break
         }
+    }
+
+    /// The promise of answered request `request`, its deadline stopped.
+    private func answered(_ request: Int) -> EventLoopPromise<LinkMessage>? {
+        if let timer = deadlines.removeValue(forKey: request), let context {
+            Self.timers.value(on: context.eventLoop).cancel(timer)
+        }
+        return pending.removeValue(forKey: request)
     }
 
     // MARK: Liveness
@@ -241,6 +255,15 @@ final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         nextRequest += 1
         pending[nextRequest] = promise
+        let request = nextRequest
+        deadlines[request] = Self.timers.value(on: context.eventLoop).schedule(in: liveness.answer) { [self] in
+            deadlines[request] = nil
+            guard let promise = pending.removeValue(forKey: request), let context = self.context else { return }
+            closeReason = "the gateway answered no request within \(liveness.answer.secondsText)"
+            promise.fail(GatewayLinkFailure(code: .closed, message: closeReason ?? ""))
+            // A gateway that answers nothing is no use: the daemon connects again.
+            context.close(promise: nil)
+        }
         send(make(nextRequest))
     }
 
