@@ -83,11 +83,19 @@ final class LineReader {
         // The admin API shows the device online and the log shows the acknowledgement.
         let device = try p.gateway.adminCall("GET", "/devices/phone")
         #expect(device.json?["online"] as? Bool == true)
-        try eventually("the delivery log") {
-            let log = try p.gateway.adminCall("GET", "/deliveries/0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B")
-            let kinds = (try JSONSerialization.jsonObject(with: Data(log.body.utf8)) as? [[String: Any]])?
-                .compactMap { $0["kind"] as? String }
-            return kinds == ["accepted", "delivered", "acknowledged"]
+        var lastLog = ""
+        do {
+            try eventually("the delivery log") {
+                let log = try p.gateway.adminCall("GET", "/deliveries/0F9A4B1C-2D3E-4F50-8A6B-7C8D9E0F1A2B")
+                lastLog = log.body
+                let kinds = (try JSONSerialization.jsonObject(with: Data(log.body.utf8)) as? [[String: Any]])?
+                    .compactMap { $0["kind"] as? String }
+                return kinds == ["accepted", "delivered", "acknowledged"]
+            }
+        } catch {
+            // What the log said last, so that a failure says what it saw.
+            Issue.record("the delivery log never read accepted, delivered, acknowledged: \(lastLog)")
+            throw error
         }
         let metrics = try p.gateway.adminCall("GET", "/metrics")
         #expect(metrics.status == 200)
