@@ -7,12 +7,24 @@ import Testing
 /// Records launches instead of starting processes.
 final class RecordingLauncher: AppLauncher {
     let launches = Mutex<[(app: String, mode: LaunchMode, options: DeliveredNotification?)]>([])
+    /// Each launch's way to say its process ended, by launch.
+    let exits = Mutex<[@Sendable (_ pid: Int32, _ status: Int32) -> Void]>([])
 
     func launch(_ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String)
         throws -> Int32
     {
-        launches.withLock { $0.append((app.bundleID, mode, launchOptions)) }
-        return 4242
+        try launch(app, mode: mode, launchOptions: launchOptions, appLinkPath: appLinkPath, exited: { _, _ in })
+    }
+
+    func launch(
+        _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String,
+        exited: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void
+    ) throws -> Int32 {
+        exits.withLock { $0.append(exited) }
+        return launches.withLock {
+            $0.append((app.bundleID, mode, launchOptions))
+            return 4241 + Int32($0.count)
+        }
     }
 }
 
@@ -209,6 +221,35 @@ struct TestDevice {
         #expect(finished.identifier == "n1" && finished.text.hasPrefix("response finished"))
         #expect(try await app.deliveredNotifications().isEmpty)
         await app.close()
+        await device.stop()
+    }
+
+    /// An app launched for an event that ends before it connects (it crashed, say) is not waited
+    /// for any more: what waited for it is dropped, logged, and the next event launches it again.
+    @Test func anAppThatEndsBeforeItConnectsIsLaunchedAgainForTheNextEvent() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "b", executable: "/bin/true"))
+        let setup = try await device.connect("b", .background)
+        _ = try await setup.requestAuthorization(options: [.alert])
+        for id in ["n1", "n2"] {
+            try await setup.add(NotificationRequest(identifier: id, content: NotificationContent(title: id, body: "")))
+        }
+        await setup.close()
+        await device.service.waitUntilNotRunning("b")
+
+        try await device.service.apply(
+            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        #expect(device.launcher.launches.withLock { $0.count } == 1)
+        // An earlier process of the app ending changes nothing; the launched one ending does.
+        let exited = try #require(device.launcher.exits.withLock { $0.first })
+        exited(4000, 0)
+        exited(4242, 1)
+        let failed = try #require(await device.log.next(.launchFailed))
+        #expect(failed.text == "exited (status 1) before it connected; 1 event for it dropped", "\(failed.text)")
+
+        try await device.service.apply(
+            .respond(app: "b", identifier: "n2", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        #expect(device.launcher.launches.withLock { $0.map(\.options?.identifier) } == ["n1", "n2"])
         await device.stop()
     }
 

@@ -8,6 +8,23 @@ public protocol AppLauncher: Sendable {
     func launch(
         _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String
     ) throws -> Int32
+
+    /// As ``launch(_:mode:launchOptions:appLinkPath:)``, and calls `exited` with the process's id and
+    /// status once it ends: the daemon then stops waiting for an app that ended before it connected.
+    func launch(
+        _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String,
+        exited: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void
+    ) throws -> Int32
+}
+
+extension AppLauncher {
+    /// A launcher that cannot tell when its processes end: `exited` is never called.
+    public func launch(
+        _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String,
+        exited: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void
+    ) throws -> Int32 {
+        try launch(app, mode: mode, launchOptions: launchOptions, appLinkPath: appLinkPath)
+    }
 }
 
 /// Why an app could not be started.
@@ -25,6 +42,13 @@ public struct ProcessLauncher: AppLauncher {
 
     public func launch(
         _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String
+    ) throws -> Int32 {
+        try launch(app, mode: mode, launchOptions: launchOptions, appLinkPath: appLinkPath, exited: { _, _ in })
+    }
+
+    public func launch(
+        _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String,
+        exited: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void
     ) throws -> Int32 {
         guard let executable = app.executable else {
             throw LaunchError(description: "\(app.bundleID) has no executable installed")
@@ -46,7 +70,7 @@ public struct ProcessLauncher: AppLauncher {
         process.environment = environment
         if let directory = app.bundleDirectory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         // The process is reaped by Foundation when it exits.
-        process.terminationHandler = { _ in }
+        process.terminationHandler = { exited($0.processIdentifier, $0.terminationStatus) }
         do {
             try process.run()
         } catch {

@@ -228,13 +228,31 @@ extension DeviceService {
         return true
     }
 
+    /// A launched app's process ended. If it never connected, what waited for it is dropped and the
+    /// next event that needs it launches it again; one that connected and went is already done with.
+    func exited(_ app: String, pid: Int32, status: Int32) {
+        // Only the launch being waited for: an earlier process of the app may end after a new one started.
+        guard launchedPIDs[app] == pid else { return }
+        launchedPIDs[app] = nil
+        guard sessions[app] == nil, let dropped = waiting.removeValue(forKey: app) else { return }
+        note(
+            .launchFailed, app: app, nil,
+            "exited (status \(status)) before it connected"
+                + (dropped.isEmpty ? "" : "; \(dropped.count) event\(dropped.count == 1 ? "" : "s") for it dropped"))
+    }
+
     func launch(_ app: String, mode: LaunchMode, launchOptions: DeliveredNotification?) {
         guard let record = engine.apps[app] else { return }
         if sessions[app] != nil || waiting[app] != nil { return }
         do {
             let pid = try launcher.launch(
-                record.app, mode: mode, launchOptions: launchOptions, appLinkPath: configuration.appLinkPath)
+                record.app, mode: mode, launchOptions: launchOptions, appLinkPath: configuration.appLinkPath
+            ) { [weak self] pid, status in
+                guard let self else { return }
+                Task { await self.exited(app, pid: pid, status: status) }
+            }
             waiting[app] = []
+            launchedPIDs[app] = pid
             note(
                 .launched, app: app, launchOptions?.identifier,
                 "launched in the \(mode.rawValue) (pid \(pid))"

@@ -80,6 +80,8 @@ public actor DeviceService {
     var nextSession = 0
     /// Apps being launched: their events wait here until they connect.
     var waiting: [String: [AppLinkEvent]] = [:]
+    /// The process of each app launched last, while the daemon knows it runs (for ``exited(_:pid:status:)``).
+    var launchedPIDs: [String: Int32] = [:]
     var outstanding: [String: Outstanding] = [:]
     /// The presentation log, oldest first, at most ``Configuration/logLimit``.
     var entries = Deque<DeviceLogEntry>()
