@@ -263,6 +263,27 @@ import Testing
         #expect(try e.handle(.willPresentAnswered(app: app, identifier: "g", options: []), now: t0).isEmpty)
     }
 
+    /// An app that leaves the foreground, or whose process goes, before it answers: what it was
+    /// asked about is presented as for an app in the background, not kept waiting for ever.
+    @Test func unansweredWillPresentsArePresentedWhenTheAppLeavesTheForeground() throws {
+        var e = try engine(options: [.alert, .badge])
+        _ = try e.handle(.appStateChanged(app: app, state: .foreground), now: t0)
+        for (id, at) in [("h1", t0), ("h2", t0.addingTimeInterval(1))] {
+            let asked = try e.handle(
+                .add(app: app, request: NotificationRequest(identifier: id, content: content(id))), now: at)
+            guard case .askWillPresent = asked.first else { Issue.record("no willPresent"); return }
+        }
+        #expect(e.awaitingWillPresent.count == 2)
+        let shown = try e.handle(.appStateChanged(app: app, state: .notRunning), now: t0.addingTimeInterval(2))
+        #expect(shown.presentations.map(\.notification.identifier) == ["h1", "h2"])
+        #expect(shown.presentations.allSatisfy { !$0.requestedByForegroundApp })
+        #expect(e.awaitingWillPresent.isEmpty)
+        #expect(throws: (any Error).self) {
+            try e.handle(.willPresentAnswered(app: app, identifier: "h1", options: [.banner]), now: t0)
+        }
+        #expect(Set(e.apps[app]!.delivered.map(\.identifier)) == ["h1", "h2"])
+    }
+
     @Test func remoteWithoutRegisteredTypesArrivesSilently() throws {
         var e = DeviceEngine(policy: FixedDecision(allow: true))
         _ = try e.handle(.installApp(InstalledApp(bundleID: app)), now: t0)

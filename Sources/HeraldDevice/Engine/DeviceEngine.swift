@@ -263,7 +263,16 @@ public struct DeviceEngine: Sendable {
             return []
         case .appStateChanged(let app, let state):
             try modify(app) { $0.runState = state }
-            return []
+            guard state != .foreground else { return [] }
+            // Asked while the app was in the foreground and not answered before it left (it went to
+            // the background, or its process closed the link): the system decides, as for an app in
+            // the background, in the order they arrived. Otherwise they would wait for an answer that
+            // can no longer come.
+            let unanswered = awaitingWillPresent.filter { $0.key.app == app }
+            guard !unanswered.isEmpty else { return [] }
+            for key in unanswered.keys { awaitingWillPresent[key] = nil }
+            return unanswered.values.sorted { ($0.date, $0.identifier) < ($1.date, $1.identifier) }
+                .flatMap { present(app, $0, allowed: .all, foreground: false, now: now) }
         case .timeZoneChanged(let zone):
             configuration.timeZone = zone
             rescheduleFloatingTriggers(now: now)
