@@ -70,6 +70,12 @@ struct DeviceRun: AsyncParsableCommand {
         name: .long,
         help: "Seconds registerForRemoteNotifications waits for an unreachable push service before it fails (3010).")
     var registrationWait: Double = 300
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds an app the daemon launched has to connect to the app link before it is ended (as iOS's "
+                + "watchdog ends an app that does not finish launching) and what waited for it is dropped."))
+    var launchWait: Double = 20
     @Flag(
         name: .long,
         help: "The device's clock stands still and moves only when told (herald device clock --advance): for tests.")
@@ -102,11 +108,17 @@ struct DeviceRun: AsyncParsableCommand {
             throw ValidationError(
                 "--gateway must be a ws:// or wss:// URL, such as ws://127.0.0.1:5223/device/v1, not '\(gateway)'")
         }
-        guard backgroundBudget > 0 else { throw ValidationError("--background-budget must be more than 0 seconds") }
+        // Written so that inf and nan, which the option parser takes, fail too; a duration far past a
+        // year would overflow when turned into nanoseconds.
+        for (name, seconds) in [
+            ("--background-budget", backgroundBudget), ("--registration-wait", registrationWait),
+            ("--launch-wait", launchWait),
+        ] where !(seconds > 0 && seconds <= 31_536_000) {
+            throw ValidationError("\(name) must be more than 0 seconds and at most a year (31536000)")
+        }
         guard !passcode.isEmpty, passcode.allSatisfy(\.isNumber) else {
             throw ValidationError("--passcode: digits, such as 0000 or 482915")
         }
-        guard registrationWait > 0 else { throw ValidationError("--registration-wait must be more than 0 seconds") }
         if let startTime {
             guard manualClock else { throw ValidationError("--start-time needs --manual-clock") }
             _ = try parseDate(startTime, field: "--start-time")
@@ -137,6 +149,7 @@ struct DeviceRun: AsyncParsableCommand {
         configuration.engine.backgroundBudget = .seconds(backgroundBudget)
         configuration.passcode = passcode
         configuration.registrationWait = .seconds(registrationWait)
+        configuration.launchWait = .seconds(launchWait)
         let clock: any WallClock =
             manualClock
             ? ManualClock(now: try startTime.map { try parseDate($0, field: "--start-time") } ?? Date())

@@ -9,6 +9,10 @@ final class RecordingLauncher: AppLauncher {
     let launches = Mutex<[(app: String, mode: LaunchMode, options: DeliveredNotification?)]>([])
     /// Each launch's way to say its process ended, by launch.
     let exits = Mutex<[@Sendable (_ pid: Int32, _ status: Int32) -> Void]>([])
+    /// The processes the daemon ended, in order.
+    let terminated = Mutex<[Int32]>([])
+
+    func terminate(_ pid: Int32) { terminated.withLock { $0.append(pid) } }
 
     func launch(_ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String)
         throws -> Int32
@@ -250,6 +254,47 @@ struct TestDevice {
         try await device.service.apply(
             .respond(app: "b", identifier: "n2", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
         #expect(device.launcher.launches.withLock { $0.map(\.options?.identifier) } == ["n1", "n2"])
+        await device.stop()
+    }
+
+    /// An app launched for an event that has not connected 20 s later is ended, as iOS's watchdog
+    /// ends an app that does not finish launching: what waited for it is dropped, logged, and the next
+    /// event launches it again. A launch that connects in time keeps its process and gets its event.
+    @Test func anAppThatDoesNotConnectWithinTheLaunchWaitIsEndedAndLaunchedAgain() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "b", executable: "/bin/true"))
+        let setup = try await device.connect("b", .background)
+        _ = try await setup.requestAuthorization(options: [.alert])
+        for id in ["n1", "n2"] {
+            try await setup.add(NotificationRequest(identifier: id, content: NotificationContent(title: id, body: "")))
+        }
+        await setup.close()
+        await device.service.waitUntilNotRunning("b")
+
+        let sleeping = device.clock.sleeperCount
+        try await device.service.apply(
+            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        #expect(device.launcher.launches.withLock { $0.count } == 1)
+        await device.clock.sleepers(atLeast: sleeping + 1)
+        device.clock.advance(by: 20)
+        let failed = try #require(await device.log.next(.launchFailed))
+        #expect(
+            failed.text == "did not connect within 20 s of its launch; ended (pid 4242); 1 event for it dropped",
+            "\(failed.text)")
+        #expect(device.launcher.terminated.withLock { $0 } == [4242])
+
+        // The next event launches it again; this time it connects after 19 s and gets the event.
+        try await device.service.apply(
+            .respond(app: "b", identifier: "n2", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        #expect(device.launcher.launches.withLock { $0.map(\.options?.identifier) } == ["n1", "n2"])
+        await device.clock.sleepers(atLeast: sleeping + 1)
+        device.clock.advance(by: 19)
+        let delegate = RecordingDelegate()
+        let app = try await device.connect("b", .foreground, delegate: delegate)
+        var told = delegate.told.makeAsyncIterator()
+        #expect(await told.next() == .didReceive("n2", action: StandardAction.defaultIdentifier, text: nil))
+        #expect(device.launcher.terminated.withLock { $0 } == [4242])
+        await app.close()
         await device.stop()
     }
 

@@ -208,6 +208,35 @@ import Testing
         #expect(try third.pending(app).map(\.id) == ["news"])
     }
 
+    /// An app the daemon launched that never connects to the app link is killed once the launch wait
+    /// has passed (on the device's manual clock here), and the log says what became of its event.
+    @Test func aLaunchedAppThatNeverConnectsIsKilledAfterTheLaunchWait() throws {
+        let device = try DeviceProcess(start: "2026-11-23T08:00:00Z")
+        let app = "dev.herald.stuck"
+        // It starts, says its process id, and waits without connecting.
+        let executable = device.state.appendingPathComponent("stuck")
+        try "#!/bin/sh\necho $$ > \"$0.pid\"\nexec sleep 600\n".write(to: executable, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable.path)
+        try device.herald(["device", "install", app, "--executable", executable.path])
+        try device.herald(["app", app, "authorize", "--options", "alert"])
+        try device.herald(["app", app, "add", "--id", "tea", "--title", "Tea", "--body", "Ready"])
+
+        try device.herald(["respond", app, "tea"])
+        let launched = try #require(device.daemon.waitForLine(containing: "launched in the foreground").last)
+        let pidFile = executable.appendingPathExtension("pid")
+        try eventually("the app wrote its pid") { FileManager.default.fileExists(atPath: pidFile.path) }
+        let pid = try #require(
+            Int32(try String(contentsOf: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(launched.contains("(pid \(pid))"), "\(launched)")
+        #expect(kill(pid, 0) == 0)
+
+        try device.herald(["device", "clock", "--advance", "20s"])
+        let failed = try #require(device.daemon.waitForLine(containing: "did not connect within").last)
+        let said = "did not connect within 20 s of its launch; ended (pid \(pid)); 1 event for it dropped"
+        #expect(failed.contains("[\(app)]") && failed.contains(said), "\(failed)")
+        try eventually("the app's process is gone") { kill(pid, 0) != 0 }
+    }
+
     @Test func theClockMovesOnlyWhenManualAndNeverBack() throws {
         let manual = try DeviceProcess(start: "2026-11-23T08:00:00Z", timeZone: "Asia/Tokyo")
         #expect(try manual.herald(["device", "clock"]).hasPrefix("2026-11-23T08:00:00.000Z  Asia/Tokyo  manual"))

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import Synchronization
 
 /// Starts app processes.
 public protocol AppLauncher: Sendable {
@@ -15,6 +16,10 @@ public protocol AppLauncher: Sendable {
         _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String,
         exited: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void
     ) throws -> Int32
+
+    /// Ends a process this launcher started that is still running, at once (as iOS's watchdog ends
+    /// an app that does not finish launching); a process that has ended already is left alone.
+    func terminate(_ pid: Int32)
 }
 
 extension AppLauncher {
@@ -25,6 +30,9 @@ extension AppLauncher {
     ) throws -> Int32 {
         try launch(app, mode: mode, launchOptions: launchOptions, appLinkPath: appLinkPath)
     }
+
+    /// A launcher that cannot end its processes: nothing happens.
+    public func terminate(_ pid: Int32) {}
 }
 
 /// Why an app could not be started.
@@ -37,6 +45,9 @@ public struct LaunchError: Error, CustomStringConvertible, Sendable {
 /// options in its environment (`AppLink.Environment`), the bundle directory as its working
 /// directory when there is one, and the daemon's standard output and error.
 public struct ProcessLauncher: AppLauncher {
+    /// The processes started here that have not ended, by id: only these are ever signalled.
+    private let running = RunningProcesses()
+
     /// Creates the launcher.
     public init() {}
 
@@ -70,12 +81,31 @@ public struct ProcessLauncher: AppLauncher {
         process.environment = environment
         if let directory = app.bundleDirectory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         // The process is reaped by Foundation when it exits.
-        process.terminationHandler = { exited($0.processIdentifier, $0.terminationStatus) }
+        let running = self.running
+        process.terminationHandler = { process in
+            _ = running.ids.withLock { $0.remove(process.processIdentifier) }
+            exited(process.processIdentifier, process.terminationStatus)
+        }
         do {
             try process.run()
         } catch {
             throw LaunchError(description: "\(executable) could not start: \(error.localizedDescription)")
         }
-        return process.processIdentifier
+        let pid = process.processIdentifier
+        // Under the lock, so that a process that has ended already (its handler waits for the lock or
+        // has run) is not kept.
+        running.ids.withLock { if process.isRunning { $0.insert(pid) } }
+        return pid
     }
+
+    /// Sends `SIGKILL` to the process, if it is one of this launcher's and has not ended.
+    public func terminate(_ pid: Int32) {
+        running.ids.withLock { if $0.contains(pid) { _ = kill(pid, SIGKILL) } }
+    }
+}
+
+/// The ids of a ``ProcessLauncher``'s processes that run, shared by its copies and its processes'
+/// termination handlers.
+private final class RunningProcesses: Sendable {
+    let ids = Mutex<Set<Int32>>([])
 }

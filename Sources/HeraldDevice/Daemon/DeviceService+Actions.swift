@@ -234,10 +234,26 @@ extension DeviceService {
         // Only the launch being waited for: an earlier process of the app may end after a new one started.
         guard launchedPIDs[app] == pid else { return }
         launchedPIDs[app] = nil
+        launchDeadlines.removeValue(forKey: app)?.cancel()
         guard sessions[app] == nil, let dropped = waiting.removeValue(forKey: app) else { return }
         note(
             .launchFailed, app: app, nil,
             "exited (status \(status)) before it connected"
+                + (dropped.isEmpty ? "" : "; \(dropped.count) event\(dropped.count == 1 ? "" : "s") for it dropped"))
+    }
+
+    /// A launched app did not connect in time (``Configuration/launchWait``): its process is ended,
+    /// what waited for it is dropped, and the next event that needs it launches it again.
+    func launchTimedOut(_ app: String, pid: Int32) {
+        guard launchedPIDs[app] == pid, sessions[app] == nil, let dropped = waiting.removeValue(forKey: app) else {
+            return
+        }
+        launchedPIDs[app] = nil
+        launchDeadlines[app] = nil
+        launcher.terminate(pid)
+        note(
+            .launchFailed, app: app, nil,
+            "did not connect within \(Int(configuration.launchWait.timeInterval)) s of its launch; ended (pid \(pid))"
                 + (dropped.isEmpty ? "" : "; \(dropped.count) event\(dropped.count == 1 ? "" : "s") for it dropped"))
     }
 
@@ -253,6 +269,12 @@ extension DeviceService {
             }
             waiting[app] = []
             launchedPIDs[app] = pid
+            let clock = self.clock
+            let deadline = clock.now().addingTimeInterval(configuration.launchWait.timeInterval)
+            launchDeadlines[app] = Task { [weak self] in
+                do { try await clock.sleep(until: deadline) } catch { return }
+                await self?.launchTimedOut(app, pid: pid)
+            }
             note(
                 .launched, app: app, launchOptions?.identifier,
                 "launched in the \(mode.rawValue) (pid \(pid))"

@@ -20,6 +20,7 @@ extension DeviceService {
         }
         nextSession += 1
         sessions[bundleID] = Session(id: nextSession, send: send, close: close)
+        launchDeadlines.removeValue(forKey: bundleID)?.cancel()
         try await setRunState(bundleID, state)
         for event in waiting.removeValue(forKey: bundleID) ?? [] { send(.event(event: event)) }
         return nextSession

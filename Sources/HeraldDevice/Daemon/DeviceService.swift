@@ -31,6 +31,10 @@ public actor DeviceService {
         /// it fails with Cocoa's 3010 (Apple calls neither callback until the device is connected;
         /// Herald states a bound).
         public var registrationWait: Duration = .seconds(300)
+        /// How long an app the daemon launched has to connect to the app link: one that has not
+        /// connected by then is ended, as iOS's watchdog ends an app that does not finish launching,
+        /// and the events that waited for it are dropped.
+        public var launchWait: Duration = .seconds(20)
         /// The user's answer to first authorization requests.
         public var userAllows = true
         /// The user answers an app's first authorization request in the system's dialog on the web
@@ -82,6 +86,8 @@ public actor DeviceService {
     var waiting: [String: [AppLinkEvent]] = [:]
     /// The process of each app launched last, while the daemon knows it runs (for ``exited(_:pid:status:)``).
     var launchedPIDs: [String: Int32] = [:]
+    /// The deadline of each launch not yet connected (``Configuration/launchWait``).
+    var launchDeadlines: [String: Task<Void, Never>] = [:]
     var outstanding: [String: Outstanding] = [:]
     /// The presentation log, oldest first, at most ``Configuration/logLimit``.
     var entries = Deque<DeviceLogEntry>()
@@ -266,6 +272,7 @@ public actor DeviceService {
             session.send(.event(event: .stateChanged(state: .notRunning)))
         }
         waiting[bundleID] = nil
+        launchDeadlines.removeValue(forKey: bundleID)?.cancel()
         await gateway.removed(bundleID, environment: environment)
         note(.system, app: bundleID, "removed")
     }
