@@ -43,4 +43,53 @@ import Testing
         var otherEndings = otherEnded.makeAsyncIterator()
         #expect(await otherEndings.next() == 3)
     }
+
+    /// An app installed as a wrapper script that starts the real program without `exec` ends with
+    /// it: the launcher kills the process group its child leads, so nothing it started runs on.
+    @Test func terminateEndsWhatAWrapperStarted() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-launcher-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let executable = directory.appendingPathComponent("wrapper")
+        let childFile = directory.appendingPathComponent("child")
+        let script = """
+            #!/bin/sh
+            sleep 60 &
+            echo $! > "\(childFile.path).tmp"
+            mv "\(childFile.path).tmp" "\(childFile.path)"
+            wait
+
+            """
+        try script.write(to: executable, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable.path)
+
+        let launcher = ProcessLauncher()
+        let (ended, sink) = AsyncStream.makeStream(of: [Int32].self)
+        let pid = try launcher.launch(
+            InstalledApp(bundleID: "w", executable: executable.path), mode: .background, launchOptions: nil,
+            appLinkPath: directory.appendingPathComponent("link").path
+        ) { sink.yield([$0, $1]) }
+        // Once the wrapper has started its program (it says so in a file), end it.
+        var child: Int32?
+        for _ in 0..<2000 where child == nil {
+            child = (try? String(contentsOf: childFile, encoding: .utf8))
+                .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            if child == nil { try await Task.sleep(for: .milliseconds(5)) }  // another process's pace
+        }
+        let program = try #require(child)
+        #expect(launcher.terminate(pid))
+        var endings = ended.makeAsyncIterator()
+        #expect(await endings.next() == [pid, SIGKILL])
+        // The program is gone too (or a zombie, if no one reaps orphans here).
+        var gone = false
+        for _ in 0..<2000 where !gone {
+            let state = (try? String(contentsOfFile: "/proc/\(program)/stat", encoding: .utf8))?
+                .split(separator: ")").last?.split(separator: " ").first
+            gone = state == nil || state == "Z"
+            if !gone { try await Task.sleep(for: .milliseconds(5)) }  // the kernel's pace
+        }
+        #expect(gone, "the wrapper's program \(program) still runs")
+        if !gone { kill(program, SIGKILL) }
+    }
 }

@@ -12,7 +12,10 @@ final class RecordingLauncher: AppLauncher {
     /// The processes the daemon ended, in order.
     let terminated = Mutex<[Int32]>([])
 
-    func terminate(_ pid: Int32) { terminated.withLock { $0.append(pid) } }
+    func terminate(_ pid: Int32) -> Bool {
+        terminated.withLock { $0.append(pid) }
+        return true
+    }
 
     func launch(_ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String)
         throws -> Int32
@@ -51,18 +54,22 @@ final class RecordingDelegate: UserNotificationCenterDelegate {
         set { answers.withLock { $0 = newValue } }
     }
     let hold: Bool
+    /// Whether `willPresent` waits for ``release`` before it answers.
+    let holdPresent: Bool
     let release = Mutex<[CheckedContinuation<Void, Never>]>([])
 
-    init(answer: PresentationOptions = [], hold: Bool = false) {
+    init(answer: PresentationOptions = [], hold: Bool = false, holdPresent: Bool = false) {
         (told, sink) = AsyncStream.makeStream(of: Told.self)
         answers = Mutex(answer)
         self.hold = hold
+        self.holdPresent = holdPresent
     }
 
     func willPresent(_ notification: DeliveredNotification, center: UserNotificationCenter) async
         -> PresentationOptions
     {
         sink.yield(.willPresent(notification.identifier))
+        if holdPresent { await withCheckedContinuation { c in release.withLock { $0.append(c) } } }
         return answer
     }
 
@@ -282,6 +289,9 @@ struct TestDevice {
             failed.text == "did not connect within 20 s of its launch; ended (pid 4242); 1 event for it dropped",
             "\(failed.text)")
         #expect(device.launcher.terminated.withLock { $0 } == [4242])
+        // The budget the dropped response started is gone with it: it would run out 10 s later and
+        // tell the app's next process that its time for n1 had expired.
+        #expect(device.clock.sleeperCount == sleeping)
 
         // The next event launches it again; this time it connects after 19 s and gets the event.
         try await device.service.apply(
@@ -295,6 +305,48 @@ struct TestDevice {
         #expect(await told.next() == .didReceive("n2", action: StandardAction.defaultIdentifier, text: nil))
         #expect(device.launcher.terminated.withLock { $0 } == [4242])
         await app.close()
+        await device.stop()
+    }
+
+    /// A daemon that stops leaves no deadline behind: no launch is ended and no budget runs out
+    /// after it.
+    @Test func aStoppedDaemonLeavesNoLaunchDeadlineOrBudget() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "b", executable: "/bin/true"))
+        let setup = try await device.connect("b", .background)
+        _ = try await setup.requestAuthorization(options: [.alert])
+        try await setup.add(NotificationRequest(identifier: "n1", content: NotificationContent(title: "n1", body: "")))
+        await setup.close()
+        await device.service.waitUntilNotRunning("b")
+
+        let sleeping = device.clock.sleeperCount
+        try await device.service.apply(
+            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        // The response's budget and the launch's deadline.
+        await device.clock.sleepers(atLeast: sleeping + 2)
+        await device.stop()
+        #expect(device.clock.sleeperCount == sleeping)
+    }
+
+    /// A second process of an app that connects replaces the first: what the first was asked in
+    /// `willPresent` and never answered is presented by the system, as for an app in the background.
+    @Test func aProcessReplacedBeforeItAnswersWillPresentLeavesItToTheSystem() async throws {
+        let device = try await TestDevice()
+        try await device.service.install(InstalledApp(bundleID: "a"))
+        let first = RecordingDelegate(answer: [.banner], holdPresent: true)
+        let center = try await device.connect("a", .foreground, delegate: first)
+        #expect(try await center.requestAuthorization(options: [.alert]))
+        try await device.push("a", #"{"aps":{"alert":"hi"}}"#, id: "p1")
+        var told = first.told.makeAsyncIterator()
+        #expect(await told.next() == .willPresent("p1"))
+
+        let second = try await device.connect("a", .foreground)
+        let shown = try #require(await device.log.next(.presented))
+        #expect(shown.identifier == "p1")
+        #expect(shown.presentation?.requestedByForegroundApp == false)
+        first.releaseAll()
+        await second.close()
+        await center.close()
         await device.stop()
     }
 

@@ -19,7 +19,9 @@ public protocol AppLauncher: Sendable {
 
     /// Ends a process this launcher started that is still running, at once (as iOS's watchdog ends
     /// an app that does not finish launching); a process that has ended already is left alone.
-    func terminate(_ pid: Int32)
+    /// Returns whether the launcher could end it.
+    @discardableResult
+    func terminate(_ pid: Int32) -> Bool
 }
 
 extension AppLauncher {
@@ -31,8 +33,9 @@ extension AppLauncher {
         try launch(app, mode: mode, launchOptions: launchOptions, appLinkPath: appLinkPath)
     }
 
-    /// A launcher that cannot end its processes: nothing happens.
-    public func terminate(_ pid: Int32) {}
+    /// A launcher that cannot end its processes: nothing happens, and it says so (`false`).
+    @discardableResult
+    public func terminate(_ pid: Int32) -> Bool { false }
 }
 
 /// Why an app could not be started.
@@ -98,9 +101,17 @@ public struct ProcessLauncher: AppLauncher {
         return pid
     }
 
-    /// Sends `SIGKILL` to the process, if it is one of this launcher's and has not ended.
-    public func terminate(_ pid: Int32) {
-        running.ids.withLock { if $0.contains(pid) { _ = kill(pid, SIGKILL) } }
+    /// Sends `SIGKILL` to the process, if it is one of this launcher's and has not ended, and to
+    /// its process group when it leads one (Foundation starts each child in a group of its own), so
+    /// that what a wrapper script started ends with it. A process that ended already is left alone:
+    /// its id leaves the set when Foundation reports its end, a moment after reaping it, so only
+    /// in that moment could a new process with the same id be signalled.
+    @discardableResult
+    public func terminate(_ pid: Int32) -> Bool {
+        running.ids.withLock { ids in
+            guard ids.contains(pid) else { return true }
+            return kill(getpgid(pid) == pid ? -pid : pid, SIGKILL) == 0
+        }
     }
 }
 

@@ -235,7 +235,7 @@ extension DeviceService {
         guard launchedPIDs[app] == pid else { return }
         launchedPIDs[app] = nil
         launchDeadlines.removeValue(forKey: app)?.cancel()
-        guard sessions[app] == nil, let dropped = waiting.removeValue(forKey: app) else { return }
+        guard sessions[app] == nil, let dropped = dropWaiting(app) else { return }
         note(
             .launchFailed, app: app, nil,
             "exited (status \(status)) before it connected"
@@ -245,16 +245,28 @@ extension DeviceService {
     /// A launched app did not connect in time (``Configuration/launchWait``): its process is ended,
     /// what waited for it is dropped, and the next event that needs it launches it again.
     func launchTimedOut(_ app: String, pid: Int32) {
-        guard launchedPIDs[app] == pid, sessions[app] == nil, let dropped = waiting.removeValue(forKey: app) else {
-            return
-        }
+        guard launchedPIDs[app] == pid, sessions[app] == nil, let dropped = dropWaiting(app) else { return }
         launchedPIDs[app] = nil
         launchDeadlines[app] = nil
-        launcher.terminate(pid)
+        let ended = launcher.terminate(pid)
+        let wait = configuration.launchWait.timeInterval
+        let seconds = wait == wait.rounded() ? "\(Int(wait))" : "\(wait)"
         note(
             .launchFailed, app: app, nil,
-            "did not connect within \(Int(configuration.launchWait.timeInterval)) s of its launch; ended (pid \(pid))"
+            "did not connect within \(seconds) s of its launch; "
+                + (ended ? "ended (pid \(pid))" : "left running (pid \(pid)): its launcher cannot end it")
                 + (dropped.isEmpty ? "" : "; \(dropped.count) event\(dropped.count == 1 ? "" : "s") for it dropped"))
+    }
+
+    /// Drops what waited for a launched app that will not connect now: its events, and the budgets
+    /// they started (a budget for an event no app got would otherwise run out, and its expiry reach
+    /// the app's next process). `nil` when nothing waited for it.
+    private func dropWaiting(_ app: String) -> [AppLinkEvent]? {
+        guard let dropped = waiting.removeValue(forKey: app) else { return nil }
+        for key in outstanding.keys where key.hasPrefix(app + "\n") {
+            outstanding.removeValue(forKey: key)?.timer.cancel()
+        }
+        return dropped
     }
 
     func launch(_ app: String, mode: LaunchMode, launchOptions: DeliveredNotification?) {

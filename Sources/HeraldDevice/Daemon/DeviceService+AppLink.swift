@@ -17,13 +17,24 @@ extension DeviceService {
         }
         if let previous = sessions[bundleID] {
             previous.send(.event(event: .stateChanged(state: .notRunning)))
+            // The process before is not running any more: what it was asked and did not answer is
+            // presented by the system, as when an app leaves.
+            try await apply(.appStateChanged(app: bundleID, state: .notRunning))
         }
         nextSession += 1
-        sessions[bundleID] = Session(id: nextSession, send: send, close: close)
+        let session = nextSession
+        sessions[bundleID] = Session(id: session, send: send, close: close)
+        do {
+            try await setRunState(bundleID, state)
+        } catch {
+            // Not connected after all: the app is told its hello failed (it may say it again), and
+            // a launch waited for runs on to its deadline.
+            if sessions[bundleID]?.id == session { sessions[bundleID] = nil }
+            throw error
+        }
         launchDeadlines.removeValue(forKey: bundleID)?.cancel()
-        try await setRunState(bundleID, state)
         for event in waiting.removeValue(forKey: bundleID) ?? [] { send(.event(event: event)) }
-        return nextSession
+        return session
     }
 
     /// The app's connection closed: it is not running any more.

@@ -150,6 +150,11 @@ public actor DeviceService {
     /// used afterwards.
     public func close() async {
         abandonPrompts()
+        // No deadline of this service acts after it: no launch is ended, no budget runs out.
+        for deadline in launchDeadlines.values { deadline.cancel() }
+        launchDeadlines = [:]
+        for work in outstanding.values { work.timer.cancel() }
+        outstanding = [:]
         _ = await lastSave?.result
         lock.unlock()
     }
