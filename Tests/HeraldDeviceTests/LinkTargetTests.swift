@@ -46,8 +46,11 @@ import Testing
             GatewayLinkClient.upgradeResume(
                 identity: identity, webSocketKey: key, now: Date(timeIntervalSince1970: -0.5)) == nil)
         #expect(identity.resumption.ticket == ticket, "a clock before 1970 keeps the ticket for a later attempt")
+        // A ticket held without a device id (it cannot have come from a welcome): still the challenge.
+        let anonymous = DeviceIdentity()
+        anonymous.resumption.keep(ticket)
         #expect(
-            GatewayLinkClient.upgradeResume(identity: DeviceIdentity(), webSocketKey: key, now: now) == nil,
+            GatewayLinkClient.upgradeResume(identity: anonymous, webSocketKey: key, now: now) == nil,
             "no device id: the challenge")
 
         #expect(

@@ -99,6 +99,37 @@ import Testing
         #expect(reads.count == before + 2)
         try await read()
         #expect(reads.count == before + 3, "and reads go on as before")
+
+        // One socket read may bring many requests at once: past the limit they wait, in order, and
+        // the link reads no more until they are carried out.
+        store.registrations.close()
+        let burst = 100..<120
+        try await loop.executeInContext {
+            for n in burst {
+                let text = LinkMessage.register(
+                    request: n, topic: Fixture.bundle, environment: .development, installation: n
+                ).encoded()
+                channel.pipeline.syncOperations.fireChannelRead(
+                    NIOAny(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: text))))
+            }
+        }
+        await store.registrations.arrivals.reached(2 * limit)
+        #expect(try await loop.executeInContext { try link().working } == limit)
+        #expect(try await loop.executeInContext { try link().heldFrames.count } == burst.count - limit)
+        try await read()
+        #expect(reads.count == before + 3, "while frames wait the read waits")
+        store.registrations.open()
+        var answered: Set<Int> = []
+        for _ in burst {
+            let frame = try await channel.waitForOutboundWrite(as: WebSocketFrame.self)
+            let message = try LinkMessage(json: Data(frame.unmaskedData.readableBytesView))
+            guard case .token(let request?, _) = message else { throw TestFailure("not a token: \(message)") }
+            answered.insert(request)
+        }
+        #expect(answered == Set(burst))
+        #expect(try await loop.executeInContext { try link().working } == 0)
+        #expect(try await loop.executeInContext { try link().heldFrames.isEmpty })
+        #expect(reads.count == before + 4)
     }
 
     @Test func theAcknowledgementDeadlineAndTheQoSWakeUpRunOnTheLoop() async throws {

@@ -184,6 +184,23 @@ import Testing
             link.take() == [
                 .send(.error(request: nil, code: .badMessage, message: "a device does not send that message"))
             ])
+        // A request this gateway cannot read (a message type it does not know) is answered as that
+        // request, so the device's call fails at once; without a whole number it has none.
+        func text(_ json: String) -> WebSocketFrame {
+            WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: json))
+        }
+        link.receive(text(#"{"type":"frobnicate","request":7}"#))
+        #expect(
+            link.take() == [
+                .send(.error(request: 7, code: .badMessage, message: "unknown message type \"frobnicate\""))
+            ])
+        for json in [#"{"type":"frobnicate","request":7.5}"#, #"{"type":"frobnicate","request":true}"#, "[1"] {
+            link.receive(text(json))
+            guard case .send(.error(request: nil, code: .badMessage, _)) = link.take().first else {
+                Issue.record("\(json) was not answered without a request number")
+                continue
+            }
+        }
     }
 
     // MARK: Notifications going down

@@ -44,10 +44,13 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The array ``offer(_:waiter:)`` gathers a push's actions in, kept between pushes.
     private var offerActions: [Action] = []
 
-    /// The device's requests being carried out off the loop (``requestsInFlight`` at most while
-    /// the link reads).
+    /// The device's requests being carried out off the loop: never more than ``requestsInFlight``.
     private(set) var working = 0
-    /// A read asked for while ``working`` was at the limit, made once a request is done.
+    /// Frames that arrived while ``working`` was at the limit (what the socket read before the link
+    /// stopped reading), and every frame after them, in order: carried out as requests finish.
+    private(set) var heldFrames = CircularBuffer<WebSocketFrame>()
+    /// A read asked for while frames were held or ``working`` was at the limit, made once they are
+    /// carried out and a request is done.
     private var readHeld = false
 
     /// A device resumed in its upgrade request, accepted: welcomed as the link is added, with no
@@ -87,6 +90,7 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = nil
         framedWrites = nil
         framedPushes = nil
+        heldFrames.removeAll()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -95,11 +99,18 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        run(machine.received(unwrapInboundIn(data), now: context.eventLoop.now, at: at))
+        let frame = unwrapInboundIn(data)
+        // At the limit, what one read brought waits (the link reads no more meanwhile): one
+        // socket read can hold thousands of small requests.
+        guard working < Self.requestsInFlight, heldFrames.isEmpty else {
+            heldFrames.append(frame)
+            return
+        }
+        run(machine.received(frame, now: context.eventLoop.now, at: at))
     }
 
     func read(context: ChannelHandlerContext) {
-        if working >= Self.requestsInFlight {
+        if working >= Self.requestsInFlight || !heldFrames.isEmpty {
             readHeld = true
         } else {
             context.read()
@@ -358,9 +369,13 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Makes the read held back at the limit, now that a request is done.
+    /// Now that a request is done: carries out the frames that waited, as far as the limit allows,
+    /// then makes the read held back once none waits.
     private func releaseHeldRead() {
-        guard readHeld, working < Self.requestsInFlight, let context else { return }
+        while working < Self.requestsInFlight, let context, let frame = heldFrames.popFirst() {
+            run(machine.received(frame, now: context.eventLoop.now, at: at))
+        }
+        guard readHeld, working < Self.requestsInFlight, heldFrames.isEmpty, let context else { return }
         readHeld = false
         context.read()
     }

@@ -61,12 +61,20 @@ public final class DeviceLinkServer: Sendable {
                 channels.add(channel)
                 channel.closeFuture.whenComplete { _ in channels.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {
+                    try channel.syncOptions?.setOption(.writeBufferWaterMark, value: linkWaterMarks)
                     try configure(channel.pipeline.syncOperations, service: service, tls: tls, firstBytes: firstBytes)
                 }
             }
         let channel = try await bootstrap.bind(host: host, port: port, sockets: sockets, backlog: 4096)
         return DeviceLinkServer(service: service, serverChannel: channel, channels: channels)
     }
+
+    /// The unsent bytes above which a link stops reading (``configure(_:service:tls:firstBytes:)``),
+    /// and below which it reads again: well above NIO's 64 KiB, so that a backlog written at once
+    /// to a device that reads at its own pace does not leave that device's acknowledgements unread
+    /// (direct pushes would reach their acknowledgement deadline and be stored), while a peer that
+    /// never reads holds at most about this much.
+    static let linkWaterMarks = ChannelOptions.Types.WriteBufferWaterMark(low: 256 << 10, high: 1 << 20)
 
     /// A new connection's handlers: NIO's `BackPressureHandler`, which stops reading while the
     /// link's unsent bytes are above the high-water mark (every message may get an answer, a `pong`

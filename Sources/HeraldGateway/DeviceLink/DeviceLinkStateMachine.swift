@@ -148,13 +148,17 @@ struct DeviceLinkStateMachine {
         }
         switch frame.opcode {
         case .text, .binary:
-            let read = frame.unmaskedData.withUnsafeReadableBytes { bytes in
+            let data = frame.unmaskedData
+            let read = data.withUnsafeReadableBytes { bytes in
                 Result { () throws(LinkMessageError) in try LinkMessage(json: bytes) }
             }
             switch read {
             case .success(let message): return handle(message, now: now, at: at)
             case .failure(let error):
-                return [.send(.error(request: nil, code: .badMessage, message: error.description))]
+                // Answered as the request it is, when it has a number (a message type this gateway does
+                // not know, say): the device's call fails now, not at its deadline.
+                let request = Self.requestNumber(in: data)
+                return [.send(.error(request: request, code: .badMessage, message: error.description))]
             }
         case .ping:
             return [.pong(frame.unmaskedData)]
@@ -164,6 +168,12 @@ struct DeviceLinkStateMachine {
         default:
             return []
         }
+    }
+
+    /// The `request` number of a JSON object that is no message this gateway reads, if it has one.
+    static func requestNumber(in data: ByteBuffer) -> Int? {
+        struct Numbered: Decodable { var request: Int }
+        return try? JSONDecoder().decode(Numbered.self, from: Data(data.readableBytesView)).request
     }
 
     /// A message from the device.

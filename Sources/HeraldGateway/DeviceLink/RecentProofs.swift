@@ -11,8 +11,10 @@ import Synchronization
 /// gateway's clock is past every request time in it by more than `window + 1` seconds (no copy of
 /// those requests can be accepted any more), and not before `2 × window + 2` seconds of the
 /// gateway's own uptime have passed since its last proof. So a clock stepped back does not keep
-/// what it accepted since (the memory stays as large as the requests of about two windows), and a
-/// clock stepped forward and back again within that time forgets nothing.
+/// what it accepted since (the memory stays as large as the requests of about five windows: a span's
+/// last proof may come two windows after its start, it is kept two windows more, and requests a window
+/// ahead of the clock arrive meanwhile), and a clock stepped forward and back again within that time
+/// forgets nothing.
 final class RecentProofs: Sendable {
     private struct Span {
         var proofs: Set<UInt64> = []
