@@ -5,13 +5,32 @@ import Testing
 @testable import HeraldDevice
 
 @Suite struct ProcessLauncherTests {
+    /// A new directory of the test's own, for the executables it launches.
+    static func scratchDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-launcher-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// Launches `executable` with a launcher of its own; the stream says `[pid, status]` when it ends.
+    static func launch(_ executable: URL, in directory: URL) throws -> (
+        launcher: ProcessLauncher, pid: Int32, endings: AsyncStream<[Int32]>.Iterator
+    ) {
+        let launcher = ProcessLauncher()
+        let (ended, sink) = AsyncStream.makeStream(of: [Int32].self)
+        let pid = try launcher.launch(
+            InstalledApp(bundleID: "a", executable: executable.path), mode: .background, launchOptions: nil,
+            appLinkPath: directory.appendingPathComponent("link").path
+        ) { sink.yield([$0, $1]) }
+        return (launcher, pid, ended.makeAsyncIterator())
+    }
+
     /// The daemon ends a launch that does not connect in time through its launcher: the launcher
     /// kills a process it started that still runs, reports its end, and never signals a process it
     /// did not start (another process goes on, and ends as it is told to, not by the launcher).
     @Test func terminateKillsItsOwnRunningProcessAndNoOther() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-launcher-\(UUID().uuidString.prefix(8))", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let executable = directory.appendingPathComponent("app")
         try "#!/bin/sh\nexec sleep 60\n".write(to: executable, atomically: true, encoding: .utf8)
@@ -27,15 +46,10 @@ import Testing
         other.terminationHandler = { otherSink.yield($0.terminationStatus) }
         try other.run()
 
-        let launcher = ProcessLauncher()
-        let (ended, sink) = AsyncStream.makeStream(of: [Int32].self)
-        let pid = try launcher.launch(
-            InstalledApp(bundleID: "a", executable: executable.path), mode: .background, launchOptions: nil,
-            appLinkPath: directory.appendingPathComponent("link").path
-        ) { sink.yield([$0, $1]) }
+        let (launcher, pid, iterator) = try Self.launch(executable, in: directory)
+        var endings = iterator
         launcher.terminate(other.processIdentifier)
         launcher.terminate(pid)
-        var endings = ended.makeAsyncIterator()
         #expect(await endings.next() == [pid, SIGKILL])
 
         // Still running, unsignalled: at the end of its input it ends as it says.
@@ -47,9 +61,7 @@ import Testing
     /// An app installed as a wrapper script that starts the real program without `exec` ends with
     /// it: the launcher kills the process group its child leads, so nothing it started runs on.
     @Test func terminateEndsWhatAWrapperStarted() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-launcher-\(UUID().uuidString.prefix(8))", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let executable = directory.appendingPathComponent("wrapper")
         let childFile = directory.appendingPathComponent("child")
@@ -64,12 +76,8 @@ import Testing
         try script.write(to: executable, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable.path)
 
-        let launcher = ProcessLauncher()
-        let (ended, sink) = AsyncStream.makeStream(of: [Int32].self)
-        let pid = try launcher.launch(
-            InstalledApp(bundleID: "w", executable: executable.path), mode: .background, launchOptions: nil,
-            appLinkPath: directory.appendingPathComponent("link").path
-        ) { sink.yield([$0, $1]) }
+        let (launcher, pid, iterator) = try Self.launch(executable, in: directory)
+        var endings = iterator
         // Once the wrapper has started its program (it says so in a file), end it.
         var child: Int32?
         for _ in 0..<2000 where child == nil {
@@ -79,7 +87,6 @@ import Testing
         }
         let program = try #require(child)
         #expect(launcher.terminate(pid))
-        var endings = ended.makeAsyncIterator()
         #expect(await endings.next() == [pid, SIGKILL])
         // The program is gone too (or a zombie, if no one reaps orphans here).
         var gone = false

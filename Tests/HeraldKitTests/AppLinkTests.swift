@@ -131,6 +131,25 @@ struct TestDevice {
     /// Stops the daemon; its state stays for a restart on it.
     func stop() async { await device.stop(keepingState: true) }
 
+    /// Installs `app` with an executable, gives it delivered notifications (each titled by its id),
+    /// and leaves it not running: answering one of them launches it.
+    func notRunningApp(_ app: String, delivered ids: [String]) async throws {
+        try await service.install(InstalledApp(bundleID: app, executable: "/bin/true"))
+        let setup = try await connect(app, .background)
+        _ = try await setup.requestAuthorization(options: [.alert])
+        for id in ids {
+            try await setup.add(NotificationRequest(identifier: id, content: NotificationContent(title: id, body: "")))
+        }
+        await setup.close()
+        await service.waitUntilNotRunning(app)
+    }
+
+    /// The user opens notification `identifier` of `app` (its default action).
+    func open(_ app: String, _ identifier: String) async throws {
+        try await service.apply(
+            .respond(app: app, identifier: identifier, actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+    }
+
     /// A push as the push service would hand it over.
     func push(_ app: String, _ json: String, id: String) async throws {
         try await service.apply(
@@ -218,8 +237,7 @@ struct TestDevice {
         await setup.close()
         await device.service.waitUntilNotRunning("b")
 
-        try await device.service.apply(
-            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        try await device.open("b", "n1")
         let launch = try #require(device.launcher.launches.withLock { $0.first })
         #expect(launch.app == "b" && launch.mode == .foreground && launch.options?.identifier == "n1")
 
@@ -239,17 +257,9 @@ struct TestDevice {
     /// for any more: what waited for it is dropped, logged, and the next event launches it again.
     @Test func anAppThatEndsBeforeItConnectsIsLaunchedAgainForTheNextEvent() async throws {
         let device = try await TestDevice()
-        try await device.service.install(InstalledApp(bundleID: "b", executable: "/bin/true"))
-        let setup = try await device.connect("b", .background)
-        _ = try await setup.requestAuthorization(options: [.alert])
-        for id in ["n1", "n2"] {
-            try await setup.add(NotificationRequest(identifier: id, content: NotificationContent(title: id, body: "")))
-        }
-        await setup.close()
-        await device.service.waitUntilNotRunning("b")
+        try await device.notRunningApp("b", delivered: ["n1", "n2"])
 
-        try await device.service.apply(
-            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        try await device.open("b", "n1")
         #expect(device.launcher.launches.withLock { $0.count } == 1)
         // An earlier process of the app ending changes nothing; the launched one ending does.
         let exited = try #require(device.launcher.exits.withLock { $0.first })
@@ -258,8 +268,7 @@ struct TestDevice {
         let failed = try #require(await device.log.next(.launchFailed))
         #expect(failed.text == "exited (status 1) before it connected; 1 event for it dropped", "\(failed.text)")
 
-        try await device.service.apply(
-            .respond(app: "b", identifier: "n2", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        try await device.open("b", "n2")
         #expect(device.launcher.launches.withLock { $0.map(\.options?.identifier) } == ["n1", "n2"])
         await device.stop()
     }
@@ -269,18 +278,10 @@ struct TestDevice {
     /// event launches it again. A launch that connects in time keeps its process and gets its event.
     @Test func anAppThatDoesNotConnectWithinTheLaunchWaitIsEndedAndLaunchedAgain() async throws {
         let device = try await TestDevice()
-        try await device.service.install(InstalledApp(bundleID: "b", executable: "/bin/true"))
-        let setup = try await device.connect("b", .background)
-        _ = try await setup.requestAuthorization(options: [.alert])
-        for id in ["n1", "n2"] {
-            try await setup.add(NotificationRequest(identifier: id, content: NotificationContent(title: id, body: "")))
-        }
-        await setup.close()
-        await device.service.waitUntilNotRunning("b")
+        try await device.notRunningApp("b", delivered: ["n1", "n2"])
 
         let sleeping = device.clock.sleeperCount
-        try await device.service.apply(
-            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        try await device.open("b", "n1")
         #expect(device.launcher.launches.withLock { $0.count } == 1)
         await device.clock.sleepers(atLeast: sleeping + 1)
         device.clock.advance(by: 20)
@@ -294,8 +295,7 @@ struct TestDevice {
         #expect(device.clock.sleeperCount == sleeping)
 
         // The next event launches it again; this time it connects after 19 s and gets the event.
-        try await device.service.apply(
-            .respond(app: "b", identifier: "n2", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        try await device.open("b", "n2")
         #expect(device.launcher.launches.withLock { $0.map(\.options?.identifier) } == ["n1", "n2"])
         await device.clock.sleepers(atLeast: sleeping + 1)
         device.clock.advance(by: 19)
@@ -312,16 +312,10 @@ struct TestDevice {
     /// after it.
     @Test func aStoppedDaemonLeavesNoLaunchDeadlineOrBudget() async throws {
         let device = try await TestDevice()
-        try await device.service.install(InstalledApp(bundleID: "b", executable: "/bin/true"))
-        let setup = try await device.connect("b", .background)
-        _ = try await setup.requestAuthorization(options: [.alert])
-        try await setup.add(NotificationRequest(identifier: "n1", content: NotificationContent(title: "n1", body: "")))
-        await setup.close()
-        await device.service.waitUntilNotRunning("b")
+        try await device.notRunningApp("b", delivered: ["n1"])
 
         let sleeping = device.clock.sleeperCount
-        try await device.service.apply(
-            .respond(app: "b", identifier: "n1", actionIdentifier: StandardAction.defaultIdentifier, text: nil))
+        try await device.open("b", "n1")
         // The response's budget and the launch's deadline.
         await device.clock.sleepers(atLeast: sleeping + 2)
         await device.stop()
