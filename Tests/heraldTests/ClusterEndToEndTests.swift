@@ -515,9 +515,7 @@ struct LinkedTestDevice {
         child = try Child(
             try heraldExecutable(), ["test-device", "--topic", Provisioned.topic, "--json"] + arguments,
             keepingErrors: true)
-        let pid = child.process.processIdentifier
-        watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        watchdog = heraldTests.watchdog(child.process, after: 60)
         let child = self.child
         let ready = try #require(
             child.reader.json(), "no ready line from herald test-device; its standard error: \(child.errors)")

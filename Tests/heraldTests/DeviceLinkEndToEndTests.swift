@@ -221,9 +221,7 @@ final class LineReader {
                 "--json", "--count", "1", "--reconnect",
             ])
         // A safety net, not a wait: a device that never connects ends the test instead of hanging it.
-        let pid = device.process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        let watchdog = watchdog(device.process, after: 60)
         defer { watchdog.cancel() }
         let ready = try #require(device.reader.json())
         #expect(ready["event"] as? String == "ready")

@@ -382,9 +382,7 @@ struct Provisioned {
         let gateway = try GatewayProcess()
         try gateway.parentWatch.fileHandleForWriting.close()
         // A safety net, not a wait: a gateway that ignored the pipe is killed, and the test fails.
-        let pid = gateway.process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        let watchdog = watchdog(gateway.process, after: 60)
         gateway.process.waitUntilExit()
         watchdog.cancel()
         #expect(gateway.process.terminationReason == .exit)

@@ -16,9 +16,7 @@ import Testing
         let tracker = try Child(
             try exampleExecutable("DeliveryTracker"), ["1"],
             environment: ["HERALD_APP_LINK": state.appendingPathComponent("device/app.sock").path])
-        let pid = tracker.process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 90, execute: watchdog)
+        let watchdog = watchdog(tracker.process, after: 90)
         defer { watchdog.cancel() }
         try up.allow("dev.herald.delivery")
         func said(_ text: String) -> String { tracker.waitForLine(containing: text).last ?? "" }

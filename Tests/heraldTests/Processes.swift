@@ -110,6 +110,17 @@ final class Child {
     }
 }
 
+/// A safety net, not a wait: sends `signal` to `process` after `seconds` unless cancelled first, and
+/// only while the process still runs. A run of the whole suite starts more processes than the machine
+/// has process ids, so an id is soon reused: a watchdog that outlived its process once killed another
+/// test's daemon.
+func watchdog(_ process: Process, after seconds: Double, signal: Int32 = SIGKILL) -> DispatchWorkItem {
+    let pid = process.processIdentifier
+    let item = DispatchWorkItem { if process.isRunning { kill(pid, signal) } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: item)
+    return item
+}
+
 /// A real `herald device`. With `start`, its clock is manual: tests move its time with `herald device
 /// clock`, as a user testing their schedules would.
 final class DeviceProcess {
@@ -133,9 +144,7 @@ final class DeviceProcess {
         startup = daemon.waitForLine(containing: "apiURL:")
         apiURL = String(startup.last?.split(separator: " ").last ?? "")
         // A safety net, not a wait: a test that hangs reading the daemon's output ends with it.
-        let pid = daemon.process.processIdentifier
-        watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 180, execute: watchdog)
+        watchdog = heraldTests.watchdog(daemon.process, after: 180)
     }
 
     var location: [String] { ["--device-state", state.path] }
@@ -196,6 +205,7 @@ final class DeviceProcess {
     }
 
     deinit {
+        watchdog.cancel()
         if daemon.process.isRunning { _ = stop() }
         if ownsState { try? FileManager.default.removeItem(at: state) }
     }

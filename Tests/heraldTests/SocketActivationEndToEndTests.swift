@@ -23,8 +23,7 @@ import Testing
                 "0", "--dev-port", "0", "--admin-port", "0", "--link-port", "0", "--no-legacy", "--no-channels",
                 "--drain-window", "0.2",
             ], keepingErrors: true, input: true)
-        let watchdog = DispatchWorkItem { kill(holder.process.processIdentifier, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        let watchdog = watchdog(holder.process, after: 120)
         defer { watchdog.cancel() }
         // Two sockets for the device link, as a socket unit with two ListenStream= lines hands them.
         var ports: [Int32] = []

@@ -37,9 +37,7 @@ import Testing
             try process.run()
             // A safety net, not a wait: if a test hangs reading the terminal, `up` stops everything
             // (its SIGTERM stops the device and the gateway), the output ends and the test fails.
-            let pid = process.processIdentifier
-            watchdog = DispatchWorkItem { kill(pid, SIGTERM) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 240, execute: watchdog)
+            watchdog = heraldTests.watchdog(process, after: 240, signal: SIGTERM)
             // Everything up to the tour's last line.
             while let line = reader.line() {
                 banner.append(line)
@@ -173,9 +171,7 @@ import Testing
         let app = up.info.topic
         let listener = try Child(
             try heraldExecutable(), ["app", app, "listen", "--count", "3"] + up.device)
-        let pid = listener.process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        let watchdog = watchdog(listener.process, after: 60)
         defer { watchdog.cancel() }
         #expect(listener.waitForLine(containing: "listening as").last?.contains(app) == true)
         func push(_ type: String, _ topic: String, _ payload: String) throws -> (status: Int32, stderr: String) {
