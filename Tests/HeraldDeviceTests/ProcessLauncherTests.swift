@@ -13,6 +13,17 @@ import Testing
         return directory
     }
 
+    /// `read()`'s first answer, asked every 5 ms for at most 10 s. It polls because what it waits for
+    /// is another process's (a file it writes, its state in /proc): there is nothing to await.
+    static func polled<T>(_ read: () -> T?) async throws -> T? {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let value = read() { return value }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return read()
+    }
+
     /// Launches `executable` with a launcher of its own; the stream says `[pid, status]` when it ends.
     static func launch(_ executable: URL, in directory: URL) throws -> (
         launcher: ProcessLauncher, pid: Int32, endings: AsyncStream<[Int32]>.Iterator
@@ -79,23 +90,20 @@ import Testing
         let (launcher, pid, iterator) = try Self.launch(executable, in: directory)
         var endings = iterator
         // Once the wrapper has started its program (it says so in a file), end it.
-        var child: Int32?
-        for _ in 0..<2000 where child == nil {
-            child = (try? String(contentsOf: childFile, encoding: .utf8))
-                .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-            if child == nil { try await Task.sleep(for: .milliseconds(5)) }  // another process's pace
-        }
-        let program = try #require(child)
+        let program = try #require(
+            await Self.polled {
+                (try? String(contentsOf: childFile, encoding: .utf8))
+                    .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            })
         #expect(launcher.terminate(pid))
         #expect(await endings.next() == [pid, SIGKILL])
         // The program is gone too (or a zombie, if no one reaps orphans here).
-        var gone = false
-        for _ in 0..<2000 where !gone {
-            let state = (try? String(contentsOfFile: "/proc/\(program)/stat", encoding: .utf8))?
-                .split(separator: ")").last?.split(separator: " ").first
-            gone = state == nil || state == "Z"
-            if !gone { try await Task.sleep(for: .milliseconds(5)) }  // the kernel's pace
-        }
+        let gone =
+            try await Self.polled { () -> Bool? in
+                let state = (try? String(contentsOfFile: "/proc/\(program)/stat", encoding: .utf8))?
+                    .split(separator: ")").last?.split(separator: " ").first
+                return state == nil || state == "Z" ? true : nil
+            } ?? false
         #expect(gone, "the wrapper's program \(program) still runs")
         if !gone { kill(program, SIGKILL) }
     }

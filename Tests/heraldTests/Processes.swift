@@ -111,9 +111,9 @@ final class Child {
 }
 
 /// A safety net, not a wait: sends `signal` to `process` after `seconds` unless cancelled first, and
-/// only while the process still runs. A run of the whole suite starts more processes than the machine
-/// has process ids, so an id is soon reused: a watchdog that outlived its process once killed another
-/// test's daemon.
+/// only while the process still runs. Process ids wrap around within a run of the suite (this
+/// machine's pid_max is 32768), so a watchdog that outlived its process and killed a bare id could
+/// end another test's process.
 func watchdog(_ process: Process, after seconds: Double, signal: Int32 = SIGKILL) -> DispatchWorkItem {
     let pid = process.processIdentifier
     let item = DispatchWorkItem { if process.isRunning { kill(pid, signal) } }
