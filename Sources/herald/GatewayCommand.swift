@@ -80,7 +80,8 @@ struct GatewayCommand: AsyncParsableCommand {
         help: """
             Seconds a provider connection (HTTP/2, HTTP/1.1 or binary) may stay idle (nothing from the client, \
             no request in flight) before the gateway closes it, over HTTP/2 with GOAWAY {"reason":"IdleTimeout"} \
-            (0 = never).
+            (0 = never). Until its provider authenticates (a client certificate or an accepted token), nothing \
+            a connection sends counts, PINGs included.
             """)
     var idleTimeout: Double = 3600
     @Option(

@@ -182,6 +182,53 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
         #expect(!pair.server.isActive)
     }
 
+    /// On the wire, PINGs keep a connection from its idle deadline only once its provider has
+    /// authenticated: every PING is answered, but a connection that only pings gets its GOAWAY
+    /// `IdleTimeout` 60 s after it opened, and one that first sent a request with an accepted token
+    /// is still open then.
+    @Test(arguments: [false, true])
+    func pingsKeepAConnectionOpenOnlyOnceItHasAuthenticated(authenticate: Bool) async throws {
+        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        let loop = pair.server.embeddedEventLoop
+        if authenticate {
+            // The token is accepted; the request itself is refused for its empty body.
+            let headers = ProviderConnectionStateMachineTests.headers(path: "/3/device/\(f.token.hex)", jwt: f.jwt())
+            try pair.send(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers, endStream: true))))
+            let reasons = pair.collector.frames.compactMap { frame -> String? in
+                if frame.streamID == 1, case .data(let d) = frame.payload, case .byteBuffer(let b) = d.data {
+                    return String(buffer: b)
+                }
+                return nil
+            }
+            #expect(reasons == [#"{"reason":"PayloadEmpty"}"#])
+        }
+        // PINGs at 15, 30 and 45 s, each answered.
+        for _ in 0..<3 {
+            loop.advanceTime(by: .seconds(15))
+            try pair.send(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 7), ack: false)))
+            try pair.exchange()
+        }
+        let answered = pair.collector.frames.filter { frame in
+            if case .ping(_, ack: true) = frame.payload { return true }
+            return false
+        }
+        #expect(answered.count == 3)
+        // 60 s after the connection opened.
+        loop.advanceTime(by: .seconds(15))
+        try pair.exchange()
+        if authenticate {
+            #expect(Self.goAways(pair).isEmpty)
+            #expect(pair.server.isActive)
+            // 60 s after the last PING, it is idle.
+            loop.advanceTime(by: .seconds(45))
+            try pair.exchange()
+        }
+        #expect(Self.goAways(pair).map(\.data) == [#"{"reason":"IdleTimeout"}"#])
+        #expect(!pair.server.isActive)
+    }
+
     /// A graceful stop reaches the wire as GOAWAY `{"reason":"Shutdown"}`; with nothing in flight
     /// the connection closes.
     @Test func aShutdownGetsGoAwayShutdownOnTheWireAndCloses() async throws {

@@ -453,6 +453,8 @@ import Testing
         #expect(push.pushType == .background && push.priority == .normal && push.contentAvailable)
         #expect(push.expiration == 1_800_000_600 && push.collapseID == "score" && push.binaryIdentifier == 42)
         #expect(push.receivedAt == f.now.addingTimeInterval(-1))
+        // The connection is another node's: what it sends counts for its idle deadline.
+        #expect(c.hasAuthenticated)
     }
 
     @Test func withoutTheCredentialOrOutsideAClusterItIsRefused() async throws {
@@ -462,6 +464,8 @@ import Testing
         func reason(_ api: ProviderAPI, _ r: ProviderRequest) -> APNsReason? {
             var c = ProviderConnectionState(defaultEnvironment: .development)
             guard case .respond(let response, _) = api.handle(r, connection: &c, now: f.now) else { return nil }
+            // Refused for its credential, a connection has not authenticated.
+            if response.reason == .invalidProviderToken { #expect(!c.hasAuthenticated) }
             return response.reason
         }
         // Another cluster's credential, a provider's JWT, none at all.

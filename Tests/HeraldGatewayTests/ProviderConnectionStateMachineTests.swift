@@ -74,13 +74,31 @@ enum Did: Equatable {
 
     // MARK: The idle timeout (`--idle-timeout`)
 
-    @Test func aQuietConnectionGetsGoAwayIdleTimeoutAndAPingCountsAsActivity() {
+    /// Sends a request whole on `id` at `now` and decides it: the answer, when it is answered at once.
+    static func answer(
+        _ m: inout Machine, _ headers: HPACKHeaders, body: String, on id: HTTP2StreamID, at now: NIODeadline,
+        api: ProviderAPI
+    ) -> ProviderResponse? {
+        _ = m.headersReceived(headers, endStream: false, on: id, at: now)
+        guard let request = Self.request(m.dataReceived(ByteBuffer(string: body), endStream: true, on: id)),
+            case .answer(let response) = m.decide(request, on: id, with: api, now: Self.date)
+        else { return nil }
+        return response
+    }
+
+    @Test func aQuietConnectionGetsGoAwayIdleTimeoutAndAPingCountsAsActivity() async throws {
+        let f = try await Fixture()
         var m = Self.machine(idle: .seconds(60))
         let t0 = Self.t0
         // The timer is armed for 60 s: nothing happens at 59 s.
         #expect(Did(m.started(at: t0)) == .arm(.idle, in: .seconds(60)))
-        // The client's SETTINGS, the first frame, is read at once.
+        // The client's SETTINGS, the first frame, is read at once, with a request whose token is
+        // accepted (its empty body is refused after that).
         #expect(m.frameReceived() == true)
+        let headers = Self.headers(path: "/3/device/\(f.token.hex)", jwt: f.jwt())
+        let answer = Self.answer(&m, headers, body: "", on: 1, at: t0, api: f.api)
+        #expect(answer?.reason == .payloadEmpty)
+        #expect(m.connection.hasAuthenticated)
         #expect(m.readComplete(at: t0) == false)
         // A PING at 59 s (NIOHTTP2Handler answers it; the read counts as activity).
         #expect(m.frameReceived() == false)
@@ -91,14 +109,55 @@ enum Did: Equatable {
 
         // 60 s after the PING: GOAWAY with NO_ERROR and the reason, then the connection closes.
         let goAway = Did(m.idleTimerFired(at: t0 + .seconds(119)))
-        #expect(goAway == .drained(.idleTimeout))
+        #expect(goAway == .drained(.idleTimeout, lastStreamID: 1))
         #expect(
             goAway
                 == .goAway(
-                    .init(lastStreamID: 0, errorCode: .noError, debugData: #"{"reason":"IdleTimeout"}"#), close: true))
+                    .init(lastStreamID: 1, errorCode: .noError, debugData: #"{"reason":"IdleTimeout"}"#), close: true))
         // Only one GOAWAY.
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(180))) == .nothing)
         #expect(Did(m.shutdownRequested()) == .nothing)
+    }
+
+    /// A connection whose provider never shows who it is cannot keep itself open: its PINGs, and
+    /// requests refused for their token, are not activity, and it is closed when the idle deadline
+    /// has run from its start. (Before, one that pinged was never closed.)
+    @Test func anUnauthenticatedConnectionIsClosedAtItsIdleDeadlineWhateverItSends() async throws {
+        let f = try await Fixture()
+        var m = Self.machine(idle: .seconds(60))
+        let t0 = Self.t0
+        #expect(Did(m.started(at: t0)) == .arm(.idle, in: .seconds(60)))
+        #expect(m.frameReceived() == true)
+        #expect(m.readComplete(at: t0) == false)
+        // PINGs at 20 s and 40 s, and at 50 s a request with a token no key signed.
+        for second in [20, 40] {
+            #expect(m.frameReceived() == false)
+            #expect(m.readComplete(at: t0 + .seconds(Int64(second))) == false)
+        }
+        let forged = Self.headers(path: "/3/device/\(f.token.hex)", jwt: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
+        let refused = Self.answer(&m, forged, body: #"{"aps":{}}"#, on: 1, at: t0 + .seconds(50), api: f.api)
+        #expect(refused?.reason == .invalidProviderToken)
+        #expect(m.readComplete(at: t0 + .seconds(50)) == false)
+        #expect(!m.connection.hasAuthenticated)
+        // At 60 s from its start: GOAWAY IdleTimeout.
+        #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .drained(.idleTimeout, lastStreamID: 1))
+    }
+
+    /// A usable client certificate is authentication: such a connection's PINGs count from the
+    /// start. One the gateway cannot use (every request answers `BadCertificate`) is not.
+    @Test(arguments: [nil, "expired"])
+    func aConnectionWithAClientCertificateCountsItsPingsFromTheStart(problem: String?) {
+        let grant = CertificateGrant(
+            bundleID: Fixture.bundle, topics: [], environments: [.development], problem: problem)
+        var m = Machine(
+            connection: ProviderConnectionState(defaultEnvironment: .development, certificate: grant),
+            idleTimeout: .seconds(60), stallDeadline: .seconds(10))
+        let t0 = Self.t0
+        #expect(Did(m.started(at: t0)) == .arm(.idle, in: .seconds(60)))
+        #expect(m.frameReceived() == true)
+        #expect(m.readComplete(at: t0 + .seconds(59)) == false)
+        let fired = Did(m.idleTimerFired(at: t0 + .seconds(60)))
+        #expect(fired == (problem == nil ? .arm(.idle, in: .seconds(59)) : .drained(.idleTimeout)))
     }
 
     @Test func aRequestInFlightKeepsTheConnectionOpenAndItsAnswerCountsAsActivity() async throws {

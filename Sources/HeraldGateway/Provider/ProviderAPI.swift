@@ -23,7 +23,9 @@ public struct ProviderAPI: Sendable {
         /// How long a provider connection may stay idle (no bytes from the client, no request in
         /// flight) before the gateway closes it: HTTP/2 with GOAWAY `{"reason":"IdleTimeout"}`.
         /// One hour by default: clients keep connections for hours but send PINGs when idle, and a
-        /// PING counts as activity; one that goes quiet longer reconnects on its next push. `nil` =
+        /// PING counts as activity; one that goes quiet longer reconnects on its next push. On an
+        /// HTTP/2 connection whose provider has not yet authenticated (no client certificate, no
+        /// accepted token), nothing counts, so it is closed this long after it opened. `nil` =
         /// never.
         public var idleTimeout: Duration? = .seconds(3600)
         /// Refuse pushes with a ``PushWarning`` (400, the warning as the reason) instead of
@@ -171,7 +173,7 @@ public struct ProviderAPI: Sendable {
         // this runs for every request.
         guard path.utf8.starts(with: prefix.utf8) else {
             if cluster != nil, path.utf8.starts(with: ClusterForwarding.pathPrefix.utf8) {
-                return handleForwarded(request, path: path, apnsID: apnsID, now: now)
+                return handleForwarded(request, path: path, apnsID: apnsID, connection: &connection, now: now)
             }
             return fail(path == "/3/device" ? .missingDeviceToken : .badPath)
         }
@@ -410,13 +412,17 @@ public struct ProviderAPI: Sendable {
     /// device's link (docs/cluster.md). That node checked everything a provider's request is
     /// checked for; here only the cluster's credential and what this node must know to route it.
     /// Anything but 200 tells the sending node to store the push itself.
-    private func handleForwarded(_ request: ProviderRequest, path: Substring, apnsID: String, now: Date) -> Decision {
+    private func handleForwarded(
+        _ request: ProviderRequest, path: Substring, apnsID: String, connection: inout ProviderConnectionState,
+        now: Date
+    ) -> Decision {
         func refuse(_ reason: APNsReason, _ note: String) -> Decision {
             .respond(.error(reason, apnsID: apnsID, note: "forwarded push: " + note), delay: nil)
         }
         guard let cluster, cluster.accepts(request.authorization) else {
             return refuse(.invalidProviderToken, "without the cluster's credential")
         }
+        connection.isClusterPeer = true
         let tokenText = path.dropFirst(ClusterForwarding.pathPrefix.count)
         guard let token = DeviceToken(hex: tokenText) else { return refuse(.badDeviceToken, "bad device token") }
         guard let fields = request.forward.flatMap(ClusterForwarding.Fields.init(text:)) else {

@@ -50,6 +50,18 @@ public struct ProviderConnectionState: Sendable {
     public var defaultEnvironment: APNsEnvironment
     /// The team the connection is bound to.
     public private(set) var boundTeam: String?
+    /// Set once a request on this connection carried the cluster's credential: the connection is
+    /// another node's, forwarding pushes (docs/cluster.md).
+    var isClusterPeer = false
+    /// Whether the client on this connection has shown who it is: a usable client certificate at
+    /// the TLS handshake, a request whose provider token was accepted, or a forwarded push with the
+    /// cluster's credential. Until then nothing the client sends keeps the connection from its idle
+    /// deadline (``ProviderAPI/Configuration/idleTimeout``).
+    public var hasAuthenticated: Bool {
+        // Read in place, the token's case first: this runs on every read of a connection.
+        if boundTeam != nil || isClusterPeer { return true }
+        return certificate != nil && certificate?.problem == nil
+    }
     /// Pushes to devices asked for on this connection so far (fault rules' `afterStreams`).
     public internal(set) var pushes = 0
 

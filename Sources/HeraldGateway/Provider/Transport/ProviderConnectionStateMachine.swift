@@ -157,10 +157,12 @@ struct ProviderConnectionStateMachine {
         return true
     }
 
-    /// A read ended: activity for the idle deadline (`now` is read only while it watches), and
-    /// whether to flush what the read made us write.
+    /// A read ended: activity for the idle deadline once the connection has authenticated (`now` is
+    /// read only then), and whether to flush what the read made us write. Before a provider has
+    /// shown who it is, nothing it sends counts: a connection that only pings, or only sends
+    /// requests that are refused, is closed when the idle deadline has run from its start.
     mutating func readComplete(at now: @autoclosure () -> NIODeadline) -> Bool {
-        if idle.isWatching { idle.touch(at: now()) }
+        if idle.isWatching, connection.hasAuthenticated { idle.touch(at: now()) }
         if !needsFlush { return false }
         needsFlush = false
         return true
