@@ -316,7 +316,7 @@ public struct Payload: Sendable, Hashable {
             guard let parsed = InterruptionLevel(rawValue: level) else {
                 throw PayloadError(
                     key: "aps.interruption-level",
-                    rule: "must be passive, active, time-sensitive or critical, not \"\(level)\"")
+                    rule: "must be passive, active, time-sensitive or critical, not \"\(quoted(level))\"")
             }
             aps.interruptionLevel = parsed
         }
@@ -332,7 +332,7 @@ public struct Payload: Sendable, Hashable {
         aps.timestamp = try integer(m, "timestamp")
         if let event = try string(m, "event", path: "aps") {
             guard let parsed = LiveActivityEvent(rawValue: event) else {
-                throw PayloadError(key: "aps.event", rule: "must be start, update or end, not \"\(event)\"")
+                throw PayloadError(key: "aps.event", rule: "must be start, update or end, not \"\(quoted(event))\"")
             }
             aps.event = parsed
         }
@@ -381,15 +381,20 @@ public struct Payload: Sendable, Hashable {
         return alert
     }
 
+    /// A value an error quotes, cut to 64 bytes: a payload may carry a megabyte where a number
+    /// belongs, and the error goes into logs and answers.
     private static func describe(_ value: JSONValue) -> String {
         switch value {
-        case .string(let s): "\"\(s)\""
+        case .string(let s): "\"\(quoted(s))\""
         case .int(let n): "\(n)"
         case .double(let d): "\(d)"
         case .bool(let b): "\(b)"
         default: value.typeName
         }
     }
+
+    /// Text a payload sent, as an error quotes it (``TextExcerpt``, 64 bytes).
+    static func quoted(_ text: String) -> String { TextExcerpt.of(text, limit: 64) }
 
     private static func string(_ m: [String: JSONValue], _ key: String, path: String) throws(PayloadError) -> String? {
         guard let value = m[key] else { return nil }

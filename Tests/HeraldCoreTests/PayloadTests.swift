@@ -57,6 +57,22 @@ import Testing
         do { _ = try Payload(json: json) } catch { #expect(error.key == key, "\(error)") }
     }
 
+    /// An error quotes what the payload sent in part: a megabyte where a number or a name belongs
+    /// is cut to its first 64 bytes, with its size.
+    @Test(arguments: ["badge", "event", "interruption-level"])
+    func errorsQuoteAWrongValueInPart(key: String) {
+        let long = String(repeating: "é", count: 5_000)
+        do {
+            _ = try Payload(json: #"{"aps":{"\#(key)":"\#(long)"}}"#)
+            Issue.record("accepted a \(key) of 10,000 bytes")
+        } catch {
+            #expect(error.key == "aps." + key)
+            let excerpt = String(repeating: "é", count: 32) + "… (10000 bytes in all)"
+            #expect(error.rule.hasSuffix(#"not "\#(excerpt)""#), "\(error.rule)")
+            #expect(error.rule.utf8.count < 200)
+        }
+    }
+
     @Test func emptyBodyIsPayloadEmpty() {
         for body in ["", "   \n"] {
             do {
