@@ -64,6 +64,12 @@ public final class Gateway: Sendable {
         public var firstBytesTimeout: Duration = .seconds(10)
         /// The admin API's idle deadline between requests.
         public var adminIdleTimeout: Duration? = .seconds(60)
+        /// How many connections one address may hold open on each provider listener (the provider
+        /// API, the development listener, the channel management listeners, the binary interface
+        /// and the feedback service); a connection over it is closed at once with a logged reason
+        /// (``PeerConnectionLimit``). 0, the default: no limit. The device link has its own
+        /// (``DeviceLinkServer/Configuration/maxConnectionsPerAddress``).
+        public var maxConnectionsPerAddress = 0
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()
         /// How long the delivery log keeps a push's steps (30 days); the hourly purge deletes older ones.
@@ -276,7 +282,8 @@ public final class Gateway: Sendable {
             try await ProviderServer.start(
                 host: address, port: configuration.port, sockets: inherited["provider"], transport: .tls(tls, ca: ca),
                 api: api, router: router, environment: configuration.environment, group: group, logger: logger,
-                firstBytes: firstBytes, log: log, clock: clock, capture: capture)
+                firstBytes: firstBytes, log: log, clock: clock, capture: capture,
+                maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
         }
         var development: ProviderServer?
         if let port = configuration.developmentPort ?? (inherited["development"].isEmpty ? nil : 0) {
@@ -286,7 +293,8 @@ public final class Gateway: Sendable {
                 try await ProviderServer.start(
                     host: "127.0.0.1", port: port, sockets: inherited["development"], transport: .cleartext, api: api,
                     router: router, environment: configuration.environment, group: group, logger: logger,
-                    firstBytes: firstBytes, log: log, clock: clock, capture: capture)
+                    firstBytes: firstBytes, log: log, clock: clock, capture: capture,
+                    maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
             }
         }
         // The channel management API: the provider API's transports, its own listeners.
@@ -304,7 +312,8 @@ public final class Gateway: Sendable {
                     try await ProviderServer.start(
                         host: host, port: port, sockets: sockets, transport: secure ? .tls(tls, ca: ca) : .cleartext,
                         api: channelsAPI, router: router, environment: configuration.environment, group: group,
-                        logger: logger, firstBytes: firstBytes, log: log, clock: clock)
+                        logger: logger, firstBytes: firstBytes, log: log, clock: clock,
+                        maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
                 })
         }
         let linkTLS = try GatewayStateDirectory.tlsContext(
@@ -332,7 +341,7 @@ public final class Gateway: Sendable {
                         logger: logger,
                         timeouts: ListenerTimeouts(
                             firstBytes: configuration.firstBytesTimeout, idle: configuration.provider.idleTimeout),
-                        log: log, clock: clock)
+                        log: log, clock: clock, maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
                 })
         }
         // Off loopback the admin API is served over TLS (the gateway's certificate, ALPN http/1.1

@@ -102,6 +102,21 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: """
+            How many connections one IP address may hold open on each provider listener (provider API, \
+            development, channel management, binary and feedback); one more is closed at once and logged \
+            (0 = no limit).
+            """)
+    var maxConnectionsPerAddress = 0
+    @Option(
+        name: .long,
+        help: """
+            How many connections one IP address may hold open on the device link; one more is closed at once \
+            and logged (0 = no limit; devices behind one NAT share an address).
+            """)
+    var linkMaxConnectionsPerAddress = 0
+    @Option(
+        name: .long,
+        help: """
             Hours a device's resumption ticket is accepted in place of a signature when it connects again \
             (0 = no tickets: every device signs); renewed tickets end four times this after the device \
             last signed.
@@ -148,6 +163,12 @@ struct GatewayCommand: AsyncParsableCommand {
         guard idleTimeout >= 0 else { throw ValidationError("--idle-timeout must not be negative") }
         guard firstBytesTimeout > 0 else { throw ValidationError("--first-bytes-timeout must be more than 0 seconds") }
         guard linkIdleTimeout >= 0 else { throw ValidationError("--link-idle-timeout must not be negative") }
+        guard maxConnectionsPerAddress >= 0 else {
+            throw ValidationError("--max-connections-per-address must not be negative")
+        }
+        guard linkMaxConnectionsPerAddress >= 0 else {
+            throw ValidationError("--link-max-connections-per-address must not be negative")
+        }
         guard linkTicketHours >= 0 else { throw ValidationError("--link-ticket-hours must not be negative") }
         guard linkTicketHours == 0 || linkTicketHours * 3600 >= 1 else {
             throw ValidationError("--link-ticket-hours must be 0 (no tickets) or at least a second (0.0003)")
@@ -207,6 +228,8 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.firstBytesTimeout = Self.seconds(firstBytesTimeout) ?? .seconds(10)
         configuration.link.firstBytesTimeout = configuration.firstBytesTimeout
         configuration.link.idleTimeout = Self.seconds(linkIdleTimeout)
+        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.link.maxConnectionsPerAddress = linkMaxConnectionsPerAddress
         configuration.link.ticketLifetime = Self.seconds(linkTicketHours * 3600)
         configuration.link.drainWindow = .milliseconds(Int64((drainWindow * 1000).rounded()))
         configuration.adminIdleTimeout = Self.seconds(adminIdleTimeout)

@@ -40,6 +40,21 @@ final class RawSocket {
         }
     }
 
+    /// Reads until an answer's head has ended (a blank line), the peer closes, or `limit` seconds
+    /// pass: what came, and whether the connection was closed.
+    func readHead(limit: TimeInterval = 10) -> (text: String, closed: Bool) {
+        var timeout = timeval(tv_sec: Int(limit), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: received, as: UTF8.self).contains("\r\n\r\n") {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            guard n > 0 else { return (String(decoding: received, as: UTF8.self), n == 0 || errno == ECONNRESET) }
+            received += buffer[0..<n]
+        }
+        return (String(decoding: received, as: UTF8.self), false)
+    }
+
     deinit { close(fd) }
 }
 
@@ -210,6 +225,59 @@ extension URL {
         }
         // And the gateway still answers.
         #expect(try g.adminCall("GET", "/healthz").status == 200)
+        #expect(g.stop() == 0)
+    }
+
+    /// `--max-connections-per-address` and `--link-max-connections-per-address`: a connection from
+    /// an address that holds the limit already is closed at once, logged and counted; those held go
+    /// on being served; once one of them closes, another is taken.
+    @Test func aConnectionOverTheLimitPerAddressIsClosedAtOnce() throws {
+        let g = try GatewayProcess(arguments: [
+            "--max-connections-per-address", "2", "--link-max-connections-per-address", "1",
+        ])
+        let dev = URL.port(g.dev)
+        let link = URL.port(g.info.linkDevelopmentURL)
+        let request = "POST /3/device/00 HTTP/1.1\r\nhost: localhost\r\ncontent-length: 0\r\n\r\n"
+        var held = try (0..<2).map { _ in try RawSocket(port: dev) }
+        let heldLink = try RawSocket(port: link)
+        for (port, name) in [(dev, "development listener"), (link, "device link")] {
+            let over = try RawSocket(port: port)
+            let end = over.readUntilClosed()
+            #expect(end.closed && end.text.isEmpty && end.after < 1.5, "\(name): \(end)")
+        }
+        // The connections held are served as before.
+        for socket in held {
+            socket.send(request)
+            let answer = socket.readHead()
+            #expect(answer.text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && !answer.closed, "\(answer)")
+        }
+        heldLink.send(
+            "GET /device/v1 HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\nconnection: upgrade\r\n"
+                + "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n")
+        #expect(heldLink.readHead().text.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
+        // One closes: the gateway frees its place as it sees the close, and a new connection is
+        // taken then (polled for, within 10 s).
+        held.removeFirst()
+        let deadline = Date().addingTimeInterval(10)
+        var taken = false
+        while !taken && Date() < deadline {
+            let next = try RawSocket(port: dev)
+            next.send(request)
+            let answer = next.readHead()
+            taken = answer.text.hasPrefix("HTTP/1.1 400 Bad Request\r\n")
+            if taken { held.append(next) }
+        }
+        #expect(taken, "no connection was taken after one of two closed")
+        let metrics = try g.adminCall("GET", "/metrics").body
+        for listener in ["development listener", "device link"] {
+            let line = metrics.split(separator: "\n").first {
+                $0.hasPrefix("herald_connections_refused_total{listener=\"\(listener)\"}")
+            }
+            #expect(
+                line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0 >= 1, "\(listener): \(line ?? "none")")
+        }
+        #expect(g.log.contains("127.0.0.1 holds 2 connections already (the limit per address)"), "\(g.log)")
+        #expect(g.log.contains("127.0.0.1 holds 1 connection already (the limit per address)"), "\(g.log)")
         #expect(g.stop() == 0)
     }
 

@@ -45,6 +45,7 @@ public final class DeviceLinkServer: Sendable {
             directory: directory, links: links, offline: offline, configuration: configuration, logger: logger,
             log: log ?? ListenerLog(logger: logger), clock: clock, broadcasts: broadcasts)
         let firstBytes = FirstBytesDeadlines(deadline: TimeAmount(configuration.firstBytesTimeout))
+        let peers = PeerConnectionLimit.of(configuration.maxConnectionsPerAddress)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -58,6 +59,15 @@ public final class DeviceLinkServer: Sendable {
             .serverChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .serverChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelInitializer { channel in
+                if let peers, !peers.admit(channel) {
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            ConnectionRefusal(
+                                listener: LinkTransportSniffer.listener,
+                                reason: peers.reason(for: channel.remoteAddress),
+                                log: service.log))
+                    }
+                }
                 channels.add(channel)
                 channel.closeFuture.whenComplete { _ in channels.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {

@@ -32,16 +32,18 @@ public final class LegacyServer: Sendable {
     /// Binds a listener. `tls` must require client certificates
     /// (``GatewayStateDirectory/legacyTLSContext(certificatePEM:keyPEM:ca:)``). With `sockets`
     /// (listening sockets handed over, ``InheritedSockets``) those are served instead of binding
-    /// `host:port`.
+    /// `host:port`. With `maxConnectionsPerAddress` above 0, a connection from an address that holds
+    /// that many already is closed at once (``PeerConnectionLimit``).
     public static func start(
         _ service: Service, host: String, port: Int, sockets: [CInt] = [], tls: NIOSSLContext, ca: GatewayCA,
         api: ProviderAPI, router: PushRouter, directory: GatewayDirectory, environment: APNsEnvironment,
         group: any EventLoopGroup, logger: Logger = .silent,
         timeouts: ListenerTimeouts = ListenerTimeouts(idle: .seconds(3600)),
         log: ListenerLog? = nil,
-        clock: any WallClock = SystemClock()
+        clock: any WallClock = SystemClock(), maxConnectionsPerAddress: Int = 0
     ) async throws -> LegacyServer {
         let registry = ChannelRegistry()
+        let peers = PeerConnectionLimit.of(maxConnectionsPerAddress)
         let log = log ?? ListenerLog(logger: logger)
         let firstBytes = FirstBytesDeadlines(deadline: TimeAmount(timeouts.firstBytes))
         let bootstrap = ServerBootstrap(group: group)
@@ -52,6 +54,13 @@ public final class LegacyServer: Sendable {
             // the connection closes once that has been routed (or after an error packet).
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
+                if let peers, !peers.admit(channel) {
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            ConnectionRefusal(
+                                listener: service.rawValue, reason: peers.reason(for: channel.remoteAddress), log: log))
+                    }
+                }
                 registry.add(channel)
                 channel.closeFuture.whenComplete { _ in registry.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {

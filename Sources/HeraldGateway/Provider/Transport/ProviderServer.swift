@@ -40,14 +40,16 @@ public final class ProviderServer: Sendable {
     /// first bytes say whether it is HTTP/2 or HTTP/1.1; anything else is closed with a logged reason.
     /// With a `capture`, every connection's traffic after TLS is written to it. With `sockets`
     /// (listening sockets handed over, ``InheritedSockets``) those are served instead of binding
-    /// `host:port`.
+    /// `host:port`. With `maxConnectionsPerAddress` above 0, a connection from an address that holds
+    /// that many already is closed at once (``PeerConnectionLimit``).
     public static func start(
         host: String, port: Int, sockets: [CInt] = [], transport: Transport, api: ProviderAPI, router: PushRouter,
         environment: APNsEnvironment, group: any EventLoopGroup, logger: Logger = .silent,
         firstBytes: TimeAmount = .seconds(10), log: ListenerLog? = nil,
-        clock: any WallClock = SystemClock(), capture: ProviderCapture? = nil
+        clock: any WallClock = SystemClock(), capture: ProviderCapture? = nil, maxConnectionsPerAddress: Int = 0
     ) async throws -> ProviderServer {
         let holder = ChannelRegistry()
+        let peers = PeerConnectionLimit.of(maxConnectionsPerAddress)
         let deadlines = FirstBytesDeadlines(deadline: firstBytes)
         let log = log ?? ListenerLog(logger: logger)
         let name: String
@@ -63,6 +65,13 @@ public final class ProviderServer: Sendable {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
+                if let peers, !peers.admit(channel) {
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            ConnectionRefusal(
+                                listener: name, reason: peers.reason(for: channel.remoteAddress), log: log))
+                    }
+                }
                 holder.add(channel)
                 channel.closeFuture.whenComplete { _ in holder.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {
