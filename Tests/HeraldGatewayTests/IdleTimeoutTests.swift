@@ -20,7 +20,11 @@ import Testing
         return configuration
     }
 
-    @Test func anIdleHTTP1ConnectionIsClosed() async throws {
+    /// Quiet for the idle timeout after its last request, a connection is closed. A request counts
+    /// once the provider has authenticated (its token accepted, whatever the answer); before, the
+    /// timeout runs from the connection's start, whatever the client sends.
+    @Test(arguments: [true, false])
+    func anIdleHTTP1ConnectionIsClosed(authenticated: Bool) async throws {
         let f = try await Fixture(configuration: Self.configuration(seconds: 60))
         let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
         let channel = EmbeddedChannel()
@@ -32,9 +36,27 @@ import Testing
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
 
         loop.advanceTime(by: .seconds(30))
-        try channel.writeInbound(ByteBuffer(string: "GET /3/device/00 HTTP/1.1\r\nhost: localhost\r\n\r\n"))
-        let answer = try #require(try channel.readOutbound(as: ByteBuffer.self))
-        #expect(String(buffer: answer).hasPrefix("HTTP/1.1 405"))
+        if authenticated {
+            // The token is accepted; the empty body is refused after that.
+            try channel.writeInbound(
+                ByteBuffer(
+                    string:
+                        "POST /3/device/\(f.token.hex) HTTP/1.1\r\nhost: localhost\r\napns-topic: \(Fixture.bundle)\r\n"
+                        + "authorization: bearer \(f.jwt())\r\ncontent-length: 0\r\n\r\n"))
+            var answer = ""
+            while let part = try channel.readOutbound(as: ByteBuffer.self) { answer += String(buffer: part) }
+            #expect(answer.hasPrefix("HTTP/1.1 400") && answer.contains(#""reason":"PayloadEmpty""#), "\(answer)")
+        } else {
+            try channel.writeInbound(ByteBuffer(string: "GET /3/device/00 HTTP/1.1\r\nhost: localhost\r\n\r\n"))
+            let answer = try #require(try channel.readOutbound(as: ByteBuffer.self))
+            #expect(String(buffer: answer).hasPrefix("HTTP/1.1 405"))
+            // 60 s from the start, although a request came 30 s ago.
+            loop.advanceTime(by: .seconds(29))
+            #expect(channel.isActive)
+            loop.advanceTime(by: .seconds(1))
+            #expect(!channel.isActive)
+            return
+        }
         loop.advanceTime(by: .seconds(59))
         #expect(channel.isActive)
         loop.advanceTime(by: .seconds(1))

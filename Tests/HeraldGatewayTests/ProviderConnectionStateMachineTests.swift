@@ -139,8 +139,30 @@ enum Did: Equatable {
         #expect(refused?.reason == .invalidProviderToken)
         #expect(m.readComplete(at: t0 + .seconds(50)) == false)
         #expect(!m.connection.hasAuthenticated)
-        // At 60 s from its start: GOAWAY IdleTimeout.
-        #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .drained(.idleTimeout, lastStreamID: 1))
+        // And at 55 s a stream opened and not finished (reset at the request deadline, 10 s on): a
+        // client that always kept one open would otherwise be busy for ever.
+        _ = m.headersReceived(forged, endStream: false, on: 3, at: t0 + .seconds(55))
+        #expect(m.readComplete(at: t0 + .seconds(55)) == false)
+        // At 60 s from its start: GOAWAY IdleTimeout. The open stream may still finish (until its
+        // request deadline), so the connection closes after it, not with the GOAWAY.
+        #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .drained(.idleTimeout, lastStreamID: 3, close: false))
+    }
+
+    /// A connection whose requests a fault rule answers is a test bench's (only the operator sets
+    /// fault rules, and they answer before authentication): what it sends counts from then on.
+    @Test func aConnectionAnsweredByAFaultRuleCountsItsActivity() async throws {
+        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
+        f.faults.add(FaultRule(topic: Fixture.bundle, reason: .internalServerError))
+        var m = Self.machine(idle: f.api.idleTimeout)
+        let t0 = Self.t0
+        #expect(Did(m.started(at: t0)) == .arm(.idle, in: .seconds(60)))
+        #expect(m.frameReceived() == true)
+        let forged = Self.headers(path: "/3/device/\(f.token.hex)", jwt: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
+        let answer = Self.answer(&m, forged, body: #"{"aps":{}}"#, on: 1, at: t0 + .seconds(50), api: f.api)
+        #expect(answer?.reason == .internalServerError)
+        #expect(m.connection.countsActivity && !m.connection.hasAuthenticated)
+        #expect(m.readComplete(at: t0 + .seconds(50)) == false)
+        #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .arm(.idle, in: .seconds(50)))
     }
 
     /// A usable client certificate is authentication: such a connection's PINGs count from the

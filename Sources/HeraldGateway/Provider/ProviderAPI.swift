@@ -299,6 +299,7 @@ public struct ProviderAPI: Sendable {
         var connectionFault: ConnectionFaultAction?
         connection.pushes += 1
         if let fired = faults.match(topic: topic, tokenHex: tokenText, request: connection.pushes) {
+            connection.answeredByFaultRule = true
             let rule = fired.rule
             if let ms = fired.delay, ms > 0 { delay = .nanoseconds(Int64(ms * 1_000_000)) }
             connectionFault = rule.connectionAction

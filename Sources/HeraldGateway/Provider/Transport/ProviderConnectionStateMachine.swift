@@ -157,12 +157,13 @@ struct ProviderConnectionStateMachine {
         return true
     }
 
-    /// A read ended: activity for the idle deadline once the connection has authenticated (`now` is
-    /// read only then), and whether to flush what the read made us write. Before a provider has
-    /// shown who it is, nothing it sends counts: a connection that only pings, or only sends
-    /// requests that are refused, is closed when the idle deadline has run from its start.
+    /// A read ended: activity for the idle deadline once the connection counts it
+    /// (``ProviderConnectionState/countsActivity``; `now` is read only then), and whether to flush
+    /// what the read made us write. Before a provider has shown who it is, nothing it sends counts:
+    /// a connection that only pings, or only sends requests that are refused, is closed when the
+    /// idle deadline has run from its start.
     mutating func readComplete(at now: @autoclosure () -> NIODeadline) -> Bool {
-        if idle.isWatching, connection.hasAuthenticated { idle.touch(at: now()) }
+        if idle.isWatching, connection.countsActivity { idle.touch(at: now()) }
         if !needsFlush { return false }
         needsFlush = false
         return true
@@ -302,11 +303,12 @@ struct ProviderConnectionStateMachine {
     }
 
     /// An answer carried out came back (the handler writes it next): activity for the idle
-    /// deadline (`now` is read only while it watches). Then, if ``isDrained``, the connection closes.
+    /// deadline once the connection counts it (`now` is read only then). Then, if ``isDrained``,
+    /// the connection closes.
     mutating func answerReady(on id: HTTP2StreamID, at now: @autoclosure () -> NIODeadline) {
         inFlight -= 1
         carriedOut.remove(id)
-        if idle.isWatching { idle.touch(at: now()) }
+        if idle.isWatching, connection.countsActivity { idle.touch(at: now()) }
     }
 
     /// An answer carried out came back after the handler left the pipeline: it is dropped.
@@ -442,10 +444,14 @@ struct ProviderConnectionStateMachine {
     }
 
     /// The idle timer fired at `now`: GOAWAY `{"reason":"IdleTimeout"}` once the client has sent
-    /// nothing for the whole timeout and no request is in flight; else when to look again.
+    /// nothing for the whole timeout and no request is in flight; else when to look again. Before
+    /// the connection counts activity, requests under way do not keep it either (a client could
+    /// otherwise keep a stream open all the time, each reset at the request deadline), and the
+    /// GOAWAY lets them finish.
     mutating func idleTimerFired(at now: NIODeadline) -> Action {
         guard !draining else { return .none }
-        switch idle.timerFired(at: now, busy: inFlight > 0 || !streams.isEmpty) {
+        let busy = connection.countsActivity && (inFlight > 0 || !streams.isEmpty)
+        switch idle.timerFired(at: now, busy: busy) {
         case .idle: return beginDrain(reason: .idleTimeout)
         case .lookAgain(let delay): return .arm(.idle, in: delay)
         case .notWatching: return .none

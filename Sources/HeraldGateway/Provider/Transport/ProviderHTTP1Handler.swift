@@ -62,7 +62,10 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if idle.isWatching { idle.touch(at: context.eventLoop.now) }
+        // Activity only once the provider has shown who it is (or a fault rule answered it), as on
+        // HTTP/2 (``ProviderConnectionState/countsActivity``). A request under way still keeps the
+        // connection (``checkIdle()``): one is bounded by the request deadline and its answer.
+        if idle.isWatching, connection.countsActivity { idle.touch(at: context.eventLoop.now) }
         // Bytes that made no part while nothing was in progress: a head is on its way. (While a
         // request is answered, NIO's pipelining helper holds the next one back, so that is no sign.)
         if !sawPart && request == nil && !busy { startRequestTimer(context) }
@@ -142,7 +145,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
             return
         }
         if case .goAway = response.connectionFault { keepAlive = false }
-        if idle.isWatching { idle.touch(at: context.eventLoop.now) }
+        if idle.isWatching, connection.countsActivity { idle.touch(at: context.eventLoop.now) }
         var headers = HTTPHeaders()
         headers.add(name: response.identifiesRequest ? "apns-request-id" : "apns-id", value: response.apnsID)
         if let channel = response.channelID { headers.add(name: "apns-channel-id", value: channel) }
