@@ -64,11 +64,11 @@ public final class Gateway: Sendable {
         public var firstBytesTimeout: Duration = .seconds(10)
         /// The admin API's idle deadline between requests.
         public var adminIdleTimeout: Duration? = .seconds(60)
-        /// How many connections one address may hold open on each provider listener (the provider
-        /// API, the development listener, the channel management listeners, the binary interface
-        /// and the feedback service); a connection over it is closed at once with a logged reason
-        /// (``PeerConnectionLimit``). 0, the default: no limit. The device link has its own
-        /// (``DeviceLinkServer/Configuration/maxConnectionsPerAddress``).
+        /// How many connections one address may hold open on each provider listener that serves
+        /// other machines (the provider API, the channel management API, the binary interface and
+        /// the feedback service; not the development listeners, which serve loopback only); a
+        /// connection over it is closed at once (``PeerConnectionLimit``). 0, the default: no
+        /// limit. The device link has its own (``DeviceLinkServer/Configuration/maxConnectionsPerAddress``).
         public var maxConnectionsPerAddress = 0
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()
@@ -293,8 +293,7 @@ public final class Gateway: Sendable {
                 try await ProviderServer.start(
                     host: "127.0.0.1", port: port, sockets: inherited["development"], transport: .cleartext, api: api,
                     router: router, environment: configuration.environment, group: group, logger: logger,
-                    firstBytes: firstBytes, log: log, clock: clock, capture: capture,
-                    maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
+                    firstBytes: firstBytes, log: log, clock: clock, capture: capture)
             }
         }
         // The channel management API: the provider API's transports, its own listeners.
@@ -313,7 +312,9 @@ public final class Gateway: Sendable {
                         host: host, port: port, sockets: sockets, transport: secure ? .tls(tls, ca: ca) : .cleartext,
                         api: channelsAPI, router: router, environment: configuration.environment, group: group,
                         logger: logger, firstBytes: firstBytes, log: log, clock: clock,
-                        maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
+                        // The development listener serves loopback only: every client there shares
+                        // one address.
+                        maxConnectionsPerAddress: secure ? configuration.maxConnectionsPerAddress : 0)
                 })
         }
         let linkTLS = try GatewayStateDirectory.tlsContext(

@@ -103,8 +103,8 @@ struct GatewayCommand: AsyncParsableCommand {
         name: .long,
         help: """
             How many connections one IP address may hold open on each provider listener (provider API, \
-            development, channel management, binary and feedback); one more is closed at once and logged \
-            (0 = no limit).
+            channel management, binary and feedback; not the loopback-only development listeners); one more \
+            is closed at once (0 = no limit). On a cluster, allow each other node its --threads.
             """)
     var maxConnectionsPerAddress = 0
     @Option(

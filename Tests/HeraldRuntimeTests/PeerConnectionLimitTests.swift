@@ -9,17 +9,19 @@ import Testing
 @Suite struct PeerConnectionLimitTests {
     @Test func anAddressHoldsAtMostTheLimitAndClosingFreesAPlace() {
         let limit = PeerConnectionLimit(limit: 2)
-        #expect(limit.admit("10.0.0.1"))
-        #expect(limit.admit("10.0.0.1"))
-        // A third from the same address is refused and not counted; another address is not affected.
-        #expect(!limit.admit("10.0.0.1"))
+        #expect(limit.admit("10.0.0.1") == .admitted)
+        #expect(limit.admit("10.0.0.1") == .admitted)
+        // A third from the same address is refused and not counted (only the first refusal is
+        // worth a log line); another address is not affected.
+        #expect(limit.admit("10.0.0.1") == .refused(firstSinceFull: true))
+        #expect(limit.admit("10.0.0.1") == .refused(firstSinceFull: false))
         #expect(limit.count(of: "10.0.0.1") == 2)
-        #expect(limit.admit("10.0.0.2"))
-        // One closes: one more is taken, and no more.
+        #expect(limit.admit("10.0.0.2") == .admitted)
+        // One closes: one more is taken, and no more; the next refusal is logged again.
         limit.release("10.0.0.1")
         #expect(limit.count(of: "10.0.0.1") == 1)
-        #expect(limit.admit("10.0.0.1"))
-        #expect(!limit.admit("10.0.0.1"))
+        #expect(limit.admit("10.0.0.1") == .admitted)
+        #expect(limit.admit("10.0.0.1") == .refused(firstSinceFull: true))
         // Releasing what was never admitted changes nothing.
         limit.release("10.0.0.9")
         #expect(limit.count(of: "10.0.0.9") == 0)
@@ -30,30 +32,46 @@ import Testing
         #expect(PeerConnectionLimit.of(3)?.limit == 3)
     }
 
-    /// A channel is counted by its peer's IP address, whatever its port, until it closes.
+    /// A channel is counted by its peer's IP address, whatever its port (an IPv4 address mapped
+    /// into IPv6 as the IPv4 one), until it closes.
     @Test func aChannelIsCountedByItsAddressUntilItCloses() throws {
         let limit = PeerConnectionLimit(limit: 1)
         let first = EmbeddedChannel()
         try first.connect(to: SocketAddress(ipAddress: "192.0.2.7", port: 4000)).wait()
         let second = EmbeddedChannel()
-        try second.connect(to: SocketAddress(ipAddress: "192.0.2.7", port: 4001)).wait()
-        #expect(limit.admit(first))
-        #expect(!limit.admit(second))
-        #expect(
-            limit.reason(for: second.remoteAddress) == "192.0.2.7 holds 1 connection already (the limit per address)")
+        try second.connect(to: SocketAddress(ipAddress: "::ffff:192.0.2.7", port: 4001)).wait()
+        #expect(limit.admit(first) == .admitted)
+        #expect(limit.admit(second) == .refused(firstSinceFull: true))
+        #expect(limit.reason(for: second.remoteAddress).hasPrefix("192.0.2.7 holds 1 connection already"))
         _ = try first.finish()
         #expect(limit.count(of: "192.0.2.7") == 0)
-        #expect(limit.admit(second))
+        #expect(limit.admit(second) == .admitted)
     }
 
-    /// The refusal's handler logs the reason once and closes the connection when it becomes active.
-    @Test func aRefusedConnectionIsLoggedAndClosed() throws {
-        let closes = Mutex<[String]>([])
-        let log = ListenerLog(logger: Logger(label: "test")) { listener in closes.withLock { $0.append(listener) } }
-        let channel = EmbeddedChannel(
-            handler: ConnectionRefusal(listener: "provider API", reason: "too many", log: log))
-        try channel.connect(to: SocketAddress(ipAddress: "192.0.2.7", port: 4000)).wait()
-        #expect(!channel.isActive)
-        #expect(closes.withLock { $0 } == ["provider API"])
+    /// A refused connection is closed when it becomes active; the first of a run is logged, the
+    /// rest only counted.
+    @Test func aRefusedConnectionIsClosedLoggedOnceAndCounted() throws {
+        let counted = Mutex<[String]>([])
+        let lines = LogLines()
+        let log = ListenerLog(logger: Logger(label: "test", factory: { _ in CapturingLogHandler(lines) })) { listener in
+            counted.withLock { $0.append(listener) }
+        }
+        let limit = PeerConnectionLimit(limit: 1)
+        let held = EmbeddedChannel()
+        try held.connect(to: SocketAddress(ipAddress: "192.0.2.7", port: 4000)).wait()
+        #expect(ConnectionRefusal.of(held, limit: limit, listener: "provider API", log: log) == nil)
+        for port in [4001, 4002] {
+            let over = EmbeddedChannel()
+            try over.connect(to: SocketAddress(ipAddress: "192.0.2.7", port: port)).wait()
+            let refusal = try #require(ConnectionRefusal.of(over, limit: limit, listener: "provider API", log: log))
+            try over.pipeline.syncOperations.addHandler(refusal)
+            over.pipeline.fireChannelActive()
+            #expect(!over.isActive)
+        }
+        #expect(counted.withLock { $0 } == ["provider API", "provider API"])
+        #expect(lines.all.count == 1)
+        #expect(lines.all.first?.hasPrefix("connection closed listener=provider API peer=") == true, "\(lines.all)")
+        #expect(lines.all.first?.contains("reason=192.0.2.7 holds 1 connection already") == true, "\(lines.all)")
+        #expect(ConnectionRefusal.of(held, limit: nil, listener: "provider API", log: log) == nil)
     }
 }

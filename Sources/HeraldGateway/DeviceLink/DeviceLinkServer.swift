@@ -59,13 +59,11 @@ public final class DeviceLinkServer: Sendable {
             .serverChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .serverChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelInitializer { channel in
-                if let peers, !peers.admit(channel) {
+                if let refusal = ConnectionRefusal.of(
+                    channel, limit: peers, listener: LinkTransportSniffer.listener, log: service.log)
+                {
                     return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            ConnectionRefusal(
-                                listener: LinkTransportSniffer.listener,
-                                reason: peers.reason(for: channel.remoteAddress),
-                                log: service.log))
+                        try channel.pipeline.syncOperations.addHandler(refusal)
                     }
                 }
                 channels.add(channel)

@@ -54,11 +54,9 @@ public final class LegacyServer: Sendable {
             // the connection closes once that has been routed (or after an error packet).
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
-                if let peers, !peers.admit(channel) {
+                if let refusal = ConnectionRefusal.of(channel, limit: peers, listener: service.rawValue, log: log) {
                     return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            ConnectionRefusal(
-                                listener: service.rawValue, reason: peers.reason(for: channel.remoteAddress), log: log))
+                        try channel.pipeline.syncOperations.addHandler(refusal)
                     }
                 }
                 registry.add(channel)

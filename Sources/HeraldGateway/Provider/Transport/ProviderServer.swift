@@ -65,11 +65,9 @@ public final class ProviderServer: Sendable {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                if let peers, !peers.admit(channel) {
+                if let refusal = ConnectionRefusal.of(channel, limit: peers, listener: name, log: log) {
                     return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            ConnectionRefusal(
-                                listener: name, reason: peers.reason(for: channel.remoteAddress), log: log))
+                        try channel.pipeline.syncOperations.addHandler(refusal)
                     }
                 }
                 holder.add(channel)
