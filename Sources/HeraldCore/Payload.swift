@@ -316,7 +316,7 @@ public struct Payload: Sendable, Hashable {
             guard let parsed = InterruptionLevel(rawValue: level) else {
                 throw PayloadError(
                     key: "aps.interruption-level",
-                    rule: "must be passive, active, time-sensitive or critical, not \"\(quoted(level))\"")
+                    rule: "must be passive, active, time-sensitive or critical, not \(quoted(level))")
             }
             aps.interruptionLevel = parsed
         }
@@ -332,7 +332,7 @@ public struct Payload: Sendable, Hashable {
         aps.timestamp = try integer(m, "timestamp")
         if let event = try string(m, "event", path: "aps") {
             guard let parsed = LiveActivityEvent(rawValue: event) else {
-                throw PayloadError(key: "aps.event", rule: "must be start, update or end, not \"\(quoted(event))\"")
+                throw PayloadError(key: "aps.event", rule: "must be start, update or end, not \(quoted(event))")
             }
             aps.event = parsed
         }
@@ -385,7 +385,7 @@ public struct Payload: Sendable, Hashable {
     /// belongs, and the error goes into logs and answers.
     private static func describe(_ value: JSONValue) -> String {
         switch value {
-        case .string(let s): "\"\(quoted(s))\""
+        case .string(let s): quoted(s)
         case .int(let n): "\(n)"
         case .double(let d): "\(d)"
         case .bool(let b): "\(b)"
@@ -393,8 +393,8 @@ public struct Payload: Sendable, Hashable {
         }
     }
 
-    /// Text a payload sent, as an error quotes it (``TextExcerpt``, 64 bytes).
-    static func quoted(_ text: String) -> String { TextExcerpt.of(text, limit: 64) }
+    /// Text a payload sent, in quotes, as an error quotes it (``TextExcerpt/quoted(_:limit:)``, 64 bytes).
+    static func quoted(_ text: String) -> String { TextExcerpt.quoted(text, limit: 64) }
 
     private static func string(_ m: [String: JSONValue], _ key: String, path: String) throws(PayloadError) -> String? {
         guard let value = m[key] else { return nil }

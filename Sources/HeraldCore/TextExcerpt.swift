@@ -9,6 +9,15 @@ public enum TextExcerpt {
         return String(prefix(text, bytes: limit)) + "… (\(size) bytes in all)"
     }
 
+    /// `text` in double quotes, as an error quotes a value: whole when it has at most `limit` bytes of
+    /// UTF-8; otherwise its start (``prefix(_:bytes:)``) in the quotes and the size after them,
+    /// `"abc…" (N bytes in all)`, so that the size is not read as part of the value.
+    public static func quoted(_ text: some StringProtocol, limit: Int) -> String {
+        let size = text.utf8.count
+        guard size > limit else { return "\"\(text)\"" }
+        return "\"\(prefix(text, bytes: limit))…\" (\(size) bytes in all)"
+    }
+
     /// The longest start of `text` made of whole characters that has at most `bytes` bytes of UTF-8.
     public static func prefix<S: StringProtocol>(_ text: S, bytes: Int) -> S.SubSequence {
         var end = text.startIndex

@@ -17,4 +17,10 @@ import Testing
         #expect(TextExcerpt.of(Substring("abcdef"), limit: 3) == "abc… (6 bytes in all)")
         #expect(TextExcerpt.of("abc", limit: 0) == "… (3 bytes in all)")
     }
+
+    /// Quoted, a cut value keeps its size outside the quotes, where it cannot be read as the value's.
+    @Test func aQuotedExcerptHasItsSizeAfterTheQuotes() {
+        #expect(TextExcerpt.quoted("pause", limit: 64) == #""pause""#)
+        #expect(TextExcerpt.quoted("ééé", limit: 5) == #""éé…" (6 bytes in all)"#)
+    }
 }

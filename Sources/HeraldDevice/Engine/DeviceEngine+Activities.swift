@@ -169,7 +169,8 @@ extension DeviceEngine {
         guard aps.attributesType == type else {
             throw ActivityError(
                 .invalidArgument,
-                "aps.attributes-type: this token starts \(type) activities, not \(aps.attributesType ?? "none")")
+                "aps.attributes-type: this token starts \(type) activities, not "
+                    + (aps.attributesType.map { TextExcerpt.quoted($0, limit: 64) } ?? "none"))
         }
         let attributes = JSONValue.object(aps.attributes ?? [:])
         let content = Self.content(aps, now: now)
@@ -177,7 +178,9 @@ extension DeviceEngine {
         var pushType: ActivityPushType?
         if let channel = aps.inputPushChannel {
             guard BroadcastChannel.isWellFormed(channel) else {
-                throw ActivityError(.invalidArgument, "aps.input-push-channel: \"\(channel)\" is not a channel id")
+                throw ActivityError(
+                    .invalidArgument,
+                    "aps.input-push-channel: \(TextExcerpt.quoted(channel, limit: 64)) is not a channel id")
             }
             pushType = .channel(channel)
         } else if aps.inputPushToken {
