@@ -81,7 +81,7 @@ struct GatewayCommand: AsyncParsableCommand {
             Seconds a provider connection (HTTP/2, HTTP/1.1 or binary) may stay idle (nothing from the client, \
             no request in flight) before the gateway closes it, over HTTP/2 with GOAWAY {"reason":"IdleTimeout"} \
             (0 = never). Until its provider authenticates (a client certificate or an accepted token), nothing \
-            a connection sends counts, PINGs included.
+            a connection sends counts, PINGs included, so one that never does is closed this long after it opened.
             """)
     var idleTimeout: Double = 3600
     @Option(
