@@ -229,6 +229,38 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
         #expect(!pair.server.isActive)
     }
 
+    /// An unauthenticated connection with a stream open when its idle deadline comes gets its
+    /// GOAWAY and stays open for that stream only: once the client resets it, or it is answered at
+    /// once, the connection closes.
+    @Test(arguments: [false, true])
+    func aDrainedConnectionClosesWhenItsLastStreamEnds(answered: Bool) async throws {
+        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        let loop = pair.server.embeddedEventLoop
+        loop.advanceTime(by: .seconds(55))
+        try pair.send(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: HTTP2Pair.badTokenRequest(jwt: "x")))))
+        loop.advanceTime(by: .seconds(5))
+        try pair.exchange()
+        #expect(Self.goAways(pair).map(\.data) == [#"{"reason":"IdleTimeout"}"#])
+        #expect(pair.server.isActive)
+        if answered {
+            try pair.send(
+                HTTP2Frame(
+                    streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(string: "{}")), endStream: true))))
+            let statuses = pair.collector.frames.compactMap { frame -> String? in
+                if frame.streamID == 1, case .headers(let h) = frame.payload { return h.headers.first(name: ":status") }
+                return nil
+            }
+            // Answered at once (its token is refused).
+            #expect(statuses == ["403"])
+        } else {
+            try pair.send(HTTP2Frame(streamID: 1, payload: .rstStream(.cancel)))
+        }
+        try pair.exchange()
+        #expect(!pair.server.isActive)
+    }
+
     /// A graceful stop reaches the wire as GOAWAY `{"reason":"Shutdown"}`; with nothing in flight
     /// the connection closes.
     @Test func aShutdownGetsGoAwayShutdownOnTheWireAndCloses() async throws {

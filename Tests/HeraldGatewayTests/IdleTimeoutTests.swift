@@ -77,6 +77,21 @@ import Testing
         return (channel, loop)
     }
 
+    /// Before authentication a request under way does not keep an HTTP/1.1 connection either: one
+    /// whose body is still arriving when the idle deadline comes is closed then, not at the
+    /// request's own deadline 5 s later.
+    @Test func anUnauthenticatedHTTP1ConnectionIsClosedWithARequestUnderWay() async throws {
+        let f = try await Fixture(configuration: Self.configuration(seconds: 60))
+        let (channel, loop) = try Self.http1Channel(f)
+        loop.advanceTime(by: .seconds(55))
+        try channel.writeInbound(
+            ByteBuffer(string: "POST /3/device/00 HTTP/1.1\r\nhost: localhost\r\ncontent-length: 10\r\n\r\n{\"aps\""))
+        loop.advanceTime(by: .seconds(4))
+        #expect(channel.isActive)
+        loop.advanceTime(by: .seconds(1))
+        #expect(!channel.isActive)
+    }
+
     @Test func aHeadSentAByteAtATimeAfterAnAnsweredRequestIsClosedAtTheRequestDeadline() async throws {
         let f = try await Fixture(configuration: Self.configuration(seconds: 3600))
         let (channel, loop) = try Self.http1Channel(f)

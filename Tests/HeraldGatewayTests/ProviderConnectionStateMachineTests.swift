@@ -148,9 +148,10 @@ enum Did: Equatable {
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .drained(.idleTimeout, lastStreamID: 3, close: false))
     }
 
-    /// A connection whose requests a fault rule answers is a test bench's (only the operator sets
-    /// fault rules, and they answer before authentication): what it sends counts from then on.
-    @Test func aConnectionAnsweredByAFaultRuleCountsItsActivity() async throws {
+    /// A fault rule's answer is activity even before authentication (only the operator sets fault
+    /// rules, and they answer before authentication: a test bench's connection whose pushes they
+    /// answer is busy). Each answer counts once; it does not make the connection's PINGs count.
+    @Test func eachAnswerOfAFaultRuleCountsAsActivity() async throws {
         let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
         f.faults.add(FaultRule(topic: Fixture.bundle, reason: .internalServerError))
         var m = Self.machine(idle: f.api.idleTimeout)
@@ -160,9 +161,13 @@ enum Did: Equatable {
         let forged = Self.headers(path: "/3/device/\(f.token.hex)", jwt: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
         let answer = Self.answer(&m, forged, body: #"{"aps":{}}"#, on: 1, at: t0 + .seconds(50), api: f.api)
         #expect(answer?.reason == .internalServerError)
-        #expect(m.connection.countsActivity && !m.connection.hasAuthenticated)
+        #expect(!m.connection.hasAuthenticated)
         #expect(m.readComplete(at: t0 + .seconds(50)) == false)
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .arm(.idle, in: .seconds(50)))
+        // A PING at 100 s does not count: 60 s after the answer, GOAWAY.
+        #expect(m.frameReceived() == false)
+        #expect(m.readComplete(at: t0 + .seconds(100)) == false)
+        #expect(Did(m.idleTimerFired(at: t0 + .seconds(110))) == .drained(.idleTimeout, lastStreamID: 1))
     }
 
     /// A usable client certificate is authentication: such a connection's PINGs count from the
@@ -189,11 +194,18 @@ enum Did: Equatable {
         var m = Self.machine(idle: f.api.idleTimeout)
         let t0 = Self.t0
         #expect(Did(m.started(at: t0)) == .arm(.idle, in: .seconds(60)))
+        // The provider authenticates first, with a request for a topic the rule does not cover (its
+        // token is accepted; the topic is then refused).
+        var other = Self.headers(path: "/3/device/\(f.token.hex)", jwt: f.jwt())
+        other.replaceOrAdd(name: "apns-topic", value: "com.example.other")
+        _ = Self.answer(&m, other, body: #"{"aps":{}}"#, on: 1, at: t0, api: f.api)
+        #expect(m.connection.hasAuthenticated)
         let headers = Self.headers(path: "/3/device/\(f.token.hex)", jwt: f.jwt())
-        #expect(Did(m.headersReceived(headers, endStream: false, on: 1, at: t0)) == .arm(.incomplete, in: .seconds(10)))
-        let data = m.dataReceived(ByteBuffer(string: #"{"aps":{}}"#), endStream: true, on: 1)
+        // (The request deadline's timer is armed already, from stream 1.)
+        #expect(Did(m.headersReceived(headers, endStream: false, on: 3, at: t0)) == .nothing)
+        let data = m.dataReceived(ByteBuffer(string: #"{"aps":{}}"#), endStream: true, on: 3)
         let request = try #require(Self.request(data))
-        guard case .carryOut(.respond(let response, let delay)) = m.decide(request, on: 1, with: f.api, now: Self.date)
+        guard case .carryOut(.respond(let response, let delay)) = m.decide(request, on: 3, with: f.api, now: Self.date)
         else {
             Issue.record("the fault rule answers after a delay")
             return
@@ -206,12 +218,12 @@ enum Did: Equatable {
         // At 60 s the request is in flight: busy, look again in 60 s (no GOAWAY at 89 s).
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .arm(.idle, in: .seconds(60)))
         // The answer at 90 s; the connection then has 60 s more.
-        m.answerReady(on: 1, at: t0 + .seconds(90))
+        m.answerReady(on: 3, at: t0 + .seconds(90))
         let statuses = [m.answerHeaders(for: response, body: response.body).first(name: ":status")]
         #expect(statuses == ["500"])
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(120))) == .arm(.idle, in: .seconds(30)))
         // No GOAWAY at 149 s; at 150 s, GOAWAY.
-        #expect(Did(m.idleTimerFired(at: t0 + .seconds(150))) == .drained(.idleTimeout, lastStreamID: 1))
+        #expect(Did(m.idleTimerFired(at: t0 + .seconds(150))) == .drained(.idleTimeout, lastStreamID: 3))
     }
 
     @Test func byDefaultAConnectionQuietForAnHourGetsGoAway() async throws {

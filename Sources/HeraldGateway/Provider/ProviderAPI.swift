@@ -23,10 +23,10 @@ public struct ProviderAPI: Sendable {
         /// How long a provider connection may stay idle (no bytes from the client, no request in
         /// flight) before the gateway closes it: HTTP/2 with GOAWAY `{"reason":"IdleTimeout"}`.
         /// One hour by default: clients keep connections for hours but send PINGs when idle, and a
-        /// PING counts as activity; one that goes quiet longer reconnects on its next push. Until a
-        /// connection counts activity (``ProviderConnectionState/countsActivity``: its provider has
-        /// authenticated, or a fault rule answered it), nothing it sends or has under way counts, so
-        /// one that never authenticates is closed this long after it opened. `nil` = never.
+        /// PING counts as activity; one that goes quiet longer reconnects on its next push. Until its
+        /// provider has authenticated (``ProviderConnectionState/hasAuthenticated``), nothing a
+        /// connection sends or has under way counts but an answer a fault rule gives, so one that
+        /// never authenticates is closed this long after it opened. `nil` = never.
         public var idleTimeout: Duration? = .seconds(3600)
         /// Refuse pushes with a ``PushWarning`` (400, the warning as the reason) instead of
         /// accepting them with a `herald-warnings` header: for a CI that should fail on them.
@@ -299,7 +299,6 @@ public struct ProviderAPI: Sendable {
         var connectionFault: ConnectionFaultAction?
         connection.pushes += 1
         if let fired = faults.match(topic: topic, tokenHex: tokenText, request: connection.pushes) {
-            connection.answeredByFaultRule = true
             let rule = fired.rule
             if let ms = fired.delay, ms > 0 { delay = .nanoseconds(Int64(ms * 1_000_000)) }
             connectionFault = rule.connectionAction

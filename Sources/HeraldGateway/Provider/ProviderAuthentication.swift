@@ -53,22 +53,16 @@ public struct ProviderConnectionState: Sendable {
     /// Set once a request on this connection carried the cluster's credential: the connection is
     /// another node's, forwarding pushes (docs/cluster.md).
     var isClusterPeer = false
-    /// Set once a fault rule answered a request on this connection (fault rules are answered before
-    /// authentication, and only the gateway's operator sets them: the client is a test bench's).
-    var answeredByFaultRule = false
     /// Whether the client on this connection has shown who it is: a usable client certificate at
     /// the TLS handshake, a request whose provider token was accepted, or a forwarded push with the
-    /// cluster's credential.
+    /// cluster's credential. Until then nothing the client sends, nor any request it has under way,
+    /// keeps the connection open past its idle deadline (``ProviderAPI/Configuration/idleTimeout``)
+    /// from its start; only each answer a fault rule gives it counts.
     public var hasAuthenticated: Bool {
         // Read in place, the token's case first: this runs on every read of a connection.
         if boundTeam != nil || isClusterPeer { return true }
         return certificate != nil && certificate?.problem == nil
     }
-    /// Whether what the client sends counts as activity for the connection's idle deadline
-    /// (``ProviderAPI/Configuration/idleTimeout``): once it ``hasAuthenticated``, or once a fault
-    /// rule answered it. Until then nothing it sends, nor any request it has under way, keeps the
-    /// connection open past the idle timeout from its start.
-    public var countsActivity: Bool { hasAuthenticated || answeredByFaultRule }
     /// Pushes to devices asked for on this connection so far (fault rules' `afterStreams`).
     public internal(set) var pushes = 0
 

@@ -110,6 +110,8 @@ struct ProviderConnectionStateMachine {
     /// Whether something was written since the last flush.
     private var needsFlush = false
     private(set) var draining = false
+    /// A fault rule answered a request of the read under way (``readComplete(at:)`` counts it).
+    private var faultAnswered = false
     /// Whether the connection is on its way out after a GOAWAY for an error.
     private(set) var closingAfterGoAway = false
     /// Whether the first-bytes watch has been told the connection is up.
@@ -157,13 +159,15 @@ struct ProviderConnectionStateMachine {
         return true
     }
 
-    /// A read ended: activity for the idle deadline once the connection counts it
-    /// (``ProviderConnectionState/countsActivity``; `now` is read only then), and whether to flush
-    /// what the read made us write. Before a provider has shown who it is, nothing it sends counts:
-    /// a connection that only pings, or only sends requests that are refused, is closed when the
-    /// idle deadline has run from its start.
+    /// A read ended: activity for the idle deadline once the connection has authenticated
+    /// (``ProviderConnectionState/hasAuthenticated``), or when a fault rule answered one of the
+    /// read's requests (`now` is read only then); and whether to flush what the read made us write.
+    /// Before a provider has shown who it is, nothing else it sends counts: a connection that only
+    /// pings, or only sends requests that are refused, is closed when the idle deadline has run from
+    /// its start.
     mutating func readComplete(at now: @autoclosure () -> NIODeadline) -> Bool {
-        if idle.isWatching, connection.countsActivity { idle.touch(at: now()) }
+        if idle.isWatching, connection.hasAuthenticated || faultAnswered { idle.touch(at: now()) }
+        faultAnswered = false
         if !needsFlush { return false }
         needsFlush = false
         return true
@@ -296,19 +300,25 @@ struct ProviderConnectionStateMachine {
     mutating func decide(_ request: ProviderRequest, on id: HTTP2StreamID, with api: ProviderAPI, now: Date) -> Decided
     {
         let decision = api.handle(request, connection: &connection, now: now)
-        if case .respond(let response, nil) = decision { return .answer(response) }
+        if case .respond(let response, nil) = decision {
+            // A fault rule's answer is activity even before authentication (only the operator sets
+            // fault rules; a test bench's connection whose pushes they answer is busy), counted at
+            // the read's end.
+            if response.injected { faultAnswered = true }
+            return .answer(response)
+        }
         inFlight += 1
         carriedOut.insert(id)
         return .carryOut(decision)
     }
 
     /// An answer carried out came back (the handler writes it next): activity for the idle
-    /// deadline once the connection counts it (`now` is read only then). Then, if ``isDrained``,
-    /// the connection closes.
-    mutating func answerReady(on id: HTTP2StreamID, at now: @autoclosure () -> NIODeadline) {
+    /// deadline once the connection has authenticated, or when a fault rule gave it (`injected`;
+    /// `now` is read only then). Then, if ``isDrained``, the connection closes.
+    mutating func answerReady(on id: HTTP2StreamID, at now: @autoclosure () -> NIODeadline, injected: Bool = false) {
         inFlight -= 1
         carriedOut.remove(id)
-        if idle.isWatching, connection.countsActivity { idle.touch(at: now()) }
+        if idle.isWatching, connection.hasAuthenticated || injected { idle.touch(at: now()) }
     }
 
     /// An answer carried out came back after the handler left the pipeline: it is dropped.
@@ -445,12 +455,12 @@ struct ProviderConnectionStateMachine {
 
     /// The idle timer fired at `now`: GOAWAY `{"reason":"IdleTimeout"}` once the client has sent
     /// nothing for the whole timeout and no request is in flight; else when to look again. Before
-    /// the connection counts activity, requests under way do not keep it either (a client could
+    /// the connection has authenticated, requests under way do not keep it either (a client could
     /// otherwise keep a stream open all the time, each reset at the request deadline), and the
-    /// GOAWAY lets them finish.
+    /// GOAWAY lets them finish: the connection closes when the last has ended (``isDrained``).
     mutating func idleTimerFired(at now: NIODeadline) -> Action {
         guard !draining else { return .none }
-        let busy = connection.countsActivity && (inFlight > 0 || !streams.isEmpty)
+        let busy = connection.hasAuthenticated && (inFlight > 0 || !streams.isEmpty)
         switch idle.timerFired(at: now, busy: busy) {
         case .idle: return beginDrain(reason: .idleTimeout)
         case .lookAgain(let delay): return .arm(.idle, in: delay)

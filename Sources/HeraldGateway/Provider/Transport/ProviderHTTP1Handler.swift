@@ -62,10 +62,9 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        // Activity only once the provider has shown who it is (or a fault rule answered it), as on
-        // HTTP/2 (``ProviderConnectionState/countsActivity``). A request under way still keeps the
-        // connection (``checkIdle()``): one is bounded by the request deadline and its answer.
-        if idle.isWatching, connection.countsActivity { idle.touch(at: context.eventLoop.now) }
+        // Activity only once the provider has shown who it is, as on HTTP/2
+        // (``ProviderConnectionState/hasAuthenticated``); an answer a fault rule gives counts too.
+        if idle.isWatching, connection.hasAuthenticated { idle.touch(at: context.eventLoop.now) }
         // Bytes that made no part while nothing was in progress: a head is on its way. (While a
         // request is answered, NIO's pipelining helper holds the next one back, so that is no sign.)
         if !sawPart && request == nil && !busy { startRequestTimer(context) }
@@ -89,9 +88,11 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
     }
 
     /// Closes the connection once the client has sent nothing for the whole idle timeout and no
-    /// request is in flight (HTTP/1.1 has no GOAWAY).
+    /// request is in flight (HTTP/1.1 has no GOAWAY). Before authentication a request under way
+    /// does not keep it (a client could otherwise always have one on its way).
     func checkIdle() {
-        guard let context, idle.quietLongEnough(at: context.eventLoop.now, busy: busy || request != nil) else { return }
+        let underWay = connection.hasAuthenticated && (busy || request != nil)
+        guard let context, idle.quietLongEnough(at: context.eventLoop.now, busy: underWay) else { return }
         context.close(promise: nil)
     }
 
@@ -145,7 +146,7 @@ final class ProviderHTTP1Handler: ChannelInboundHandler, IdleWatching {
             return
         }
         if case .goAway = response.connectionFault { keepAlive = false }
-        if idle.isWatching, connection.countsActivity { idle.touch(at: context.eventLoop.now) }
+        if idle.isWatching, connection.hasAuthenticated || response.injected { idle.touch(at: context.eventLoop.now) }
         var headers = HTTPHeaders()
         headers.add(name: response.identifiesRequest ? "apns-request-id" : "apns-id", value: response.apnsID)
         if let channel = response.channelID { headers.add(name: "apns-channel-id", value: channel) }

@@ -113,6 +113,9 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         if machine.readComplete(at: context.eventLoop.now) { context.flush() }
         context.fireChannelReadComplete()
+        // A draining connection whose last stream the read ended (the client reset it, or it was
+        // answered at once) has nothing left: it closes here, as after the last answer carried out.
+        if machine.isDrained { closeDrained(context) }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -176,7 +179,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     /// An answer carried out comes back, on the loop.
     private func answerReady(_ response: ProviderResponse, on id: HTTP2StreamID) {
         guard let context else { return machine.answerDropped(on: id) }
-        machine.answerReady(on: id, at: context.eventLoop.now)
+        machine.answerReady(on: id, at: context.eventLoop.now, injected: response.injected)
         write(response, on: id, context)
         // Answers that come back later (from the store or a device) arrive one by one as tasks on
         // the event loop: flush once after the tasks queued now have run, not once per answer.
