@@ -14,25 +14,28 @@ public final class PeerConnectionLimit: Sendable {
     public enum Admission: Equatable, Sendable {
         /// Counted until it is released.
         case admitted
-        /// Over the limit, not counted. `firstSinceFull` is true for the first refusal since the
-        /// address last held fewer than the limit: the one worth a log line (the others are only
-        /// counted, so that a peer cannot flood the log by connecting).
-        case refused(firstSinceFull: Bool)
+        /// Over the limit, not counted.
+        case refused
     }
 
-    struct Peer {
-        var open = 0
-        var refusing = false
+    struct Lines {
+        var next = NIODeadline.uptimeNanoseconds(0)
+        var unlogged = 0
     }
 
     /// How many connections one address may hold open.
     public let limit: Int
-    private let peers = Mutex<[String: Peer]>([:])
+    /// At most one log line per this long (``refusalLine(for:at:)``).
+    public let logInterval: TimeAmount
+    private let open = Mutex<[String: Int]>([:])
+    private let lines = Mutex(Lines())
 
-    /// A limit of `limit` (more than 0) connections per address.
-    public init(limit: Int) {
+    /// A limit of `limit` (more than 0) connections per address; refusals are logged at most once
+    /// per `logInterval`.
+    public init(limit: Int, logInterval: TimeAmount = .seconds(10)) {
         precondition(limit > 0, "a limit of at least one connection")
         self.limit = limit
+        self.logInterval = logInterval
     }
 
     /// A limit of `limit` connections, or none for 0.
@@ -40,31 +43,24 @@ public final class PeerConnectionLimit: Sendable {
 
     /// Counts a connection from `address`, unless that address holds ``limit`` connections already.
     public func admit(_ address: String) -> Admission {
-        peers.withLock { peers in
-            var peer = peers[address, default: Peer()]
-            defer { peers[address] = peer }
-            guard peer.open < limit else {
-                let first = !peer.refusing
-                peer.refusing = true
-                return .refused(firstSinceFull: first)
-            }
-            peer.open += 1
+        open.withLock { open in
+            let count = open[address, default: 0]
+            guard count < limit else { return .refused }
+            open[address] = count + 1
             return .admitted
         }
     }
 
     /// A connection from `address` that was admitted has closed.
     public func release(_ address: String) {
-        peers.withLock { peers in
-            guard var peer = peers[address] else { return }
-            peer.open -= 1
-            peer.refusing = false
-            peers[address] = peer.open > 0 ? peer : nil
+        open.withLock { open in
+            guard let count = open[address] else { return }
+            open[address] = count > 1 ? count - 1 : nil
         }
     }
 
     /// How many connections `address` holds open.
-    public func count(of address: String) -> Int { peers.withLock { $0[address]?.open ?? 0 } }
+    public func count(of address: String) -> Int { open.withLock { $0[address, default: 0] } }
 
     /// Counts `channel` against its peer's address until it closes, unless that address holds
     /// ``limit`` connections already (then nothing is counted). A channel with no IP address (a Unix
@@ -83,11 +79,26 @@ public final class PeerConnectionLimit: Sendable {
         return ip
     }
 
-    /// Why a connection from `address` was refused, for the log.
-    public func reason(for address: SocketAddress?) -> String {
+    /// The log line for a connection from `address` refused at `now`, or `nil` when one was
+    /// written less than ``logInterval`` ago (then this refusal is only counted, and the next line
+    /// says how many went without one). Peers that connect in a loop cannot fill the log.
+    public func refusalLine(for address: SocketAddress?, at now: NIODeadline) -> String? {
+        let unlogged: Int? = lines.withLock { lines in
+            guard now >= lines.next else {
+                lines.unlogged += 1
+                return nil
+            }
+            let unlogged = lines.unlogged
+            lines = Lines(next: now + logInterval, unlogged: 0)
+            return unlogged
+        }
+        guard let unlogged else { return nil }
         let who = address.flatMap(Self.key) ?? "its address"
-        return "\(who) holds \(limit) connection\(limit == 1 ? "" : "s") already (the limit per address); "
-            + "more from it are refused without a line each until one of them closes"
+        var line = "\(who) holds \(limit) connection\(limit == 1 ? "" : "s") already (the limit per address)"
+        if unlogged > 0 {
+            line += "; \(unlogged) more refused on this listener without a line since the last one"
+        }
+        return line
     }
 }
 
@@ -112,9 +123,10 @@ public final class ConnectionRefusal: ChannelInboundHandler {
     public static func of(
         _ channel: any Channel, limit: PeerConnectionLimit?, listener: String, log: ListenerLog
     ) -> ConnectionRefusal? {
-        guard let limit, case .refused(let first) = limit.admit(channel) else { return nil }
+        guard let limit, limit.admit(channel) == .refused else { return nil }
         return ConnectionRefusal(
-            listener: listener, reason: first ? limit.reason(for: channel.remoteAddress) : nil, log: log)
+            listener: listener, reason: limit.refusalLine(for: channel.remoteAddress, at: channel.eventLoop.now),
+            log: log)
     }
 
     public func channelActive(context: ChannelHandlerContext) {

@@ -104,7 +104,8 @@ struct GatewayCommand: AsyncParsableCommand {
         help: """
             How many connections one IP address may hold open on each provider listener (provider API, \
             channel management, binary and feedback; not the loopback-only development listeners); one more \
-            is closed at once (0 = no limit). On a cluster, allow each other node its --threads.
+            is closed at once (0 = no limit). On a cluster, allow other nodes their --threads (summed for nodes \
+            that share an address).
             """)
     var maxConnectionsPerAddress = 0
     @Option(

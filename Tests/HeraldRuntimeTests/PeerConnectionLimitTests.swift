@@ -11,17 +11,15 @@ import Testing
         let limit = PeerConnectionLimit(limit: 2)
         #expect(limit.admit("10.0.0.1") == .admitted)
         #expect(limit.admit("10.0.0.1") == .admitted)
-        // A third from the same address is refused and not counted (only the first refusal is
-        // worth a log line); another address is not affected.
-        #expect(limit.admit("10.0.0.1") == .refused(firstSinceFull: true))
-        #expect(limit.admit("10.0.0.1") == .refused(firstSinceFull: false))
+        // A third from the same address is refused and not counted; another address is not affected.
+        #expect(limit.admit("10.0.0.1") == .refused)
         #expect(limit.count(of: "10.0.0.1") == 2)
         #expect(limit.admit("10.0.0.2") == .admitted)
-        // One closes: one more is taken, and no more; the next refusal is logged again.
+        // One closes: one more is taken, and no more.
         limit.release("10.0.0.1")
         #expect(limit.count(of: "10.0.0.1") == 1)
         #expect(limit.admit("10.0.0.1") == .admitted)
-        #expect(limit.admit("10.0.0.1") == .refused(firstSinceFull: true))
+        #expect(limit.admit("10.0.0.1") == .refused)
         // Releasing what was never admitted changes nothing.
         limit.release("10.0.0.9")
         #expect(limit.count(of: "10.0.0.9") == 0)
@@ -41,16 +39,33 @@ import Testing
         let second = EmbeddedChannel()
         try second.connect(to: SocketAddress(ipAddress: "::ffff:192.0.2.7", port: 4001)).wait()
         #expect(limit.admit(first) == .admitted)
-        #expect(limit.admit(second) == .refused(firstSinceFull: true))
-        #expect(limit.reason(for: second.remoteAddress).hasPrefix("192.0.2.7 holds 1 connection already"))
+        #expect(limit.admit(second) == .refused)
         _ = try first.finish()
         #expect(limit.count(of: "192.0.2.7") == 0)
         #expect(limit.admit(second) == .admitted)
     }
 
-    /// A refused connection is closed when it becomes active; the first of a run is logged, the
-    /// rest only counted.
-    @Test func aRefusedConnectionIsClosedLoggedOnceAndCounted() throws {
+    /// Refusals are logged at most once per interval, on the loop's time, whatever the peers do
+    /// meanwhile (connecting and closing in a loop included); the next line says how many went
+    /// without one.
+    @Test func refusalsAreLoggedAtMostOncePerInterval() throws {
+        let limit = PeerConnectionLimit(limit: 1, logInterval: .seconds(10))
+        let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
+        let peer = try SocketAddress(ipAddress: "192.0.2.7", port: 4000)
+        #expect(limit.refusalLine(for: peer, at: t0) == "192.0.2.7 holds 1 connection already (the limit per address)")
+        #expect(limit.refusalLine(for: peer, at: t0 + .seconds(3)) == nil)
+        limit.release("192.0.2.7")
+        #expect(limit.refusalLine(for: peer, at: t0 + .seconds(9)) == nil)
+        #expect(
+            limit.refusalLine(for: peer, at: t0 + .seconds(10))
+                == "192.0.2.7 holds 1 connection already (the limit per address); "
+                + "2 more refused on this listener without a line since the last one")
+        #expect(limit.refusalLine(for: peer, at: t0 + .seconds(19)) == nil)
+    }
+
+    /// A refused connection is closed when it becomes active, and counted; the first is logged, the
+    /// one right after it only counted.
+    @Test func aRefusedConnectionIsClosedCountedAndLoggedAtMostOncePerInterval() throws {
         let counted = Mutex<[String]>([])
         let lines = LogLines()
         let log = ListenerLog(logger: Logger(label: "test", factory: { _ in CapturingLogHandler(lines) })) { listener in
