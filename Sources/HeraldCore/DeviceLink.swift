@@ -424,7 +424,7 @@ extension LinkMessage {
                     topic: try need(e.topic, "topic"), environment: try need(e.environment, "environment"),
                     priority: try need(e.priority, "priority"), expiration: e.expiration,
                     payload: try need(e.payload, "payload")))
-        default: throw LinkMessageError("unknown message type \"\(TextExcerpt.of(e.type, limit: 64))\"")
+        default: throw LinkMessageError("unknown message type \(TextExcerpt.quoted(e.type, limit: 64))")
         }
     }
 

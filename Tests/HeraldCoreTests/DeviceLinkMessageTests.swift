@@ -231,7 +231,7 @@ import Testing
         }
         // A name a megabyte long is quoted only in part.
         let long = String(repeating: "x", count: 1_000_000)
-        #expect(throws: LinkMessageError("unknown message type \"\(long.prefix(64))… (1000000 bytes in all)\"")) {
+        #expect(throws: LinkMessageError("unknown message type \"\(long.prefix(64))…\" (1000000 bytes in all)")) {
             try LinkMessage(json: Data(#"{"type":"\#(long)"}"#.utf8))
         }
         #expect(throws: LinkMessageError("missing field \"type\"")) {

@@ -169,7 +169,7 @@ import Testing
                     .error(
                         request: nil, code: .badMessage,
                         message:
-                            "apnsID \"\(String(repeating: "a", count: 64))… (100000 bytes in all)\" is not a push's apns-id"
+                            "apnsID \"\(String(repeating: "a", count: 64))…\" (100000 bytes in all) is not a push's apns-id"
                     ))
             ])
         link.receive(.refused(apnsID: id, reason: String(repeating: "é", count: 300)))

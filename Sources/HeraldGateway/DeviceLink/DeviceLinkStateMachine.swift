@@ -207,7 +207,7 @@ struct DeviceLinkStateMachine {
                     .send(
                         .error(
                             request: nil, code: .badMessage,
-                            message: "apnsID \"\(TextExcerpt.of(apnsID, limit: 64))\" is not a push's apns-id"))
+                            message: "apnsID \(TextExcerpt.quoted(apnsID, limit: 64)) is not a push's apns-id"))
                 ]
             }
             return [
@@ -298,7 +298,7 @@ struct DeviceLinkStateMachine {
                 .send(
                     .error(
                         request: request, code: .badMessage,
-                        message: "\"\(TextExcerpt.of(bad, limit: 64))\" is not a channel id (base64)"))
+                        message: "\(TextExcerpt.quoted(bad, limit: 64)) is not a channel id (base64)"))
             ]
         }
         return [.subscribe(request: request, subscription, channels: channels, at: at)]
