@@ -25,7 +25,11 @@ struct HTTP2Pair {
     /// The gateway's dates stand at 1_800_000_000 (UNIX seconds); its timers run on the server loop's
     /// virtual time, which `server.embeddedEventLoop.advanceTime(by:)` moves. A client that does not
     /// `validate` its header blocks and content-lengths can send malformed ones.
-    init(api: ProviderAPI, router: PushRouter, validate: Bool = true) throws {
+    init(
+        api: ProviderAPI, router: PushRouter, validate: Bool = true,
+        first: (ChannelPipeline.SynchronousOperations) throws -> Void = { _ in }
+    ) throws {
+        try first(server.pipeline.syncOperations)
         try ProviderPipeline(
             api: api, router: router,
             clock: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000))
@@ -59,6 +63,18 @@ struct HTTP2Pair {
     func send(_ frame: HTTP2Frame) throws {
         try client.writeOutbound(frame)
         try exchange()
+    }
+}
+
+/// Records the closes the gateway asks for, in front of the channel, and holds back a close of the
+/// output only (an `EmbeddedChannel` would close whole for it): what a socket's half-close leaves
+/// open stays open here.
+final class CloseRecorder: ChannelOutboundHandler {
+    typealias OutboundIn = NIOAny
+    var modes: [CloseMode] = []
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        modes.append(mode)
+        if mode == .output { promise?.succeed(()) } else { context.close(mode: mode, promise: promise) }
     }
 }
 
@@ -258,6 +274,30 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
             try pair.send(HTTP2Frame(streamID: 1, payload: .rstStream(.cancel)))
         }
         try pair.exchange()
+        #expect(!pair.server.isActive)
+    }
+
+    /// A fault rule's GOAWAY answered at once half-closes the connection and reads what the client
+    /// still sends for a second before it closes, so that no reset overtakes the GOAWAY: a draining
+    /// connection with nothing left, which the end of a read closes, does not cut that second short.
+    @Test func aFaultRulesGoAwayKeepsItsSecondOfReading() async throws {
+        let f = try await Fixture()
+        var rule = FaultRule(reason: .internalServerError)
+        rule.connection = .goaway
+        f.faults.add(rule)
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let closes = CloseRecorder()
+        let pair = try HTTP2Pair(api: f.api, router: router) { try $0.addHandler(closes) }
+        let loop = pair.server.embeddedEventLoop
+        let headers = ProviderConnectionStateMachineTests.headers(path: "/3/device/\(f.token.hex)", jwt: f.jwt())
+        try pair.send(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: headers, endStream: true))))
+        #expect(Self.goAways(pair).map(\.data) == [#"{"reason":"InternalServerError"}"#])
+        // The client sends more (a PING): read and dropped, the connection still there.
+        try pair.send(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 1), ack: false)))
+        #expect(closes.modes == [.output])
+        #expect(pair.server.isActive)
+        loop.advanceTime(by: .seconds(1))
+        #expect(closes.modes == [.output, .all])
         #expect(!pair.server.isActive)
     }
 

@@ -289,11 +289,12 @@ extension URL {
             let count = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
             #expect(count >= least, "\(listener): \(line ?? "none")")
         }
-        // Logged at most once per 10 s on each listener, not once per connection.
+        // Logged at most once per 10 s on each listener, not once per connection (a third line if
+        // curl was refused for 10 s after the provider API's first).
         let refusals = g.log.components(separatedBy: "\n").filter {
             $0.contains("127.0.0.1 holds 1 connection already (the limit per address)")
         }
-        #expect(refusals.count == 2, "\(refusals)")
+        #expect((2...3).contains(refusals.count), "\(refusals)")
         #expect(g.stop() == 0)
     }
 

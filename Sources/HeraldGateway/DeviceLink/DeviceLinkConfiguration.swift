@@ -21,7 +21,7 @@ public struct DeviceLinkConfiguration: Sendable {
     /// Zero: they are told to come back at once. Ten seconds by default.
     public var drainWindow: Duration = .seconds(10)
     /// How many connections one address may hold open on the device link; a connection over it is
-    /// closed at once, counted, and the first of a run logged (``PeerConnectionLimit``). 0, the
+    /// closed at once, counted, and logged at most once per 10 s (``PeerConnectionLimit``). 0, the
     /// default: no limit (many devices may share one address behind a NAT).
     public var maxConnectionsPerAddress = 0
 

@@ -133,8 +133,9 @@ struct ProviderConnectionStateMachine {
         self.stallDeadline = stallDeadline
     }
 
-    /// Whether the connection is draining and has nothing left: it can close.
-    var isDrained: Bool { draining && inFlight == 0 && streams.isEmpty }
+    /// Whether the connection is draining and has nothing left (no request open or carried out, no
+    /// answer's body waiting for the client's window): it can close.
+    var isDrained: Bool { draining && inFlight == 0 && streams.isEmpty && unsentBodies.isEmpty }
 
     // MARK: Lifetime
 

@@ -34,6 +34,12 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     var answers: LoopMailbox<LinkDelivery.Answer>?
     /// The machine's timers that are armed, by ``ProviderConnectionStateMachine/Timer``.
     var timers: [Scheduled<Void>?] = [nil, nil, nil]
+    /// Set once the connection is being closed (``closeDrained(_:)``, or half-closed after an
+    /// error's GOAWAY, ``closeAfterGoAway(_:)``, whose second of reading must not be cut short).
+    private var closing = false
+    /// A fault rule's GOAWAY is out while something was left (an answer's body waiting for the
+    /// window): once drained, the connection closes as after an error's GOAWAY, not at once.
+    private var halfCloseWhenDrained = false
 
     init(api: ProviderAPI, router: PushRouter, machine: Machine, clock: any WallClock, log: ListenerLog? = nil) {
         self.api = api
@@ -66,6 +72,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
     /// and dropped; a second later the socket closes. Closing it at once, with the client's frames
     /// still unread, would answer them with a TCP reset, which can destroy the GOAWAY on its way.
     private func closeAfterGoAway(_ context: ChannelHandlerContext) {
+        closing = true
         let channel = context.channel
         let halfClosed = context.eventLoop.makePromise(of: Void.self)
         context.close(mode: .output, promise: halfClosed)
@@ -115,7 +122,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         context.fireChannelReadComplete()
         // A draining connection whose last stream the read ended (the client reset it, or it was
         // answered at once) has nothing left: it closes here, as after the last answer carried out.
-        if machine.isDrained { closeDrained(context) }
+        closeIfDrained(context)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -163,7 +170,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         case .goAway(let goAway, let close):
             timers[Machine.Timer.idle.rawValue]?.cancel()
             context.writeAndFlush(wrapOutboundOut(goAway.frame(context.channel.allocator)), promise: nil)
-            if close { closeDrained(context) }
+            if close { closeIfDrained(context) }
         case .giveUp(let goAway, let reason, let closeOutput):
             log?.closed(listener: "provider API (HTTP/2)", peer: context.channel.remoteAddress, reason: reason)
             context.writeAndFlush(wrapOutboundOut(goAway.frame(context.channel.allocator)), promise: nil)
@@ -171,9 +178,23 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         }
     }
 
+    /// Closes a draining connection that has nothing left, unless it is closing already: at once, or
+    /// after a fault rule's GOAWAY as after an error's (``closeAfterGoAway(_:)``).
+    private func closeIfDrained(_ context: ChannelHandlerContext) {
+        guard !closing, machine.isDrained else { return }
+        if halfCloseWhenDrained { closeAfterGoAway(context) } else { closeDrained(context) }
+    }
+
     private func closeDrained(_ context: ChannelHandlerContext) {
+        closing = true
         context.flush()
         context.close(promise: nil)
+    }
+
+    /// An answer's body has left (or failed to): a draining connection may have nothing left then.
+    private func bodyLeft(on id: HTTP2StreamID) {
+        machine.bodySent(on: id)
+        if let context { closeIfDrained(context) }
     }
 
     /// An answer carried out comes back, on the loop.
@@ -189,7 +210,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         }
         // A fault rule's GOAWAY has already half-closed the connection and timed its close.
         if case .goAway = response.connectionFault { return }
-        if machine.isDrained { closeDrained(context) }
+        closeIfDrained(context)
     }
 
     private func write(
@@ -223,7 +244,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
             if case .goAway(let goAway, let close) = machine.faultGoAway(errorCode: code, debugData: debug) {
                 timers[Machine.Timer.idle.rawValue]?.cancel()
                 context.writeAndFlush(wrapOutboundOut(goAway.frame(context.channel.allocator)), promise: nil)
-                if close { closeAfterGoAway(context) }
+                if close { closeAfterGoAway(context) } else { halfCloseWhenDrained = true }
             }
         }
     }
@@ -245,7 +266,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
         let sent = context.eventLoop.makePromise(of: Void.self)
         run(machine.bodyWritten(on: id, at: context.eventLoop.now), context)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        sent.futureResult.whenComplete { _ in bound.value.machine.bodySent(on: id) }
+        sent.futureResult.whenComplete { _ in bound.value.bodyLeft(on: id) }
         if let promise { sent.futureResult.cascade(to: promise) }
         let frame = HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))
         context.write(wrapOutboundOut(frame), promise: sent)
@@ -286,7 +307,7 @@ final class ProviderHTTP2Handler: ChannelDuplexHandler {
                         "reason":
                             "the request did not arrive whole within \(machine.stallDeadline.secondsText) (CANCEL)",
                     ])
-                if action.close { closeDrained(context) }
+                if action.close { closeIfDrained(context) }
             }
             if let delay = action.lookAgainIn { arm(.incomplete, in: delay, context) }
         }
