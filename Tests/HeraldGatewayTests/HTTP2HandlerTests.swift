@@ -177,14 +177,19 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
         }
     }
 
+    /// A gateway with a 60 s idle timeout, a client joined to it, and the server's loop.
+    static func idlePair() async throws -> (Fixture, HTTP2Pair, EmbeddedEventLoop) {
+        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
+        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
+        let pair = try HTTP2Pair(api: f.api, router: router)
+        return (f, pair, pair.server.embeddedEventLoop)
+    }
+
     /// The handler arms the machine's idle timer on the loop and writes its GOAWAY: NO_ERROR with
     /// the reason, then the connection closes (the timing itself is in
     /// `ProviderConnectionStateMachineTests`).
     @Test func anIdleConnectionGetsGoAwayIdleTimeoutOnTheWireAndCloses() async throws {
-        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
-        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
-        let pair = try HTTP2Pair(api: f.api, router: router)
-        let loop = pair.server.embeddedEventLoop
+        let (f, pair, loop) = try await Self.idlePair()
         loop.advanceTime(by: .seconds(59))
         try pair.exchange()
         #expect(Self.goAways(pair).isEmpty)
@@ -204,10 +209,7 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
     /// is still open then.
     @Test(arguments: [false, true])
     func pingsKeepAConnectionOpenOnlyOnceItHasAuthenticated(authenticate: Bool) async throws {
-        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
-        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
-        let pair = try HTTP2Pair(api: f.api, router: router)
-        let loop = pair.server.embeddedEventLoop
+        let (f, pair, loop) = try await Self.idlePair()
         if authenticate {
             // The token is accepted; the request itself is refused for its empty body.
             let headers = ProviderConnectionStateMachineTests.headers(path: "/3/device/\(f.token.hex)", jwt: f.jwt())
@@ -250,10 +252,7 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
     /// once, the connection closes.
     @Test(arguments: [false, true])
     func aDrainedConnectionClosesWhenItsLastStreamEnds(answered: Bool) async throws {
-        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
-        let router = PushRouter(committer: GroupCommitter(store: f.store, policy: OfflinePolicy()))
-        let pair = try HTTP2Pair(api: f.api, router: router)
-        let loop = pair.server.embeddedEventLoop
+        let (f, pair, loop) = try await Self.idlePair()
         loop.advanceTime(by: .seconds(55))
         try pair.send(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: HTTP2Pair.badTokenRequest(jwt: "x")))))
         loop.advanceTime(by: .seconds(5))
