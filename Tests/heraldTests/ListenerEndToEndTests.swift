@@ -25,34 +25,30 @@ final class RawSocket {
     /// Reads until the peer closes (or resets) the connection, or `limit` seconds pass: what came, whether
     /// it was closed, and the seconds since the connection was opened.
     func readUntilClosed(limit: TimeInterval = 20) -> (text: String, closed: Bool, after: TimeInterval) {
+        let (text, closed) = receive(limit: limit) { _ in false }
+        return (text, closed, Date().timeIntervalSince(opened))
+    }
+
+    /// Reads until an answer's head has ended (a blank line), the peer closes, or `limit` seconds
+    /// pass: what came, and whether the connection was closed.
+    func readHead(limit: TimeInterval = 10) -> (text: String, closed: Bool) {
+        receive(limit: limit) { $0.contains("\r\n\r\n") }
+    }
+
+    /// Reads until `enough` says so of what came, the peer closes (or resets) the connection, or
+    /// `limit` seconds pass.
+    private func receive(limit: TimeInterval, until enough: (String) -> Bool) -> (text: String, closed: Bool) {
         var timeout = timeval(tv_sec: Int(limit), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let n = recv(fd, &buffer, buffer.count, 0)
-            if n > 0 {
-                received += buffer[0..<n]
-                continue
-            }
-            let closed = n == 0 || errno == ECONNRESET
-            return (String(decoding: received, as: UTF8.self), closed, Date().timeIntervalSince(opened))
-        }
-    }
-
-    /// Reads until an answer's head has ended (a blank line), the peer closes, or `limit` seconds
-    /// pass: what came, and whether the connection was closed.
-    func readHead(limit: TimeInterval = 10) -> (text: String, closed: Bool) {
-        var timeout = timeval(tv_sec: Int(limit), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while !String(decoding: received, as: UTF8.self).contains("\r\n\r\n") {
-            let n = recv(fd, &buffer, buffer.count, 0)
             guard n > 0 else { return (String(decoding: received, as: UTF8.self), n == 0 || errno == ECONNRESET) }
             received += buffer[0..<n]
+            let text = String(decoding: received, as: UTF8.self)
+            if enough(text) { return (text, false) }
         }
-        return (String(decoding: received, as: UTF8.self), false)
     }
 
     /// Whether the connection is open, as far as this side has heard: no close or reset has arrived.
@@ -236,8 +232,8 @@ extension URL {
     }
 
     /// `--max-connections-per-address` and `--link-max-connections-per-address`: a connection from
-    /// an address that holds the limit already is closed at once, before anything is read, logged
-    /// once and counted; those held go on; once one of them closes, another is taken. The
+    /// an address that holds the limit already is closed at once, before anything is read, counted
+    /// and logged (at most once per 10 s); those held go on; once one of them closes, another is taken. The
     /// development listener, loopback only, has no limit. One event loop each, so that connections
     /// are admitted in the order they are made.
     @Test func aConnectionOverTheLimitPerAddressIsClosedAtOnce() throws {
