@@ -189,7 +189,7 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
     /// the reason, then the connection closes (the timing itself is in
     /// `ProviderConnectionStateMachineTests`).
     @Test func anIdleConnectionGetsGoAwayIdleTimeoutOnTheWireAndCloses() async throws {
-        let (f, pair, loop) = try await Self.idlePair()
+        let (_, pair, loop) = try await Self.idlePair()
         loop.advanceTime(by: .seconds(59))
         try pair.exchange()
         #expect(Self.goAways(pair).isEmpty)
@@ -252,7 +252,7 @@ final class AnswerIndexingRecorder: ChannelOutboundHandler {
     /// once, the connection closes.
     @Test(arguments: [false, true])
     func aDrainedConnectionClosesWhenItsLastStreamEnds(answered: Bool) async throws {
-        let (f, pair, loop) = try await Self.idlePair()
+        let (_, pair, loop) = try await Self.idlePair()
         loop.advanceTime(by: .seconds(55))
         try pair.send(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: HTTP2Pair.badTokenRequest(jwt: "x")))))
         loop.advanceTime(by: .seconds(5))
