@@ -51,12 +51,14 @@ import Testing
 
         /// Stops the device (SIGTERM) and returns the session's exit status.
         func stop() -> Int32 {
-            kill(devicePID, SIGTERM)
+            // Only while the session runs (it ends when the device does): once the device has been
+            // reaped, its id may be another process's.
+            if child.process.isRunning { kill(devicePID, SIGTERM) }
             return child.finish().status
         }
 
         deinit {
-            kill(devicePID, SIGKILL)
+            if child.process.isRunning { kill(devicePID, SIGKILL) }
             try? FileManager.default.removeItem(at: directory)
         }
     }

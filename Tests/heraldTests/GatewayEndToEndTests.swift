@@ -120,11 +120,21 @@ final class GatewayProcess {
     func adminCall(_ method: String, _ path: String, _ body: String? = nil) throws -> CurlResponse {
         var args = ["-X", method, admin + path, "-H", "authorization: Bearer \(adminToken)"]
         if let body { args += ["-H", "content-type: application/json", "-d", body] }
-        return try curl(args)
+        return try call(args)
+    }
+
+    /// `curl` with `arguments`, to this gateway: a failure says whether the gateway still runs.
+    func call(_ arguments: [String]) throws -> CurlResponse {
+        do {
+            return try curl(arguments)
+        } catch {
+            throw explained(error, calling: "herald gateway", process, log: log)
+        }
     }
 
     func stop(signal: Int32 = SIGTERM) -> Int32 {
-        kill(process.processIdentifier, signal)
+        // Only while it runs: once reaped, its id may be another process's.
+        if process.isRunning { kill(process.processIdentifier, signal) }
         process.waitUntilExit()
         return process.terminationStatus
     }
@@ -182,7 +192,8 @@ struct Provisioned {
         if auth { args += ["-H", "authorization: bearer \(jwt)"] }
         if let topic { args += ["-H", "apns-topic: \(topic)"] }
         for h in headers { args += ["-H", h] }
-        return try curl(args + extra)
+        // To this gateway, a failure says whether it still runs.
+        return try base == nil ? gateway.call(args + extra) : curl(args + extra)
     }
 }
 

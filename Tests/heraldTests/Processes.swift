@@ -110,6 +110,19 @@ final class Child {
     }
 }
 
+/// `error`, from a call to a child process's listener, with what the child's side says: whether it
+/// still runs or how it ended, and the end of its log. A refused connection then says whether the
+/// process was gone, and why.
+func explained(_ error: any Error, calling name: String, _ process: Process, log: String) -> any Error {
+    let state =
+        process.isRunning
+        ? "running"
+        : process.terminationReason == .uncaughtSignal
+            ? "ended by signal \(process.terminationStatus)" : "exited with status \(process.terminationStatus)"
+    let tail = log.split(separator: "\n").suffix(20).joined(separator: "\n")
+    return CocoaError(.fileReadUnknown, userInfo: ["error": "\(error)", name: state, "log (its end)": tail])
+}
+
 /// A safety net, not a wait: sends `signal` to `process` after `seconds` unless cancelled first, and
 /// only while the process still runs. Process ids wrap around within a run of the suite (this
 /// machine's pid_max is 32768), so a watchdog that outlived its process and killed a bare id could
@@ -137,10 +150,11 @@ final class DeviceProcess {
         ownsState = state == nil
         let state = state ?? URL(fileURLWithPath: "/tmp/hx-\(UUID().uuidString.prefix(8))")
         self.state = state
+        // Its log is kept (at info: the link's reconnections too) for a failing test's message.
         daemon = try Child(
             try heraldExecutable(),
-            ["device", "--state", state.path, "--api-port", "0", "--time-zone", timeZone]
-                + (start.map { ["--manual-clock", "--start-time", $0] } ?? []) + extra)
+            ["device", "--state", state.path, "--api-port", "0", "--time-zone", timeZone, "--log-level", "info"]
+                + (start.map { ["--manual-clock", "--start-time", $0] } ?? []) + extra, keepingErrors: true)
         startup = daemon.waitForLine(containing: "apiURL:")
         apiURL = String(startup.last?.split(separator: " ").last ?? "")
         // A safety net, not a wait: a test that hangs reading the daemon's output ends with it.
@@ -176,7 +190,13 @@ final class DeviceProcess {
     }
 
     func get(_ path: String) throws -> Any? {
-        try JSONSerialization.jsonObject(with: Data(try curl([apiURL + path]).body.utf8))
+        let response: CurlResponse
+        do {
+            response = try curl([apiURL + path])
+        } catch {
+            throw explained(error, calling: "herald device", daemon.process, log: daemon.errors)
+        }
+        return try JSONSerialization.jsonObject(with: Data(response.body.utf8))
     }
 
     func pending(_ app: String) throws -> [(id: String, next: String?)] {
@@ -199,7 +219,8 @@ final class DeviceProcess {
     /// Stops the daemon (SIGTERM) and returns its exit status; the state directory stays.
     func stop() -> Int32 {
         watchdog.cancel()
-        kill(daemon.process.processIdentifier, SIGTERM)
+        // Only while it runs: once reaped, its id may be another process's.
+        if daemon.process.isRunning { kill(daemon.process.processIdentifier, SIGTERM) }
         daemon.process.waitUntilExit()
         return daemon.process.terminationStatus
     }
