@@ -1,6 +1,7 @@
 import Logging
 import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
 /// The boot sequence every Herald process shares. Its long-running parts run as one
 /// swift-service-lifecycle `ServiceGroup`, with graceful shutdown on SIGINT and SIGTERM: the services
@@ -17,12 +18,30 @@ public enum ServiceRunner {
         listening: Readiness, listener: String, address: String, stopper: Stopper? = nil,
         ready: (Int) async throws -> Void
     ) async throws {
+        // The group's own signal handling logs at debug only; here the log says why the process stops.
         let group = ServiceGroup(
             configuration: .init(
-                services: services.map { .init(service: $0) },
-                gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+                services: services.map { .init(service: Announced(service: $0, logger: logger)) },
+                gracefulShutdownSignals: [], logger: logger))
         stopper?.running(group)
         defer { stopper?.finished() }
+        // Trapped for as long as the group runs: from here a signal stops the process gracefully.
+        let trapped = signals ? await UnixSignalsSequence(trapping: .sigterm, .sigint) : nil
+        let signalWatch = trapped.map { trapped in
+            Task {
+                var stopping = false
+                for await signal in trapped {
+                    if stopping {
+                        logger.notice("received \(signal) again; already stopping")
+                    } else {
+                        logger.notice("received \(signal); stopping gracefully")
+                    }
+                    stopping = true
+                    await group.triggerGracefulShutdown()
+                }
+            }
+        }
+        defer { signalWatch?.cancel() }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
                 // If the listener never binds, the wait below must still end.
@@ -107,6 +126,30 @@ public enum ServiceRunner {
         }
 
         func finish() { continuation.finish() }
+    }
+}
+
+/// A service of ``ServiceRunner``'s group that says in the log when it ends the process: a service
+/// that returns or throws before the group is stopping ends every other one with it.
+struct Announced: Service {
+    let service: any Service
+    let logger: Logger
+
+    /// The service's type, without its generic parameters (`Application`, `GatewaySession`).
+    var name: String { String(String(describing: type(of: service)).prefix { $0 != "<" }) }
+
+    func run() async throws {
+        do {
+            try await service.run()
+        } catch {
+            if !Task.isShuttingDownGracefully && !Task.isCancelled {
+                logger.error("\(name) failed; stopping", metadata: ["error": "\(error)"])
+            }
+            throw error
+        }
+        if !Task.isShuttingDownGracefully && !Task.isCancelled {
+            logger.error("\(name) ended on its own; stopping")
+        }
     }
 }
 

@@ -25,6 +25,8 @@ import Testing
         // The gateway stops; the device notices and keeps trying with backoff until it is back on the
         // same port.
         #expect(p.gateway.stop() == 0)
+        // Its log says why it stopped.
+        #expect(p.gateway.log.contains("received SIGTERM; stopping gracefully"), "\(p.gateway.log)")
         try eventually("the device sees the gateway gone") {
             (try device.get("/status") as? [String: Any])?["gateway"] as? String == "disconnected"
         }
@@ -39,6 +41,7 @@ import Testing
 
         // The device stops; a push is stored, and the restarted device gets it once.
         #expect(device.stop() == 0)
+        #expect(device.daemon.errors.contains("received SIGTERM; stopping gracefully"), "\(device.daemon.errors)")
         #expect(try restarted.push(token: token, body: #"{"aps":{"alert":"stored"}}"#).status == 200)
         let again = try DeviceProcess(state: device.state, extra: ["--gateway", link])
         #expect(again.daemon.waitForLine(containing: "stored").last == "[\(app)] stored (sound none)")
