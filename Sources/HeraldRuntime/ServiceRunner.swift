@@ -21,7 +21,11 @@ public enum ServiceRunner {
         // The group's own signal handling logs at debug only; here the log says why the process stops.
         let group = ServiceGroup(
             configuration: .init(
-                services: services.map { .init(service: Announced(service: $0, logger: logger)) },
+                services: services.map {
+                    let announced = Announced(service: $0, logger: logger)
+                    // Named as the service itself is, in the group's errors, not as the wrapper.
+                    return .init(service: announced, serviceName: announced.name)
+                },
                 gracefulShutdownSignals: [], logger: logger))
         stopper?.running(group)
         defer { stopper?.finished() }
@@ -130,7 +134,7 @@ public enum ServiceRunner {
 }
 
 /// A service of ``ServiceRunner``'s group that says in the log when it ends the process: a service
-/// that returns or throws before the group is stopping ends every other one with it.
+/// that returns or throws before it was asked to stop ends every other one with it.
 struct Announced: Service {
     let service: any Service
     let logger: Logger

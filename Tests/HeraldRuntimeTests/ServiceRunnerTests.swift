@@ -49,8 +49,10 @@ struct ServiceRunnerTests {
     @Test func aServiceThatEndsOnItsOwnIsNamed() async {
         let (lines, error) = await Self.run([RunsUntilStopped(), EndsAtOnce()])
         #expect(lines == ["EndsAtOnce ended on its own; stopping"])
-        // The group says so too, less plainly: the run fails.
+        // The group says so too, less plainly: the run fails, naming the service (not its wrapper).
         #expect(error is ServiceGroupError)
+        let message = error.map { "\($0)" } ?? ""
+        #expect(message.contains("EndsAtOnce") && !message.contains("Announced"), "\(message)")
     }
 
     @Test func aServiceThatFailsIsNamedWithItsError() async {
