@@ -6,6 +6,7 @@ import NIOCore
 import NIOExtras
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// The app link's server: a Unix stream socket in the state directory; each connected process is
 /// one running app (docs/app-link.md). The link is not a hot path, so each connection is served by
@@ -60,11 +61,35 @@ public final class AppLinkServer: Sendable {
         try? await channel.channel.close()
     }
 
+    /// How many bytes may wait to be written to one app (its answers and events): an app that
+    /// stops reading while it goes on sending (or while the daemon has events for it) has its link
+    /// closed once this much waits, instead of holding the daemon's memory. Sixteen of the largest
+    /// messages; a reading app never comes near it.
+    public static let maximumBacklog = 16 * AppLink.maximumMessageSize
+
     static func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, service: DeviceService, logger: Logger)
         async
     {
-        let (outbox, mail) = AsyncStream.makeStream(of: AppLinkFrame.self)
-        let send: @Sendable (AppLinkFrame) -> Void = { mail.yield($0) }
+        let (outbox, mail) = AsyncStream.makeStream(of: Data.self)
+        let backlog = Backlog()
+        let channel = connection.channel
+        // Encoded here, so that what waits is counted in bytes.
+        let send: @Sendable (AppLinkFrame) -> Void = { frame in
+            guard let line = Self.encodedLine(frame) else { return }
+            let waiting = backlog.bytes.add(line.count, ordering: .relaxed).newValue
+            guard waiting <= Self.maximumBacklog else {
+                if !backlog.overflowed.exchange(true, ordering: .relaxed) {
+                    let app = backlog.app.withLock { $0 } ?? "-"
+                    logger.notice(
+                        "an app's link closed: it reads nothing of what is sent to it",
+                        metadata: ["app": "\(app)", "waiting": "\(waiting - line.count) bytes"])
+                    mail.finish()
+                    channel.close(promise: nil)
+                }
+                return
+            }
+            mail.yield(line)
+        }
         // Ending the outbox ends the connection from this side once what was sent has gone out (a
         // suspended app's link).
         let close: @Sendable () -> Void = { mail.finish() }
@@ -74,9 +99,9 @@ public final class AppLinkServer: Sendable {
             try await connection.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: Void.self) { tasks in
                     tasks.addTask {
-                        for await frame in outbox {
-                            guard let line = Self.encodedLine(frame) else { continue }
+                        for await line in outbox {
                             try await outbound.write(ByteBuffer(bytes: line))
+                            backlog.bytes.subtract(line.count, ordering: .relaxed)
                         }
                         // Nothing more to say (the app left, or it is suspended): what was written is
                         // out, and the app reads the end of the link.
@@ -104,6 +129,7 @@ public final class AppLinkServer: Sendable {
                                 session = try await service.connect(
                                     bundleID, state: state, send: send, close: close)
                                 app = bundleID
+                                backlog.app.withLock { $0 = bundleID }
                                 logger.info("app connected", metadata: ["app": "\(bundleID)", "state": "\(state)"])
                                 send(.result(id: id, result: .done))
                             } catch {
@@ -156,6 +182,16 @@ public final class AppLinkServer: Sendable {
             send(.failure(id: id, failure: error as? AppLinkFailure ?? .protocolError("\(error)")))
         }
     }
+}
+
+/// What waits to be written to one app's connection (``AppLinkServer/maximumBacklog``).
+private final class Backlog: Sendable {
+    /// Bytes handed to the writer and not yet written.
+    let bytes = Atomic<Int>(0)
+    /// Whether the limit was passed (the link is closing).
+    let overflowed = Atomic<Bool>(false)
+    /// The app, once it has said `hello`.
+    let app = Mutex<String?>(nil)
 }
 
 /// The app link as a `Service` of the daemon: serves until graceful shutdown (then stops accepting
