@@ -15,16 +15,23 @@ public final class AppLinkServer: Sendable {
     let channel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
     /// The socket's path.
     public let path: String
+    /// How many bytes of encoded lines may wait to be written to one app (``defaultMaximumBacklog``).
+    public let maximumBacklog: Int
 
-    private init(channel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>, path: String) {
+    private init(
+        channel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>, path: String, maximumBacklog: Int
+    ) {
         self.channel = channel
         self.path = path
+        self.maximumBacklog = maximumBacklog
     }
 
-    /// Binds the socket at `path` (replacing a stale one left by a previous run).
-    public static func bind(path: String, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton)
-        async throws -> AppLinkServer
-    {
+    /// Binds the socket at `path` (replacing a stale one left by a previous run); an app's link is
+    /// closed once `maximumBacklog` bytes wait for it.
+    public static func bind(
+        path: String, maximumBacklog: Int = defaultMaximumBacklog,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> AppLinkServer {
         let channel = try await ServerBootstrap(group: group)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { child in
                 child.eventLoop.makeCompletedFuture {
@@ -36,7 +43,7 @@ public final class AppLinkServer: Sendable {
             }
         // Only the device's user may talk to the daemon.
         chmod(path, 0o600)
-        return AppLinkServer(channel: channel, path: path)
+        return AppLinkServer(channel: channel, path: path, maximumBacklog: maximumBacklog)
     }
 
     /// Serves connections until cancelled or ``close()``.
@@ -45,7 +52,9 @@ public final class AppLinkServer: Sendable {
             do {
                 try await channel.executeThenClose { inbound in
                     for try await connection in inbound {
-                        group.addTask { await Self.serve(connection, service: service, logger: logger) }
+                        group.addTask { [maximumBacklog] in
+                            await Self.serve(connection, service: service, limit: maximumBacklog, logger: logger)
+                        }
                     }
                 }
             } catch {
@@ -61,15 +70,16 @@ public final class AppLinkServer: Sendable {
         try? await channel.channel.close()
     }
 
-    /// How many bytes may wait to be written to one app (its answers and events): an app that
-    /// stops reading while it goes on sending (or while the daemon has events for it) has its link
-    /// closed once this much waits, instead of holding the daemon's memory. Sixteen of the largest
-    /// messages; a reading app never comes near it.
-    public static let maximumBacklog = 16 * AppLink.maximumMessageSize
+    /// How many bytes of encoded lines may wait to be written to one app (its answers and events)
+    /// unless ``bind(path:maximumBacklog:group:)`` says otherwise: an app that stops reading while it goes on sending (or while the daemon has events for it)
+    /// has its link closed once this much waits, instead of holding the daemon's memory. Sixteen of
+    /// the largest messages; a reading app never comes near it. (Each line is a buffer of its own, so
+    /// the memory held is up to two or three times this for small lines.)
+    public static let defaultMaximumBacklog = 16 * AppLink.maximumMessageSize
 
-    static func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, service: DeviceService, logger: Logger)
-        async
-    {
+    static func serve(
+        _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, service: DeviceService, limit: Int, logger: Logger
+    ) async {
         let (outbox, mail) = AsyncStream.makeStream(of: Data.self)
         let backlog = Backlog()
         let channel = connection.channel
@@ -77,7 +87,7 @@ public final class AppLinkServer: Sendable {
         let send: @Sendable (AppLinkFrame) -> Void = { frame in
             guard let line = Self.encodedLine(frame) else { return }
             let waiting = backlog.bytes.add(line.count, ordering: .relaxed).newValue
-            guard waiting <= Self.maximumBacklog else {
+            guard waiting <= limit else {
                 if !backlog.overflowed.exchange(true, ordering: .relaxed) {
                     let app = backlog.app.withLock { $0 } ?? "-"
                     logger.notice(
@@ -88,7 +98,9 @@ public final class AppLinkServer: Sendable {
                 }
                 return
             }
-            mail.yield(line)
+            // A link already ending (the app suspended, the writer gone) takes nothing more: what it
+            // drops does not wait.
+            if case .terminated = mail.yield(line) { backlog.bytes.subtract(line.count, ordering: .relaxed) }
         }
         // Ending the outbox ends the connection from this side once what was sent has gone out (a
         // suspended app's link).
