@@ -71,10 +71,11 @@ public final class AppLinkServer: Sendable {
     }
 
     /// How many bytes of encoded lines may wait to be written to one app (its answers and events)
-    /// unless ``bind(path:maximumBacklog:group:)`` says otherwise: an app that stops reading while it goes on sending (or while the daemon has events for it)
-    /// has its link closed once this much waits, instead of holding the daemon's memory. Sixteen of
-    /// the largest messages; a reading app never comes near it. (Each line is a buffer of its own, so
-    /// the memory held is up to two or three times this for small lines.)
+    /// unless ``bind(path:maximumBacklog:group:)`` says otherwise: an app that stops reading while it
+    /// goes on sending (or while the daemon has events for it) has its link closed once this much
+    /// waits, instead of holding the daemon's memory. Sixteen of the largest messages; a reading app
+    /// never comes near it. (Each line is a buffer of its own, so the memory held is up to two or
+    /// three times this for small lines.)
     public static let defaultMaximumBacklog = 16 * AppLink.maximumMessageSize
 
     static func serve(
