@@ -129,6 +129,15 @@ public final class ConnectionRefusal: ChannelInboundHandler {
             log: log)
     }
 
+    /// For a listener's child channel initializer: when `limit` does not admit `channel`, its
+    /// pipeline made of the refusal only (return it from the initializer); `nil` when it did.
+    public static func pipeline(
+        for channel: any Channel, limit: PeerConnectionLimit?, listener: String, log: ListenerLog
+    ) -> EventLoopFuture<Void>? {
+        guard let refusal = of(channel, limit: limit, listener: listener, log: log) else { return nil }
+        return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(refusal) }
+    }
+
     public func channelActive(context: ChannelHandlerContext) {
         if let reason {
             log.closed(listener: listener, peer: context.channel.remoteAddress, reason: reason)

@@ -59,12 +59,10 @@ public final class DeviceLinkServer: Sendable {
             .serverChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .serverChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelInitializer { channel in
-                if let refusal = ConnectionRefusal.of(
-                    channel, limit: peers, listener: LinkTransportSniffer.listener, log: service.log)
+                if let refused = ConnectionRefusal.pipeline(
+                    for: channel, limit: peers, listener: LinkTransportSniffer.listener, log: service.log)
                 {
-                    return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(refusal)
-                    }
+                    return refused
                 }
                 channels.add(channel)
                 channel.closeFuture.whenComplete { _ in channels.remove(channel) }

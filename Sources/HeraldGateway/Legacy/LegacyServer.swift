@@ -54,10 +54,10 @@ public final class LegacyServer: Sendable {
             // the connection closes once that has been routed (or after an error packet).
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
-                if let refusal = ConnectionRefusal.of(channel, limit: peers, listener: service.rawValue, log: log) {
-                    return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(refusal)
-                    }
+                if let refused = ConnectionRefusal.pipeline(
+                    for: channel, limit: peers, listener: service.rawValue, log: log)
+                {
+                    return refused
                 }
                 registry.add(channel)
                 channel.closeFuture.whenComplete { _ in registry.remove(channel) }

@@ -65,10 +65,8 @@ public final class ProviderServer: Sendable {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                if let refusal = ConnectionRefusal.of(channel, limit: peers, listener: name, log: log) {
-                    return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(refusal)
-                    }
+                if let refused = ConnectionRefusal.pipeline(for: channel, limit: peers, listener: name, log: log) {
+                    return refused
                 }
                 holder.add(channel)
                 channel.closeFuture.whenComplete { _ in holder.remove(channel) }
