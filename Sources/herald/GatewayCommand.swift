@@ -80,8 +80,9 @@ struct GatewayCommand: AsyncParsableCommand {
         help: """
             Seconds a provider connection (HTTP/2, HTTP/1.1 or binary) may stay idle (nothing from the client, \
             no request in flight) before the gateway closes it, over HTTP/2 with GOAWAY {"reason":"IdleTimeout"} \
-            (0 = never). Until its provider authenticates (a client certificate or an accepted token), nothing \
-            a connection sends counts, PINGs included, so one that never does is closed this long after it opened.
+            (0 = never). Until its provider authenticates (a usable client certificate, an accepted token or \
+            the cluster's credential), nothing a connection sends counts, PINGs included, but an answer a fault \
+            rule gives, so one that never does is closed this long after it opened.
             """)
     var idleTimeout: Double = 3600
     @Option(
