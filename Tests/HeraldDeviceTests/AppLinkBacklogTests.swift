@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldDevice
+import HeraldTesting
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,9 @@ import Testing
 
 /// The app link holds at most its `maximumBacklog` bytes for an app that does not read:
 /// each unreadable line it sends is answered with a failure about seventy times its size, so a
-/// client that writes and never reads once made the daemon's memory grow without end.
+/// client that writes and never reads once made the daemon's memory grow without end. The clients'
+/// socket calls block: they run off Swift concurrency's threads (``offThread(_:)``), which the
+/// server they talk to, and every other test in the process, need.
 struct AppLinkBacklogTests {
     /// A plain client of the app link's Unix socket; reads and writes give up after 20 s.
     final class UnixClient {
@@ -98,19 +101,10 @@ struct AppLinkBacklogTests {
         }
     }
 
-    /// Runs `body` on a thread of its own and returns what it returns: its socket calls block, and
-    /// a blocked thread of Swift concurrency's (there are as many as cores, two on the CI machine)
-    /// would stall the server it talks to, and every other test in the process.
-    static func onItsOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
-    }
-
     @Test func aClientThatWritesAndNeverReadsIsClosedOnceItsBacklogIsFull() async throws {
         let server = try await Server()
         let path = server.path
-        let (received, written, closed, nextAnswered) = try await Self.onItsOwnThread {
+        let (received, written, closed, nextAnswered) = try await offThread {
             let greedy = try UnixClient(path: path)
             // Until the daemon closes the link, or 64 KiB of lines (answered with about seventy times
             // that, far past the limit and the sockets' buffers) are written.
@@ -133,7 +127,7 @@ struct AppLinkBacklogTests {
     @Test func aClientThatReadsIsSentMoreThanTheLimitInAll() async throws {
         let server = try await Server()
         let path = server.path
-        let (received, problem, stillOpen) = try await Self.onItsOwnThread { () throws -> (Int, String?, Bool) in
+        let (received, problem, stillOpen) = try await offThread { () throws -> (Int, String?, Bool) in
             let reader = try UnixClient(path: path)
             // 128 calls at a time: their answers (about 18 KB) fit in the limit even if all wait at once.
             let chunk = Self.lines(128)
