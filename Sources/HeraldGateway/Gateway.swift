@@ -64,11 +64,11 @@ public final class Gateway: Sendable {
         public var firstBytesTimeout: Duration = .seconds(10)
         /// The admin API's idle deadline between requests.
         public var adminIdleTimeout: Duration? = .seconds(60)
-        /// How many connections one address may hold open on each provider listener that serves
-        /// other machines (the provider API, the channel management API, the binary interface and
-        /// the feedback service; not the development listeners, which serve loopback only); a
-        /// connection over it is closed at once (``PeerConnectionLimit``). 0, the default: no
-        /// limit. The device link has its own (``DeviceLinkConfiguration/maxConnectionsPerAddress``).
+        /// How many connections one address (IPv4, or an IPv6 /64 prefix) may hold open on each
+        /// provider listener that serves other machines (the provider API, the channel management
+        /// API, the binary interface and the feedback service; not the development listeners, which
+        /// serve loopback only); a connection over it is closed at once (``PeerConnectionLimit``).
+        /// 0, the default: no limit. The device link has its own (``DeviceLinkConfiguration/maxConnectionsPerAddress``).
         public var maxConnectionsPerAddress = 0
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()

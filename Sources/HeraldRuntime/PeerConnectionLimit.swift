@@ -8,7 +8,8 @@ import Synchronization
 /// the gateway has file descriptors, and so keep everyone else out. A connection over the limit is
 /// accepted and closed at once (``ConnectionRefusal``); the others from that address go on. An
 /// address is its IP address, without the port (an IPv4 address mapped into IPv6 counts as the IPv4
-/// address): the connections of a network behind one NAT count together.
+/// address), or for IPv6 the /64 prefix the address is in: the connections of a network behind one
+/// NAT, or in one IPv6 subnet, count together.
 public final class PeerConnectionLimit: Sendable {
     /// What ``admit(_:)-(String)`` decided.
     public enum Admission: Equatable, Sendable {
@@ -72,11 +73,34 @@ public final class PeerConnectionLimit: Sendable {
         return admission
     }
 
-    /// The address a peer is counted under: its IP address, an IPv4-mapped IPv6 one as IPv4.
+    /// The address a peer is counted under: its IPv4 address (an IPv4-mapped IPv6 one as IPv4), or
+    /// the /64 prefix of its IPv6 address (`2001:db8:0:1::/64`). A network is given a whole /64 and
+    /// its hosts pick their addresses in it at will (and change them, for privacy), so the prefix is
+    /// what one IPv6 peer holds, as one address is for IPv4.
     static func key(_ address: SocketAddress) -> String? {
-        guard let ip = address.ipAddress else { return nil }
-        if ip.hasPrefix("::ffff:"), ip.contains(".") { return String(ip.dropFirst(7)) }
-        return ip
+        switch address {
+        case .v4:
+            return address.ipAddress
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
+                return bytes[12..<16].map(String.init).joined(separator: ".")
+            }
+            let groups = stride(from: 0, to: 8, by: 2).map {
+                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+            }
+            return Self.compressed(groups) + "/64"
+        case .unixDomainSocket:
+            return nil
+        }
+    }
+
+    /// A /64 prefix's four groups in RFC 5952's form: its zero groups at the end join the host
+    /// part's zeros, the longest run, as `::` (`2001:db8::`, `2001:db8:0:1::`, `::`).
+    private static func compressed(_ groups: [String]) -> String {
+        var kept = groups
+        while kept.count > 0, kept.last == "0" { kept.removeLast() }
+        return kept.joined(separator: ":") + "::"
     }
 
     /// The log line for a connection from `address` refused at `now`, or `nil` when one was

@@ -103,17 +103,18 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: """
-            How many connections one IP address may hold open on each provider listener (provider API, \
-            channel management, binary and feedback; not the loopback-only development listeners); one more \
-            is closed at once (0 = no limit). On a cluster, allow other nodes their --threads (summed for nodes \
+            How many connections one IPv4 address or IPv6 /64 prefix may hold open on each provider listener \
+            (provider API, channel management, binary and feedback; not the loopback-only development \
+            listeners); one more is closed at once (0 = no limit). On a cluster, allow other nodes their --threads (summed for nodes \
             that share an address).
             """)
     var maxConnectionsPerAddress = 0
     @Option(
         name: .long,
         help: """
-            How many connections one IP address may hold open on the device link; one more is closed at once \
-            and logged (0 = no limit; devices behind one NAT share an address).
+            How many connections one IPv4 address or IPv6 /64 prefix may hold open on the device link; one \
+            more is closed at once and logged (0 = no limit; devices behind one NAT, or in one IPv6 network, \
+            share it).
             """)
     var linkMaxConnectionsPerAddress = 0
     @Option(

@@ -1,4 +1,4 @@
-import HeraldRuntime
+@testable import HeraldRuntime
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -43,6 +43,45 @@ import Testing
         _ = try first.finish()
         #expect(limit.count(of: "192.0.2.7") == 0)
         #expect(limit.admit(second) == .admitted)
+    }
+
+    /// An IPv6 peer is counted by the /64 prefix its address is in: another address in the same
+    /// prefix counts with it, one in the next prefix does not. The prefix is what the refusal line
+    /// names.
+    @Test func anIPv6PeerIsCountedByItsSlash64Prefix() throws {
+        let limit = PeerConnectionLimit(limit: 1)
+        let held = EmbeddedChannel()
+        try held.connect(to: SocketAddress(ipAddress: "2001:db8:0:1::7", port: 4000)).wait()
+        let samePrefix = EmbeddedChannel()
+        try samePrefix.connect(to: SocketAddress(ipAddress: "2001:db8:0:1:a:b:c:d", port: 4001)).wait()
+        let nextPrefix = EmbeddedChannel()
+        try nextPrefix.connect(to: SocketAddress(ipAddress: "2001:db8:0:2::7", port: 4002)).wait()
+        #expect(limit.admit(held) == .admitted)
+        #expect(limit.admit(samePrefix) == .refused)
+        #expect(limit.admit(nextPrefix) == .admitted)
+        #expect(limit.count(of: "2001:db8:0:1::/64") == 1)
+        #expect(
+            limit.refusalLine(for: samePrefix.remoteAddress, at: .uptimeNanoseconds(0))
+                == "2001:db8:0:1::/64 holds 1 connection already (the limit per address)")
+        _ = try held.finish()
+        #expect(limit.count(of: "2001:db8:0:1::/64") == 0)
+        #expect(limit.admit(samePrefix) == .admitted)
+    }
+
+    /// The prefixes are written as RFC 5952 writes them, zero groups at the end folded into `::`.
+    @Test(arguments: [
+        ("2001:db8::1", "2001:db8::/64"),
+        ("2001:db8:0:0:ffff::1", "2001:db8::/64"),
+        ("2001:0:0:5::1", "2001:0:0:5::/64"),
+        ("fe80::1", "fe80::/64"),
+        ("::1", "::/64"),
+        ("0:1:2:3:4:5:6:7", "0:1:2:3::/64"),
+        ("2001:DB8:ABCD:12::", "2001:db8:abcd:12::/64"),
+        ("::ffff:10.1.2.3", "10.1.2.3"),
+        ("10.1.2.3", "10.1.2.3"),
+    ])
+    func theKeyOfAnAddress(address: String, key: String) throws {
+        #expect(PeerConnectionLimit.key(try SocketAddress(ipAddress: address, port: 1)) == key)
     }
 
     /// Refusals are logged at most once per interval, on the loop's time, whatever the peers do

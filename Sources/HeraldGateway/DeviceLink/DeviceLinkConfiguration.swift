@@ -20,9 +20,10 @@ public struct DeviceLinkConfiguration: Sendable {
     /// the devices of a stopping node come back spread over this window instead of all at once.
     /// Zero: they are told to come back at once. Ten seconds by default.
     public var drainWindow: Duration = .seconds(10)
-    /// How many connections one address may hold open on the device link; a connection over it is
-    /// closed at once, counted, and logged at most once per 10 s (``PeerConnectionLimit``). 0, the
-    /// default: no limit (many devices may share one address behind a NAT).
+    /// How many connections one address (IPv4, or an IPv6 /64 prefix) may hold open on the device
+    /// link; a connection over it is closed at once, counted, and logged at most once per 10 s
+    /// (``PeerConnectionLimit``). 0, the default: no limit (many devices may share one address
+    /// behind a NAT, or one prefix in an IPv6 network).
     public var maxConnectionsPerAddress = 0
 
     /// The defaults.
