@@ -68,7 +68,8 @@ public final class Gateway: Sendable {
         /// provider listener that serves other machines (the provider API, the channel management
         /// API, the binary interface and the feedback service; not the development listeners, which
         /// serve loopback only); a connection over it is closed at once (``PeerConnectionLimit``).
-        /// 0, the default: no limit. The device link has its own (``DeviceLinkConfiguration/maxConnectionsPerAddress``).
+        /// 0, the default: no limit. The device link has its own
+        /// (``DeviceLinkConfiguration/maxConnectionsPerAddress``).
         public var maxConnectionsPerAddress = 0
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()

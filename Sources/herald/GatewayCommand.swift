@@ -105,8 +105,8 @@ struct GatewayCommand: AsyncParsableCommand {
         help: """
             How many connections one IPv4 address or IPv6 /64 prefix may hold open on each provider listener \
             (provider API, channel management, binary and feedback; not the loopback-only development \
-            listeners); one more is closed at once (0 = no limit). On a cluster, allow other nodes their --threads (summed for nodes \
-            that share an address).
+            listeners); one more is closed at once (0 = no limit). On a cluster, allow other nodes their \
+            --threads (summed for nodes that share an address or /64 prefix).
             """)
     var maxConnectionsPerAddress = 0
     @Option(
