@@ -347,7 +347,7 @@ struct AppCommand: AsyncParsableCommand {
             case "default": policy = .default
             case "immediate": policy = .immediate
             default:
-                guard let seconds = Double(dismissal) else {
+                guard let seconds = Double(dismissal), seconds.isFinite else {
                     throw ValidationError("--dismissal: default, immediate or UNIX seconds, not '\(dismissal)'")
                 }
                 policy = .after(Date(timeIntervalSince1970: seconds))

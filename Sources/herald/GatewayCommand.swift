@@ -360,9 +360,9 @@ struct KeysToken: ParsableCommand {
         } catch {
             throw ValidationError("--p8: \(p8) is not a PEM P-256 private key")
         }
-        let iat = issuedAt ?? Int64(Date().timeIntervalSince1970)
+        let iat = try issuedAt.map { try unixTime($0, option: "--issued-at") } ?? Date()
         let signing = APNsSigningKey(keyID: keyId, teamID: team, privateKey: key)
-        print(try signing.token(issuedAt: Date(timeIntervalSince1970: TimeInterval(iat))))
+        print(try signing.token(issuedAt: iat))
     }
 }
 

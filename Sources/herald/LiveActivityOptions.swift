@@ -49,13 +49,27 @@ struct LiveActivityOptions: ParsableArguments {
             else { throw ValidationError("\(option) must be a JSON object, e.g. '{\"eta\":5}'") }
             return value
         }
-        func date(_ seconds: Int64?) -> Date? { seconds.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
         return APNsLiveActivity(
-            event: event, timestamp: date(timestamp) ?? Date(),
+            event: event, timestamp: try timestamp.map { try unixTime($0, option: "--timestamp") } ?? Date(),
             contentState: try object(contentState, "--content-state") ?? .object([:]),
-            staleDate: date(staleDate), dismissalDate: date(dismissalDate), relevanceScore: relevanceScore,
+            staleDate: try staleDate.map { try unixTime($0, option: "--stale-date") },
+            dismissalDate: try dismissalDate.map { try unixTime($0, option: "--dismissal-date") },
+            relevanceScore: relevanceScore,
             alert: alert, attributesType: attributesType,
             attributes: try object(attributes, "--attributes") ?? (event == .start ? .object([:]) : nil),
             inputPushToken: inputPushToken, inputPushChannel: inputPushChannel)
     }
+}
+
+/// The latest UNIX time an option takes: the last second of the year 9999.
+let latestUNIXTime: Int64 = 253_402_300_799
+
+/// `seconds` since 1970 given to `option`, which must be from 0 to ``latestUNIXTime``: a time
+/// beyond it is not one a payload or a token can carry.
+func unixTime(_ seconds: Int64, option: String) throws -> Date {
+    guard (0...latestUNIXTime).contains(seconds) else {
+        throw ValidationError(
+            "\(option) must be UNIX seconds from 0 to \(latestUNIXTime) (the end of 9999), not \(seconds)")
+    }
+    return Date(timeIntervalSince1970: TimeInterval(seconds))
 }

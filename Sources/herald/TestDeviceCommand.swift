@@ -169,7 +169,11 @@ struct TestDeviceCommand: AsyncParsableCommand {
                     if json {
                         emit([
                             "event": .string("goaway"),
-                            "reconnectWithin": .int(Int64(within.timeInterval * 1000)),
+                            // Whole milliseconds, as the gateway sent them: no trip through a
+                            // Double, which rounds the largest up past what an Int64 holds.
+                            "reconnectWithin": .int(
+                                within.components.seconds * 1000
+                                    + within.components.attoseconds / 1_000_000_000_000_000),
                         ])
                     }
                 case .closed(let reason):

@@ -117,6 +117,26 @@ import Testing
                 ["keys", "token", "--p8", missing, "--key-id", "ABC1234567", "--team", "DEF1234567"],
                 "--p8: cannot read"
             ),
+            // A time no payload or token can carry is refused by name, not trapped on.
+            (
+                push + token + ["--p8", key, "--live-activity", "update", "--timestamp", "9223372036854775807"],
+                "--timestamp must be UNIX seconds from 0 to 253402300799 (the end of 9999), not 9223372036854775807"
+            ),
+            (
+                push + token + ["--p8", key, "--live-activity", "end", "--dismissal-date=-1"],
+                "--dismissal-date must be"
+            ),
+            (
+                push + token + ["--p8", key, "--live-activity", "update", "--stale-date", "253402300800"],
+                "--stale-date must be"
+            ),
+            (
+                [
+                    "keys", "token", "--p8", key, "--key-id", "ABC1234567", "--team", "DEF1234567", "--issued-at",
+                    "9223372036854775807",
+                ],
+                "--issued-at must be UNIX seconds from 0"
+            ),
         ] {
             let result = try run(try heraldExecutable().path, arguments)
             #expect(result.status != 0, "\(arguments)")
