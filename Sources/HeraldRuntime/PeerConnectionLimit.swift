@@ -78,29 +78,14 @@ public final class PeerConnectionLimit: Sendable {
     /// its hosts pick their addresses in it at will (and change them, for privacy), so the prefix is
     /// what one IPv6 peer holds, as one address is for IPv4.
     static func key(_ address: SocketAddress) -> String? {
-        switch address {
-        case .v4:
-            return address.ipAddress
-        case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
-                return bytes[12..<16].map(String.init).joined(separator: ".")
-            }
-            let groups = stride(from: 0, to: 8, by: 2).map {
-                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
-            }
-            return Self.compressed(groups) + "/64"
-        case .unixDomainSocket:
-            return nil
+        guard case .v6(let v6) = address, let ip = address.ipAddress else { return address.ipAddress }
+        if ip.hasPrefix("::ffff:"), ip.contains(".") { return String(ip.dropFirst(7)) }
+        // The host part zeroed, written by the system as any address is (RFC 5952's form).
+        var prefix = v6.address
+        withUnsafeMutableBytes(of: &prefix.sin6_addr) { bytes in
+            for index in 8..<16 { bytes[index] = 0 }
         }
-    }
-
-    /// A /64 prefix's four groups in RFC 5952's form: its zero groups at the end join the host
-    /// part's zeros, the longest run, as `::` (`2001:db8::`, `2001:db8:0:1::`, `::`).
-    private static func compressed(_ groups: [String]) -> String {
-        var kept = groups
-        while kept.count > 0, kept.last == "0" { kept.removeLast() }
-        return kept.joined(separator: ":") + "::"
+        return SocketAddress(prefix, host: "").ipAddress.map { $0 + "/64" }
     }
 
     /// The log line for a connection from `address` refused at `now`, or `nil` when one was
