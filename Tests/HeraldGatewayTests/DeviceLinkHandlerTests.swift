@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 import HeraldRuntime
@@ -130,6 +131,64 @@ import Testing
         #expect(try await loop.executeInContext { try link().working } == 0)
         #expect(try await loop.executeInContext { try link().heldFrames.isEmpty })
         #expect(reads.count == before + 4)
+    }
+
+    /// A new device's `hello` whose registration the store does not finish: the link is refused at
+    /// the authentication deadline, on the loop's clock, and the registration's late end welcomes
+    /// no one. (The deadline's logic is in `DeviceLinkStateMachineTests`.)
+    @Test func aHelloTheStoreDoesNotFinishIsRefusedAtTheAuthenticationDeadline() async throws {
+        let store = GatedStore(try SQLiteGatewayStore(path: nil))
+        let directory = try await GatewayDirectory.open(
+            store: store, issuer: TokenIssuer(secret: Array(repeating: 7, count: 32)))
+        let router = PushRouter(committer: GroupCommitter(store: store, policy: .init()))
+        var configuration = DeviceLinkConfiguration()
+        configuration.authenticationTimeout = .seconds(30)
+        let service = DeviceLinkService(
+            directory: directory, links: router.links, offline: router.offline, configuration: configuration,
+            logger: .silent, log: ListenerLog(logger: .silent), clock: SystemClock())
+        let channel = NIOAsyncTestingChannel()
+        let loop = channel.testingEventLoop
+        let link = try await loop.executeInContext {
+            let handler = DeviceLinkHandler(service: service)
+            try channel.pipeline.syncOperations.addHandler(handler)
+            return NIOLoopBound(handler, eventLoop: loop)
+        }
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1))
+        let challenge = try await channel.waitForOutboundWrite(as: WebSocketFrame.self)
+        guard case .challenge(let nonce) = try LinkMessage(json: Data(challenge.unmaskedData.readableBytesView)) else {
+            throw TestFailure("no challenge")
+        }
+        defer { store.devices.open() }
+        store.devices.close()
+        let key = P256.Signing.PrivateKey()
+        let signature = try key.signature(for: DeviceLink.signedBytes(nonce: nonce)).rawRepresentation
+        let hello = LinkMessage.hello(
+            device: "tablet", publicKey: key.publicKey.x963Representation, signature: signature)
+        try await channel.writeInbound(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: hello.encoded())))
+        await store.devices.arrivals.reached(1)
+
+        await loop.advanceTime(by: .seconds(29))
+        #expect(try await channel.readOutbound(as: WebSocketFrame.self) == nil)
+        #expect(channel.isActive)
+        await loop.advanceTime(by: .seconds(1))
+        let refusal = try #require(try await channel.readOutbound(as: WebSocketFrame.self))
+        let message = try LinkMessage(json: Data(refusal.unmaskedData.readableBytesView))
+        #expect(
+            message
+                == .error(
+                    request: nil, code: .internal, message: "the gateway could not check the hello within 30 s"))
+        let close = try #require(try await channel.readOutbound(as: WebSocketFrame.self))
+        #expect(close.opcode == .connectionClose && close.unmaskedData.getInteger(at: 0, as: UInt16.self) == 1008)
+
+        // The store finishes after all: the device is registered, but this link welcomes no one.
+        store.devices.open()
+        // The check's task ends on a thread of its own and comes back to the loop.
+        try await waitUntil("the late check back on the loop") {
+            try await loop.executeInContext { link.value.working == 0 }
+        }
+        #expect(directory.registry.device("tablet") != nil)
+        #expect(try await channel.readOutbound(as: WebSocketFrame.self) == nil)
+        #expect(!router.links.isOnline("tablet"))
     }
 
     @Test func theAcknowledgementDeadlineAndTheQoSWakeUpRunOnTheLoop() async throws {

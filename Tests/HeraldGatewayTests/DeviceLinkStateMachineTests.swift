@@ -35,6 +35,7 @@ import Testing
         #expect(
             link.take() == [
                 .connectionEstablished,
+                .scheduleAuthenticationDeadline(at: link.now + .seconds(30)),
                 .authenticate(device: "phone", publicKey: nil, signature: Data([9]), nonce: Link.nonce),
             ])
         // Anything but the answer meanwhile is refused.
@@ -49,6 +50,7 @@ import Testing
         link.authenticate(generation: 3)
         #expect(
             link.take() == [
+                .cancelAuthenticationDeadline,
                 .scheduleLiveness(in: .minutes(5)),
                 .send(.welcome(device: "phone", generation: 3, registrations: [])),
                 .attach(device: "phone", at: Link.startDate),
@@ -74,6 +76,46 @@ import Testing
         #expect(link.take().isEmpty)
     }
 
+    /// A `hello` whose check does not come back (a store that stalls on a new device) holds the link
+    /// no longer than the authentication deadline: the device is told and the link closed, and the
+    /// check's late answer changes nothing. A check that comes back in time ends the deadline.
+    @Test func aHelloNotCheckedWithinTheDeadlineIsRefusedAndItsLateAnswerIgnored() {
+        var link = Link(authenticationTimeout: .seconds(20))
+        _ = link.take()
+        link.receive(.hello(device: "phone", publicKey: nil, signature: Data([9])))
+        #expect(link.take().contains(.scheduleAuthenticationDeadline(at: link.now + .seconds(20))))
+        link.advance(by: .milliseconds(19_999))
+        #expect(link.take().isEmpty)
+        #expect(link.machine.phase == .authenticating)
+        link.advance(by: .milliseconds(1))
+        let message = "the gateway could not check the hello within 20 s"
+        #expect(
+            link.take() == [
+                .logRefused(code: .internal, message: message),
+                .send(.error(request: nil, code: .internal, message: message)),
+                .close(code: 1008), .cancelTimers,
+            ])
+        #expect(link.machine.phase == .closed)
+        link.authenticate()
+        #expect(link.take().isEmpty, "the check came back too late")
+
+        // In time: the deadline is cancelled, and its time passing does nothing to the link.
+        var quick = Link(authenticationTimeout: .seconds(20))
+        quick.receive(.hello(device: "phone", publicKey: nil, signature: Data([9])))
+        quick.advance(by: .seconds(19))
+        quick.authenticate()
+        #expect(quick.authentication == nil)
+        _ = quick.take()
+        quick.advance(by: .seconds(60))
+        #expect(quick.take().isEmpty)
+        #expect(quick.machine.deviceID == "phone")
+
+        // A ticket accepted on the loop has no such deadline: nothing waits off the loop.
+        var resumed = Link(authenticationTimeout: .seconds(20))
+        resumed.receive(.resume(device: "phone", ticket: Data([1]), proof: Data([2])))
+        #expect(resumed.authentication == nil)
+    }
+
     @Test func aTicketIsCheckedOnTheLoopAndARefusedOneLeavesTheChallengeToBeSigned() {
         var link = Link(idleTimeout: .seconds(600))
         _ = link.take()
@@ -97,6 +139,7 @@ import Testing
         #expect(
             link.take() == [
                 .connectionEstablished,
+                .scheduleAuthenticationDeadline(at: link.now + .seconds(30)),
                 .authenticate(device: "phone", publicKey: nil, signature: Data([9]), nonce: Link.nonce),
             ])
     }

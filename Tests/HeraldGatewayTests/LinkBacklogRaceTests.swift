@@ -49,6 +49,8 @@ final class GatedStore: GatewayStore {
     let reads = Gate()
     /// Before saves of registrations (a device's `register`).
     let registrations = Gate()
+    /// Before saves of one device (a new device's `hello`).
+    let devices = Gate()
     /// Backlog reads that have returned.
     let readsDone = Tally()
     /// Commits (of any batch) that have returned.
@@ -68,7 +70,10 @@ final class GatedStore: GatewayStore {
     func deleteKey(_ id: String) async throws { try await inner.deleteKey(id) }
     func save(_ app: HeraldGateway.TeamApp) async throws { try await inner.save(app) }
     func deleteApp(_ bundleID: String) async throws { try await inner.deleteApp(bundleID) }
-    func save(_ device: DeviceRecord) async throws { try await inner.save(device) }
+    func save(_ device: DeviceRecord) async throws {
+        await devices.pass()
+        try await inner.save(device)
+    }
     func save(devices: [DeviceRecord]) async throws { try await inner.save(devices: devices) }
     func save(_ registrations: [Registration], feedback: [FeedbackEntry], device: DeviceRecord?) async throws {
         await self.registrations.pass()

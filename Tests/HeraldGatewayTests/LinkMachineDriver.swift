@@ -25,6 +25,7 @@ struct LinkMachineDriver {
     var wake: NIODeadline?
     var deadline: NIODeadline?
     var liveness: NIODeadline?
+    var authentication: NIODeadline?
     /// Actions since the last ``take()``.
     var actions: [Action] = []
     /// Whether the connection is open (no close has been sent).
@@ -33,9 +34,10 @@ struct LinkMachineDriver {
     /// A link that has greeted the device (the challenge taken).
     init(
         acknowledgementTimeout: Duration = .seconds(2), qos: LinkQoS.Configuration = .init(batchWindow: .seconds(60)),
-        idleTimeout: Duration? = nil, broadcasts: Bool = false
+        idleTimeout: Duration? = nil, broadcasts: Bool = false, authenticationTimeout: Duration = .seconds(30)
     ) {
         var configuration = DeviceLinkConfiguration()
+        configuration.authenticationTimeout = authenticationTimeout
         configuration.acknowledgementTimeout = acknowledgementTimeout
         configuration.qos = qos
         configuration.idleTimeout = idleTimeout
@@ -74,7 +76,9 @@ struct LinkMachineDriver {
             case .cancelWake: wake = nil
             case .scheduleDeadline(let due): deadline = due
             case .scheduleLiveness(let delay): liveness = now + delay
-            case .cancelTimers: (wake, deadline, liveness) = (nil, nil, nil)
+            case .scheduleAuthenticationDeadline(let due): authentication = due
+            case .cancelAuthenticationDeadline: authentication = nil
+            case .cancelTimers: (wake, deadline, liveness, authentication) = (nil, nil, nil, nil)
             case .close, .echoClose: isOpen = false
             default: break
             }
@@ -135,9 +139,12 @@ struct LinkMachineDriver {
     /// Moves time on; the timers that come due fire, in order.
     mutating func advance(by amount: TimeAmount) {
         let end = now + amount
-        while let due = [wake, deadline, liveness].compactMap({ $0 }).filter({ $0 <= end }).min() {
+        while let due = [wake, deadline, liveness, authentication].compactMap({ $0 }).filter({ $0 <= end }).min() {
             now = due
-            if wake == due {
+            if authentication == due {
+                authentication = nil
+                record(machine.authenticationDeadlineFired(at: at))
+            } else if wake == due {
                 wake = nil
                 record(machine.wakeFired(now: now, at: at))
             } else if deadline == due {

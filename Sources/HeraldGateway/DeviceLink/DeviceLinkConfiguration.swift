@@ -11,6 +11,12 @@ public struct DeviceLinkConfiguration: Sendable {
     /// From accepting a connection until the device's signed `hello` has arrived (TLS, the
     /// WebSocket upgrade, the hello). Ten seconds by default.
     public var firstBytesTimeout: Duration = .seconds(10)
+    /// From the device's signed `hello` until the gateway has checked it and registered the device
+    /// (the store's part for a new device). A link still being checked after this is refused with
+    /// `Internal` and closed, so a store that stalls does not hold connections without end; the
+    /// device connects again with its backoff. Thirty seconds by default, as long as the device
+    /// itself waits for its `welcome`.
+    public var authenticationTimeout: Duration = .seconds(30)
     /// How long a resumption ticket (given with every `welcome`) is accepted in place of a
     /// signature (docs/device-link.md, "Resuming"); `nil`: no tickets, every device signs. A week
     /// by default.

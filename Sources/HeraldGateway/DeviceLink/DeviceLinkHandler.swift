@@ -30,6 +30,7 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
     var wakeTimer: LoopTimers.Timer?
     var deadlineTimer: LoopTimers.Timer?
     var livenessTimer: LoopTimers.Timer?
+    var authenticationTimer: LoopTimers.Timer?
     let turnFlush = LoopTurnFlush()
     /// The WebSocket frame encoder's context, when the pipeline has one: a `push` is written there
     /// already framed (``textFrame(_:allocator:)``), so that it passes no `WebSocketFrame` (a
@@ -180,7 +181,9 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
             data.writeInteger(code)
             close(with: data)
         case .connectionEstablished: context?.triggerUserOutboundEvent(ConnectionEstablished(), promise: nil)
-        case .scheduleWake, .cancelWake, .scheduleDeadline, .scheduleLiveness, .cancelTimers: runTimer(action)
+        case .scheduleWake, .cancelWake, .scheduleDeadline, .scheduleLiveness, .scheduleAuthenticationDeadline,
+            .cancelAuthenticationDeadline, .cancelTimers:
+            runTimer(action)
         case .authenticate, .perform, .subscribe, .readBacklog: runWork(action)
         case .resume(let device, let ticket, let proof, let nonce):
             let result = service.resume(device: device, ticket: ticket, proof: proof, nonce: nonce)
@@ -294,11 +297,19 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
             livenessTimer = timers.schedule(in: delay) { [self] in
                 run(machine.livenessFired(now: now, at: at))
             }
+        case .scheduleAuthenticationDeadline(let deadline):
+            authenticationTimer = timers.schedule(at: deadline) { [self] in
+                authenticationTimer = nil
+                run(machine.authenticationDeadlineFired(at: at))
+            }
+        case .cancelAuthenticationDeadline:
+            if let authenticationTimer { timers.cancel(authenticationTimer) }
+            authenticationTimer = nil
         default:
-            for timer in [wakeTimer, deadlineTimer, livenessTimer] {
+            for timer in [wakeTimer, deadlineTimer, livenessTimer, authenticationTimer] {
                 if let timer { timers.cancel(timer) }
             }
-            (wakeTimer, deadlineTimer, livenessTimer) = (nil, nil, nil)
+            (wakeTimer, deadlineTimer, livenessTimer, authenticationTimer) = (nil, nil, nil, nil)
         }
     }
 

@@ -37,6 +37,11 @@ extension DeviceLinkStateMachine {
         case scheduleDeadline(at: NIODeadline)
         /// Schedules the liveness check; then ``DeviceLinkStateMachine/livenessFired(now:)``.
         case scheduleLiveness(in: TimeAmount)
+        /// Schedules the deadline of the `hello`'s check; then
+        /// ``DeviceLinkStateMachine/authenticationDeadlineFired(at:)``.
+        case scheduleAuthenticationDeadline(at: NIODeadline)
+        /// Cancels it (the check came back).
+        case cancelAuthenticationDeadline
         /// Cancels every timer (the link closed).
         case cancelTimers
 

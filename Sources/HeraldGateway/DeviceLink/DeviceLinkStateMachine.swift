@@ -54,6 +54,8 @@ struct DeviceLinkStateMachine {
 
     /// ``DeviceLinkConfiguration/idleTimeout`` on the event loop's clock, converted once.
     let idleTimeout: TimeAmount?
+    /// ``DeviceLinkConfiguration/authenticationTimeout`` on the event loop's clock, converted once.
+    let authenticationTimeout: TimeAmount
     /// ``DeviceLinkConfiguration/drainWindow`` in milliseconds, as `goaway` carries it.
     let drainWindow: Int
     /// Whether the gateway has broadcast channels (without, subscriptions are refused).
@@ -99,10 +101,13 @@ struct DeviceLinkStateMachine {
     var subscriptions: [Subscription: Set<String>] = [:]
     /// Whether the device presented a resumption ticket on this link: one try, then it signs.
     var resumeTried = false
+    /// Whether the deadline of a `hello`'s check is scheduled.
+    var authenticationDeadlineScheduled = false
 
     /// A link that will greet the device with `nonce`.
     init(configuration: DeviceLinkConfiguration, broadcasts: Bool, nonce: Data) {
         self.idleTimeout = configuration.idleTimeout.map { TimeAmount($0) }
+        self.authenticationTimeout = TimeAmount(configuration.authenticationTimeout)
         self.drainWindow = Int((configuration.drainWindow.timeInterval * 1000).rounded())
         self.broadcasts = broadcasts
         self.phase = .greeting(nonce: nonce)
@@ -181,10 +186,13 @@ struct DeviceLinkStateMachine {
         switch (phase, message) {
         case (.greeting(let nonce), .hello(let device, let publicKey, let signature)):
             phase = .authenticating
+            authenticationDeadlineScheduled = true
             // The device has done its part within the first-bytes deadline; checking its signature
-            // and registering it is the gateway's work, which a busy gateway must not count against it.
+            // and registering it is the gateway's work, which a busy gateway must not count against
+            // it. It has a deadline of its own, so that a store that stalls holds no link for good.
             return [
                 .connectionEstablished,
+                .scheduleAuthenticationDeadline(at: now + authenticationTimeout),
                 .authenticate(device: device, publicKey: publicKey, signature: signature, nonce: nonce),
             ]
         case (.greeting(let nonce), .resume(let device, let ticket, let proof)) where !resumeTried:
@@ -254,6 +262,10 @@ struct DeviceLinkStateMachine {
             let (device, registrations) = (authenticated.device, authenticated.registrations)
             phase = .online(device: device.id)
             var actions = startLiveness(now: now)
+            if authenticationDeadlineScheduled {
+                authenticationDeadlineScheduled = false
+                actions.insert(.cancelAuthenticationDeadline, at: 0)
+            }
             actions.append(
                 .send(
                     .welcome(
@@ -266,6 +278,18 @@ struct DeviceLinkStateMachine {
             actions.append(.readBacklog(device: device.id))
             return actions
         }
+    }
+
+    /// The `hello`'s check did not come back within ``DeviceLinkConfiguration/authenticationTimeout``
+    /// (the store stalls): the device is told, and the link closed. A check that comes back later
+    /// changes nothing (``authenticated(_:now:at:)`` wants a link still being checked).
+    mutating func authenticationDeadlineFired(at: Date) -> [Action] {
+        authenticationDeadlineScheduled = false
+        guard case .authenticating = phase else { return [] }
+        let seconds = Double(authenticationTimeout.nanoseconds) / 1e9
+        let shown = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
+        let message = "the gateway could not check the hello within \(shown) s"
+        return [.logRefused(code: .internal, message: message)] + refuse(code: .internal, message: message, at: at)
     }
 
     /// The gateway checked a resumption ticket: online as after a signed `hello`, or, when the
