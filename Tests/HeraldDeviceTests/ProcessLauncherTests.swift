@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTesting
 import Testing
 
 @testable import HeraldDevice
@@ -44,8 +45,7 @@ import Testing
         let directory = try Self.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let executable = directory.appendingPathComponent("app")
-        try "#!/bin/sh\nexec sleep 60\n".write(to: executable, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable.path)
+        try writeExecutableScript("#!/bin/sh\nexec sleep 60\n", to: executable)
 
         // Another process, which ends with status 3 at the end of its standard input.
         let (otherEnded, otherSink) = AsyncStream.makeStream(of: Int32.self)
@@ -84,8 +84,7 @@ import Testing
             wait
 
             """
-        try script.write(to: executable, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable.path)
+        try writeExecutableScript(script, to: executable)
 
         let (launcher, pid, iterator) = try Self.launch(executable, in: directory)
         var endings = iterator

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 import Testing
 
 /// The desktop presenter as a person sees it: `herald device --presenter terminal,desktop` on a
@@ -72,10 +73,8 @@ import Testing
 
         // The app: launched by the device when the user answers, it prints what it is told and exits.
         let app = directory.appendingPathComponent("tea.sh")
-        try Data(
-            "#!/bin/sh\nexec '\(try heraldExecutable().path)' app \"$HERALD_BUNDLE_ID\" listen --count 1\n".utf8
-        ).write(to: app)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: app.path)
+        try writeExecutableScript(
+            "#!/bin/sh\nexec '\(try heraldExecutable().path)' app \"$HERALD_BUNDLE_ID\" listen --count 1\n", to: app)
         try herald(["device", "install", "dev.herald.tea", "--executable", app.path])
         try herald(["app", "dev.herald.tea", "authorize", "--options", "alert,sound,badge"])
         try herald([

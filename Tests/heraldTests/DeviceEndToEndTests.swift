@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 import Testing
 
 /// `herald device` against a real `herald gateway`: the link survives a gateway restart and a device
@@ -218,8 +219,7 @@ import Testing
         let app = "dev.herald.stuck"
         // It starts, says its process id, and waits without connecting.
         let executable = device.state.appendingPathComponent("stuck")
-        try "#!/bin/sh\necho $$ > \"$0.pid\"\nexec sleep 600\n".write(to: executable, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable.path)
+        try writeExecutableScript("#!/bin/sh\necho $$ > \"$0.pid\"\nexec sleep 600\n", to: executable)
         try device.herald(["device", "install", app, "--executable", executable.path])
         try device.herald(["app", app, "authorize", "--options", "alert"])
         try device.herald(["app", app, "add", "--id", "tea", "--title", "Tea", "--body", "Ready"])
