@@ -164,7 +164,8 @@ import Testing
         let signature = try key.signature(for: DeviceLink.signedBytes(nonce: nonce)).rawRepresentation
         let hello = LinkMessage.hello(
             device: "tablet", publicKey: key.publicKey.x963Representation, signature: signature)
-        try await channel.writeInbound(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: hello.encoded())))
+        try await channel.writeInbound(
+            WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: hello.encoded())))
         await store.devices.arrivals.reached(1)
 
         await loop.advanceTime(by: .seconds(29))
