@@ -73,6 +73,10 @@ public final class Gateway: Sendable {
         public var maxConnectionsPerAddress = 0
         /// How many pushes to keep per (device, topic) while offline.
         public var offline = OfflinePolicy()
+        /// How much may wait for the store's next commit (docs/listeners.md, "Memory"): past it a
+        /// push that must be stored is answered 503 `ServiceUnavailable` at once, and log lines
+        /// nobody waits for are dropped and counted.
+        public var storeQueue = GroupCommitter.Limits()
         /// How long the delivery log keeps a push's steps (30 days); the hourly purge deletes older ones.
         public var logRetention: Duration = .seconds(30 * 86400)
         /// Serve the test API on the admin listener (`/test/…`: waits, what devices received, a reset
@@ -226,8 +230,11 @@ public final class Gateway: Sendable {
         let metrics = GatewayMetrics()
         let router = PushRouter(
             committer: GroupCommitter(
-                store: store, policy: configuration.offline, logBatch: 4096,
-                committed: { batch in if !batch.counts.isEmpty { metrics.deliveryStates(batch.counts) } }),
+                store: store, policy: configuration.offline, logBatch: 4096, limits: configuration.storeQueue,
+                committed: { batch in if !batch.counts.isEmpty { metrics.deliveryStates(batch.counts) } },
+                overload: { [logger, limits = configuration.storeQueue] overload in
+                    Self.log(overload, limits: limits, logger: logger)
+                }),
             links: DeviceLinks(presence: presence),
             metrics: metrics, forwarder: forwarder, testAPI: configuration.testAPI, logger: logger)
         if postgres == nil {
@@ -479,5 +486,27 @@ public final class Gateway: Sendable {
     /// Stops a running gateway gracefully, as SIGTERM does: ``run(onReady:)`` returns once it is done.
     public func shutdown() async {
         await stopper.stop()
+    }
+}
+
+extension Gateway {
+    /// Logs a stretch of time over the store queue's limits: its beginning at warning, its end,
+    /// with what it refused and dropped, at notice.
+    static func log(
+        _ overload: GroupCommitter.Overload, limits: GroupCommitter.Limits, logger: Logger
+    ) {
+        switch overload {
+        case .began:
+            logger.warning(
+                "the store is behind: pushes that must be stored are answered 503 until it catches up",
+                metadata: [
+                    "limit-requests": "\(limits.requests)", "limit-bytes": "\(limits.bytes)",
+                    "limit-log-lines": "\(limits.logLines)",
+                ])
+        case .ended(let refused, let dropped):
+            logger.notice(
+                "the store caught up: pushes are stored again",
+                metadata: ["refused": "\(refused)", "log-lines-dropped": "\(dropped)"])
+        }
     }
 }

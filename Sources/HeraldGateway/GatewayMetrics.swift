@@ -18,6 +18,7 @@ public final class GatewayMetrics: Sendable {
     private let unacknowledged: Counter
     private let storedTotal: Counter
     private let discardedTotal: Counter
+    private let droppedLogLines: Counter
     private let forwardedAnswered: Counter
     private let forwardedFailed: Counter
     let devicesOnline: Gauge
@@ -61,6 +62,10 @@ public final class GatewayMetrics: Sendable {
         discardedTotal = registry.makeCounter(
             descriptor: Self.name(
                 "pushes_discarded", "total", "Pushes with expiration 0 (or past) that could not be delivered at once"))
+        droppedLogLines = registry.makeCounter(
+            descriptor: Self.name(
+                "delivery_log_lines_dropped", "total",
+                "Delivery-log lines nobody waited for, dropped because the store was too far behind"))
         let forwarded = Self.name(
             "pushes_forwarded", "total", "Pushes for a device linked to another node of the cluster, sent there")
         forwardedAnswered = registry.makeCounter(descriptor: forwarded, labels: [("result", "answered")])
@@ -191,6 +196,9 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts a push discarded (expiration 0 and not deliverable at once).
     public func discarded() { discardedTotal.increment() }
+
+    /// Counts delivery-log lines dropped because the store was too far behind to take them.
+    public func logLinesDropped(_ lines: Int) { droppedLogLines.increment(by: Int64(lines)) }
 
     /// The metrics in Prometheus's text format, after setting the gauges read at scrape time.
     public func emit(devicesOnline: Int, storedPushes: Int) -> [UInt8] {

@@ -45,6 +45,15 @@ struct GatewayCommand: AsyncParsableCommand {
     var strict = false
     @Option(name: .long, help: "Notifications kept per device and topic while the device is offline (APNs keeps 1).")
     var offlineDepth = 1
+    @Option(
+        name: .long,
+        help: """
+            How many provider requests may wait for the store at once (pushes to store for devices that are \
+            offline or did not acknowledge in time); past it, or past 64 MiB of their payloads, a push that \
+            must be stored is answered 503 ServiceUnavailable at once and kept nowhere, and the provider sends \
+            it again later (0 = no limit).
+            """)
+    var storeQueue = GroupCommitter.Limits().requests
     @Option(name: .long, help: "SQLite durability: full (survives power loss) or normal (survives a killed process).")
     var durability: SQLiteGatewayStore.Durability = .full
     @Option(
@@ -162,6 +171,7 @@ struct GatewayCommand: AsyncParsableCommand {
         guard batchWindow >= 0 else { throw ValidationError("--batch-window must not be negative") }
         guard backgroundBudget >= 0 else { throw ValidationError("--background-budget must not be negative") }
         guard offlineDepth >= 1 else { throw ValidationError("--offline-depth must be at least 1") }
+        guard storeQueue >= 0 else { throw ValidationError("--store-queue must not be negative") }
         guard tokenRate >= 0 else { throw ValidationError("--token-rate must not be negative") }
         guard idleTimeout >= 0 else { throw ValidationError("--idle-timeout must not be negative") }
         guard firstBytesTimeout > 0 else { throw ValidationError("--first-bytes-timeout must be more than 0 seconds") }
@@ -237,6 +247,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.link.drainWindow = .milliseconds(Int64((drainWindow * 1000).rounded()))
         configuration.adminIdleTimeout = Self.seconds(adminIdleTimeout)
         configuration.offline = OfflinePolicy(depth: offlineDepth)
+        configuration.storeQueue.requests = storeQueue
         configuration.durability = durability
         configuration.database = try databaseURL()
         configuration.clusterAddress = clusterAddress

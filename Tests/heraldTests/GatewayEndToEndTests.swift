@@ -444,6 +444,7 @@ struct Provisioned {
         (["--idle-timeout=-1"], "--idle-timeout must not be negative"),
         (["--max-connections-per-address=-1"], "--max-connections-per-address must not be negative"),
         (["--link-max-connections-per-address=-2"], "--link-max-connections-per-address must not be negative"),
+        (["--store-queue=-1"], "--store-queue must not be negative"),
         // Durations that would overflow as nanoseconds, which stopped the gateway at start.
         (["--idle-timeout", "inf"], "--idle-timeout must be at most a century"),
         (["--link-ticket-hours", "1e12"], "--link-ticket-hours must be at most a century"),

@@ -104,7 +104,7 @@ public final class OfflineStore: Sendable {
         let event = DeliveryEvent(
             apnsID: apnsID, uniqueID: refusal?.uniqueID, kind: .refused, at: at, detail: detail)
         guard let refusal, let state = AppleDeliveryState(event) else {
-            committer.submitLog([event])
+            log([event])
             return
         }
         var batch = StoreBatch()
@@ -116,7 +116,7 @@ public final class OfflineStore: Sendable {
     /// A push the provider API refused: a `rejected` line in the delivery log, saying why (the
     /// reason and, when the gateway knows more, the cause), with what it was for.
     func logRejected(_ response: ProviderResponse, _ refused: RefusedPush) {
-        committer.submitLog([
+        log([
             DeliveryEvent(
                 apnsID: response.apnsID, uniqueID: nil, kind: .rejected, at: refused.at,
                 detail: RejectedDetail(response: response, refused: refused).text)
@@ -125,8 +125,14 @@ public final class OfflineStore: Sendable {
 
     /// A delivered push's lines for the delivery log; nobody waits for them.
     func logDelivered(_ delivered: consuming DeliveredPush) {
-        committer.submitLog(consume delivered)
+        if !committer.submitLog(consume delivered) { metrics.logLinesDropped(3) }
         metrics.delivered(acknowledged: true)
+    }
+
+    /// Log lines nobody waits for, through the committer; those it drops, the store being too far
+    /// behind (``GroupCommitter/Limits/logLines``), are counted.
+    func log(_ events: [DeliveryEvent]) {
+        if !committer.submitLog(events) { metrics.logLinesDropped(events.count) }
     }
 
     /// Deletes expired pushes from the offline store and logs each as discarded; returns how many.
@@ -186,15 +192,15 @@ public final class OfflineStore: Sendable {
             batch.count(.discardedExpired, topic: push.topic, pushType: push.pushType, at: push.receivedAt)
             // The 200 waits for this line to be durable: after a crash, the delivery log still says
             // what became of every push answered 200 (it is rare: the device was not connected).
-            metrics.discarded()
             let logger = self.logger
-            committer.submit(batch) { result in
+            let admitted = committer.submitIfRoom(batch, bytes: 0) { result in
                 if case .failure(let error) = result {
                     logger.error(
                         "delivery log write failed", metadata: ["error": "\(error)", "apns-id": "\(push.apnsID)"])
                 }
                 respond(ok)
             }
+            if admitted { metrics.discarded() } else { respond(Self.storeBehind(push)) }
             return
         }
         let stored = StoredPush(
@@ -218,7 +224,7 @@ public final class OfflineStore: Sendable {
             at: push.receivedAt)
         let logger = self.logger
         let metrics = self.metrics
-        committer.submit(batch) { result in
+        let admitted = committer.submitIfRoom(batch, bytes: stored.payload.count) { result in
             switch result {
             case .success(let replaced):
                 metrics.stored()
@@ -231,6 +237,14 @@ public final class OfflineStore: Sendable {
                 respond(.error(.serviceUnavailable, apnsID: push.apnsID))
             }
         }
+        if !admitted { respond(Self.storeBehind(push)) }
+    }
+
+    /// The answer to a push that must be stored while the store is too far behind to take it
+    /// (``GroupCommitter/Limits``): 503, as APNs answers when it cannot take a push now; the
+    /// provider sends it again later. Nothing of it is kept, not even its log line.
+    static func storeBehind(_ push: AcceptedPush) -> ProviderResponse {
+        .error(.serviceUnavailable, apnsID: push.apnsID)
     }
 }
 

@@ -193,7 +193,7 @@ final class BinaryProviderHandler: ChannelDuplexHandler, IdleWatching {
 
     private func dropped(_ token: DeviceToken, apnsID: String, identifier: UInt32) {
         let environment = connection.defaultEnvironment
-        router.offline.committer.submitLog([
+        router.offline.log([
             DeliveryEvent(
                 apnsID: apnsID, uniqueID: nil, kind: .discarded, at: clock.now(),
                 detail:
