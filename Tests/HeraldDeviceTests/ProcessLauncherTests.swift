@@ -69,6 +69,64 @@ import Testing
         #expect(await otherEndings.next() == 3)
     }
 
+    /// A launched app starts as a program expects: no signal ignored (the daemon ignores `SIGPIPE`,
+    /// as NIO sets, and Foundation's `Process` let children inherit that) and none blocked, none of
+    /// the daemon's descriptors but the standard three, in its bundle directory, in a process group
+    /// of its own; its exit status is reported.
+    @Test func anAppStartsWithDefaultSignalsNoInheritedDescriptorsAndItsDirectory() async throws {
+        let directory = try Self.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let report = directory.appendingPathComponent("report")
+        let executable = directory.appendingPathComponent("app")
+        try writeExecutableScript(
+            """
+            #!/bin/sh
+            {
+              grep -E '^(SigIgn|SigBlk):' /proc/self/status
+              echo "cwd $(pwd)"
+              echo "group $(cut -d ' ' -f 5 /proc/$$/stat) self $$"
+              ls /proc/self/fd | sort -n | tr '\\n' ' '
+            } > "\(report.path).tmp"
+            mv "\(report.path).tmp" "\(report.path)"
+            exit 7
+
+            """, to: executable)
+        // The daemon's state: SIGPIPE ignored (NIO's doing in the daemon), a descriptor open.
+        let previous = signal(SIGPIPE, SIG_IGN)
+        defer { signal(SIGPIPE, previous) }
+        let held = open(executable.path, O_RDONLY)
+        defer { close(held) }
+        #expect(held > 2)
+
+        let launcher = ProcessLauncher()
+        let (ended, sink) = AsyncStream.makeStream(of: [Int32].self)
+        let pid = try launcher.launch(
+            InstalledApp(bundleID: "a", bundleDirectory: directory.path, executable: executable.path),
+            mode: .background, launchOptions: nil, appLinkPath: directory.appendingPathComponent("link").path
+        ) { sink.yield([$0, $1]) }
+        var endings = ended.makeAsyncIterator()
+        #expect(await endings.next() == [pid, 7])
+        let lines = try String(contentsOf: report, encoding: .utf8).split(separator: "\n").map(String.init)
+        // Masks of signals 1 to 64, bit n-1 for signal n. Of the standard signals (1 to 31) none
+        // is ignored or blocked. (The C library keeps 32 and 33 to itself: posix_spawn cannot set
+        // them, and a child inherits whatever started the test.)
+        func mask(_ name: String) -> UInt64? {
+            lines.first { $0.hasPrefix(name + ":") }.flatMap {
+                UInt64($0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces), radix: 16)
+            }
+        }
+        let standard: UInt64 = (1 << 31) - 1
+        #expect(mask("SigIgn").map { $0 & standard } == 0, "\(lines)")
+        #expect(mask("SigBlk").map { $0 & standard } == 0, "\(lines)")
+        #expect(lines.contains("cwd \(directory.resolvingSymlinksInPath().path)"), "\(lines)")
+        #expect(lines.contains("group \(pid) self \(pid)"), "\(lines)")
+        // 0, 1 and 2, and the one ls opens to list them.
+        let descriptors = lines.last?.split(separator: " ").compactMap { Int($0) } ?? []
+        #expect(descriptors.count == 4 && descriptors.prefix(3) == [0, 1, 2], "\(descriptors)")
+        // Ended and reaped: terminating it now signals nothing.
+        #expect(launcher.terminate(pid))
+    }
+
     /// An app installed as a wrapper script that starts the real program without `exec` ends with
     /// it: the launcher kills the process group its child leads, so nothing it started runs on.
     @Test func terminateEndsWhatAWrapperStarted() async throws {

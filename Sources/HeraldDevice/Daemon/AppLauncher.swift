@@ -46,7 +46,9 @@ public struct LaunchError: Error, CustomStringConvertible, Sendable {
 
 /// Starts the executable as a child process, with the app link, bundle id, launch mode and launch
 /// options in its environment (`AppLink.Environment`), the bundle directory as its working
-/// directory when there is one, and the daemon's standard output and error.
+/// directory when there is one, the daemon's standard input, output and error and none of its
+/// other descriptors, every signal at its default disposition and none blocked, in a process group
+/// of its own (``ChildProcess``).
 public struct ProcessLauncher: AppLauncher {
     /// The processes started here that have not ended, by id: only these are ever signalled.
     private let running = RunningProcesses()
@@ -70,8 +72,6 @@ public struct ProcessLauncher: AppLauncher {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw LaunchError(description: "\(executable) is not an executable file")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
         var environment = ProcessInfo.processInfo.environment
         environment[AppLink.Environment.socket] = appLinkPath
         environment[AppLink.Environment.bundleID] = app.bundleID
@@ -81,31 +81,27 @@ public struct ProcessLauncher: AppLauncher {
         } else {
             environment[AppLink.Environment.launchOptions] = nil
         }
-        process.environment = environment
-        if let directory = app.bundleDirectory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        // The process is reaped by Foundation when it exits.
         let running = self.running
-        process.terminationHandler = { process in
-            _ = running.ids.withLock { $0.remove(process.processIdentifier) }
-            exited(process.processIdentifier, process.terminationStatus)
+        // Under the lock until the id is in the set: a process that ends at once is forgotten only
+        // after it was added.
+        return try running.ids.withLock { ids in
+            let pid: Int32
+            do {
+                pid = try ChildProcess.spawn(
+                    path: executable, environment: environment, directory: app.bundleDirectory,
+                    beforeReaping: { pid in _ = running.ids.withLock { $0.remove(pid) } }, ended: exited)
+            } catch {
+                throw LaunchError(description: "\(executable) could not start: \(error)")
+            }
+            ids.insert(pid)
+            return pid
         }
-        do {
-            try process.run()
-        } catch {
-            throw LaunchError(description: "\(executable) could not start: \(error.localizedDescription)")
-        }
-        let pid = process.processIdentifier
-        // Under the lock, so that a process that has ended already (its handler waits for the lock or
-        // has run) is not kept.
-        running.ids.withLock { if process.isRunning { $0.insert(pid) } }
-        return pid
     }
 
     /// Sends `SIGKILL` to the process, if it is one of this launcher's and has not ended, and to
-    /// its process group when it leads one (Foundation starts each child in a group of its own), so
-    /// that what a wrapper script started ends with it. A process that ended already is left alone:
-    /// its id leaves the set when Foundation reports its end, a moment after reaping it, so only
-    /// in that moment could a new process with the same id be signalled.
+    /// its process group when it leads one (each child starts in a group of its own), so that what
+    /// a wrapper script started ends with it. A process that ended already is left alone: its id
+    /// leaves the set before it is reaped, while no other process can have it.
     @discardableResult
     public func terminate(_ pid: Int32) -> Bool {
         running.ids.withLock { ids in
