@@ -233,7 +233,9 @@ extension URL {
 
     /// `--max-connections-per-address` and `--link-max-connections-per-address`: a connection from
     /// an address that holds the limit already is closed at once, before anything is read, counted
-    /// and logged (at most once per 10 s); those held go on; once one of them closes, another is taken. The
+    /// and logged (at most once per 10 s), on the provider API, the device link, the binary gateway,
+    /// the feedback service and the channel management API, each limited on its own; those held go
+    /// on; once one of them closes, another is taken. The
     /// development listener, loopback only, has no limit. One event loop each, so that connections
     /// are admitted in the order they are made.
     @Test func aConnectionOverTheLimitPerAddressIsClosedAtOnce() throws {
@@ -259,8 +261,25 @@ extension URL {
                 let end = over.readUntilClosed()
                 #expect(end.closed && end.text.isEmpty && end.after < 1.5, "\(name): \(end)")
             }
+            // The binary gateway, the feedback service and the channel management API (TLS, each
+            // limited on its own): one held each, one more closed at once.
+            func port(ofAddress address: String?) throws -> Int {
+                try #require(address.flatMap { $0.split(separator: ":").last.flatMap { Int($0) } })
+            }
+            let others = [
+                (try port(ofAddress: g.info.binaryAddress), "binary gateway"),
+                (try port(ofAddress: g.info.feedbackAddress), "feedback service"),
+                (URL.port(g.info.channelsURL), "channel management API"),
+            ]
+            let heldOthers = try others.map { try RawSocket(port: $0.0) }
+            for (port, name) in others {
+                let over = try RawSocket(port: port)
+                let end = over.readUntilClosed()
+                #expect(end.closed && end.text.isEmpty && end.after < 1.5, "\(name): \(end)")
+            }
             // The held ones are open still (admitted first, they would have been closed before these).
             #expect(held?.isOpen == true && heldLink.isOpen)
+            #expect(heldOthers.allSatisfy { $0.isOpen })
             // The development listener has no limit: two held, and curl is answered beside them.
             let dev = try (0..<2).map { _ in try RawSocket(port: URL.port(g.dev)) }
             #expect(try p.push().status == 200)
@@ -278,19 +297,25 @@ extension URL {
             #expect(answered?.status == 200, "\(String(describing: answered))")
         }
         let metrics = try g.adminCall("GET", "/metrics").body
-        for (listener, least) in [("provider API", 2), ("device link", 1)] {
+        for (listener, least) in [
+            ("provider API", 2), ("device link", 1), ("binary gateway", 1), ("feedback service", 1),
+            ("channel management API", 1),
+        ] {
             let line = metrics.split(separator: "\n").first {
                 $0.hasPrefix("herald_connections_refused_total{listener=\"\(listener)\"}")
             }
             let count = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
             #expect(count >= least, "\(listener): \(line ?? "none")")
         }
-        // Logged at most once per 10 s on each listener, not once per connection (a third line if
+        // Logged at most once per 10 s on each listener, not once per connection (a sixth line if
         // curl was refused for 10 s after the provider API's first).
         let refusals = g.log.components(separatedBy: "\n").filter {
             $0.contains("127.0.0.1 holds 1 connection already (the limit per address)")
         }
-        #expect((2...3).contains(refusals.count), "\(refusals)")
+        #expect((5...6).contains(refusals.count), "\(refusals)")
+        for listener in ["binary gateway", "feedback service", "channel management API"] {
+            #expect(refusals.contains { $0.contains("listener=\(listener) ") }, "\(listener): \(refusals)")
+        }
         #expect(g.stop() == 0)
     }
 
