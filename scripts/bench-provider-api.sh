@@ -75,6 +75,11 @@ METRICS=$(curl -sf "$ADMIN/metrics" -H "$AUTH")
 ACKED=$(echo "$METRICS" | grep '^herald_deliveries_total{result="acknowledged"}' | awk '{print $2}')
 STORED=$(echo "$METRICS" | grep '^herald_pushes_stored_total' | awk '{print $2}')
 echo "delivered to the device and acknowledged: $ACKED; stored instead (no acknowledgement in time): $STORED"
+# Whether the store fell behind the run (docs/listeners.md, "Memory"): delivery-log lines dropped, and
+# pushes answered 503 because the store's queue was full. Both should be 0.
+DROPPED=$(echo "$METRICS" | grep '^herald_delivery_log_lines_dropped_total' | awk '{print $2}')
+BEHIND=$(grep -c "the store is behind" "$WORK/gw.out" || true)
+echo "delivery-log lines dropped with the store behind: ${DROPPED:-0}; times the gateway logged the store behind: $BEHIND"
 python3 -c "
 n, tick = $REQUESTS, $(getconf CLK_TCK)
 gateway, device = ($GW_CPU1 - $GW_CPU0) / tick / n * 1e6, ($DEV_CPU1 - $DEV_CPU0) / tick / n * 1e6
