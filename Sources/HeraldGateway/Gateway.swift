@@ -498,14 +498,17 @@ extension Gateway {
         switch overload {
         case .began:
             logger.warning(
-                "the store is behind: pushes that must be stored are answered 503 until it catches up",
+                """
+                the store is behind: while its queue is full, pushes that must be stored are answered 503 and log \
+                lines nobody waits for are dropped
+                """,
                 metadata: [
                     "limit-requests": "\(limits.requests)", "limit-bytes": "\(limits.bytes)",
                     "limit-log-lines": "\(limits.logLines)",
                 ])
         case .ended(let refused, let dropped):
             logger.notice(
-                "the store caught up: pushes are stored again",
+                "the store caught up: its queue is back to half of every limit",
                 metadata: ["refused": "\(refused)", "log-lines-dropped": "\(dropped)"])
         }
     }

@@ -51,7 +51,7 @@ struct GatewayCommand: AsyncParsableCommand {
             How many provider requests may wait for the store at once (pushes to store for devices that are \
             offline or did not acknowledge in time); past it, or past 64 MiB of their payloads, a push that \
             must be stored is answered 503 ServiceUnavailable at once and kept nowhere, and the provider sends \
-            it again later (0 = no limit).
+            it again later (0 = no limit on their number; the limit on their bytes stays).
             """)
     var storeQueue = GroupCommitter.Limits().requests
     @Option(name: .long, help: "SQLite durability: full (survives power loss) or normal (survives a killed process).")

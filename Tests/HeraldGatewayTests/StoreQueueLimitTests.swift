@@ -99,8 +99,8 @@ import Testing
     }
 
     /// Through the router: a push for an offline device while the store is that far behind is
-    /// answered 503 ServiceUnavailable at once, and is neither stored nor logged; the one before it
-    /// gets its 200 once its commit lands.
+    /// answered 503 ServiceUnavailable at once, and is neither stored nor logged; one that would be
+    /// discarded gets its 200; the one before them gets its 200 once its commit lands.
     @Test func aPushThatMustBeStoredWhileTheStoreIsBehindIsAnswered503AtOnce() async throws {
         let f = try await Fixture(now: Date())
         let store = GatedStore(f.store)
@@ -115,10 +115,19 @@ import Testing
         await store.commits.arrivals.reached(1)
         let refused = await f.push(through: router, token: f.token, headers: [("apns-id", second)])
         #expect(refused.status == 503 && refused.reason == .serviceUnavailable && refused.apnsID == second)
+        // One that would only be discarded (expiration 0, the device offline) is answered 200, as
+        // APNs answers it, without its lines (counted as dropped).
+        let third = "33333333-3333-3333-3333-333333333333"
+        let discarded = await f.push(
+            through: router, token: f.token, headers: [("apns-id", third), ("apns-expiration", "0")])
+        #expect(discarded.status == 200)
+        let metrics = String(decoding: await router.metricsText(), as: UTF8.self)
+        #expect(metrics.contains("herald_delivery_log_lines_dropped_total 2"), "\(metrics)")
         store.commits.open()
         #expect(await waiting.value.status == 200)
         let pending = try await f.store.pending(device: "device-1", now: f.now)
         #expect(pending.map(\.apnsID) == [first])
         #expect(try await f.store.deliveryLogRead(id: second).events.isEmpty)
+        #expect(try await f.store.deliveryLogRead(id: third).events.isEmpty)
     }
 }

@@ -42,6 +42,7 @@ public final class GroupCommitter: Sendable {
     /// A stretch of time over a limit, as told to ``overload``.
     public enum Overload: Sendable, Equatable {
         /// A request was refused or a log line dropped, the first since the last stretch ended.
+        /// (Requests are taken again as soon as there is room; the stretch ends later.)
         case began
         /// The queue fell back to half of every limit; how many requests were refused and log lines
         /// dropped meanwhile.
@@ -117,7 +118,10 @@ public final class GroupCommitter: Sendable {
         /// Whether `lines` more log lines stay within `limits`; if not they are counted as dropped,
         /// and the result says whether that began a stretch over the limits.
         mutating func admitLog(_ lines: Int, limits: Limits) -> (admitted: Bool, began: Bool) {
-            guard limits.logLines > 0, held.logLines + lines > limits.logLines else { return (true, false) }
+            // As for requests, lines are always taken when none waits.
+            guard limits.logLines > 0, held.logLines > 0, held.logLines + lines > limits.logLines else {
+                return (true, false)
+            }
             droppedLogLines += lines
             return (false, beginOverload())
         }
@@ -171,7 +175,9 @@ public final class GroupCommitter: Sendable {
     let committed: (@Sendable (StoreBatch) -> Void)?
     /// How much may wait for the store.
     public let limits: Limits
-    /// Told when a stretch over the limits begins and ends (the gateway logs both).
+    /// Told when a stretch over the limits begins and ends (the gateway logs both). It is called
+    /// with the committer's lock held, so that the two come in order; it must not call the
+    /// committer.
     let overload: (@Sendable (Overload) -> Void)?
     /// Signalled after each group written: what the test API's long polls wait on.
     public let commits = CommitSignal()
@@ -213,17 +219,21 @@ public final class GroupCommitter: Sendable {
     public func submitIfRoom(
         _ batch: StoreBatch, bytes: Int, completion: @escaping @Sendable (Result<[String], any Error>) -> Void
     ) -> Bool {
-        let (admitted, began, start) = state.withLock { s -> (Bool, Bool, Bool) in
+        let cost = Cost(requests: 1, bytes: bytes)
+        // Its place is taken first; then its devices are marked as storing, before it is queued
+        // (a drain could write it and settle them at once), as `submit` does.
+        let admitted = state.withLock { s -> Bool in
             let (admitted, began) = s.admitRequest(bytes: bytes, limits: limits)
-            guard admitted else { return (false, began, false) }
-            let cost = Cost(requests: 1, bytes: bytes)
-            s.held += cost
-            s.queue.append(Pending(batch: batch, completion: completion, cost: cost))
-            return (true, false, s.releaseLog())
+            if began { overload?(.began) }
+            if admitted { s.held += cost }
+            return admitted
         }
-        if began { overload?(.began) }
         guard admitted else { return false }
         if !batch.pushes.isEmpty { storedDevices.storing(batch.pushes.lazy.map(\.deviceID)) }
+        let start = state.withLock { s in
+            s.queue.append(Pending(batch: batch, completion: completion, cost: cost))
+            return s.releaseLog()
+        }
         if start { Task { await self.drain() } }
         return true
     }
@@ -232,11 +242,11 @@ public final class GroupCommitter: Sendable {
     /// ``Limits/logLines`` they are dropped, and counted; returns whether they were taken.
     @discardableResult
     public func submitLog(_ events: [DeliveryEvent]) -> Bool {
-        let (admitted, began, start) = state.withLock { s -> (Bool, Bool, Bool) in
+        let (admitted, start) = state.withLock { s -> (Bool, Bool) in
             let (admitted, began) = s.admitLog(events.count, limits: limits)
-            return (admitted, began, admitted ? s.addLog(events, threshold: logBatch) : false)
+            if began { overload?(.began) }
+            return (admitted, admitted ? s.addLog(events, threshold: logBatch) : false)
         }
-        if began { overload?(.began) }
         if start { Task { await self.drain() } }
         return admitted
     }
@@ -247,11 +257,11 @@ public final class GroupCommitter: Sendable {
     public func submitLog(_ delivered: consuming DeliveredPush) -> Bool {
         // Taken into the lock rather than captured: a capture would be copied (a retain of each string).
         var pending = Optional(consume delivered)
-        let (admitted, began, start) = state.withLock { s -> (Bool, Bool, Bool) in
+        let (admitted, start) = state.withLock { s -> (Bool, Bool) in
             let (admitted, began) = s.admitLog(3, limits: limits)
-            return (admitted, began, admitted ? s.addLog(pending.take()!, threshold: logBatch) : false)
+            if began { overload?(.began) }
+            return (admitted, admitted ? s.addLog(pending.take()!, threshold: logBatch) : false)
         }
-        if began { overload?(.began) }
         if start { Task { await self.drain() } }
         return admitted
     }
@@ -300,7 +310,9 @@ public final class GroupCommitter: Sendable {
             if !merged.pushes.isEmpty { storedDevices.settled(merged.pushes.lazy.map(\.deviceID)) }
             var cost = Cost()
             for item in items { cost += item.cost }
-            if let ended = state.withLock({ $0.written(cost, limits: limits) }) { overload?(ended) }
+            state.withLock { s in
+                if let ended = s.written(cost, limits: limits) { overload?(ended) }
+            }
             // (What the policy pushed out was logged by the store, in the same transaction.)
             for item in items { item.completion?(result) }
         }

@@ -200,7 +200,14 @@ public final class OfflineStore: Sendable {
                 }
                 respond(ok)
             }
-            if admitted { metrics.discarded() } else { respond(Self.storeBehind(push)) }
+            metrics.discarded()
+            if !admitted {
+                // The store is too far behind to take the line. APNs discards such a push and
+                // answers 200 all the same, and so does the gateway, without its lines in the
+                // delivery log (counted as dropped).
+                metrics.logLinesDropped(batch.events.count)
+                respond(ok)
+            }
             return
         }
         let stored = StoredPush(
