@@ -91,9 +91,9 @@ import Testing
             exit 7
 
             """, to: executable)
-        // The daemon's state: SIGPIPE ignored (NIO's doing in the daemon), a descriptor open.
-        let previous = signal(SIGPIPE, SIG_IGN)
-        defer { signal(SIGPIPE, previous) }
+        // The daemon's state: SIGPIPE ignored (NIO's doing in the daemon, and in this test process:
+        // it is not set back, as NIO would not set it again), a descriptor open.
+        signal(SIGPIPE, SIG_IGN)
         let held = open(executable.path, O_RDONLY)
         defer { close(held) }
         #expect(held > 2)
@@ -123,8 +123,23 @@ import Testing
         // 0, 1 and 2, and the one ls opens to list them.
         let descriptors = lines.last?.split(separator: " ").compactMap { Int($0) } ?? []
         #expect(descriptors.count == 4 && descriptors.prefix(3) == [0, 1, 2], "\(descriptors)")
-        // Ended and reaped: terminating it now signals nothing.
-        #expect(launcher.terminate(pid))
+    }
+
+    /// An app whose bundle directory is gone is refused with a message that names the directory,
+    /// not the executable, which is there.
+    @Test func aMissingBundleDirectoryIsNamed() throws {
+        let directory = try Self.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let executable = directory.appendingPathComponent("app")
+        try writeExecutableScript("#!/bin/sh\nexit 0\n", to: executable)
+        let gone = directory.appendingPathComponent("gone").path
+        #expect {
+            try ProcessLauncher().launch(
+                InstalledApp(bundleID: "a", bundleDirectory: gone, executable: executable.path), mode: .background,
+                launchOptions: nil, appLinkPath: directory.appendingPathComponent("link").path)
+        } throws: { error in
+            "\(error)" == "a's bundle directory \(gone) is not a directory"
+        }
     }
 
     /// An app installed as a wrapper script that starts the real program without `exec` ends with

@@ -66,11 +66,19 @@ public struct ProcessLauncher: AppLauncher {
         _ app: InstalledApp, mode: LaunchMode, launchOptions: DeliveredNotification?, appLinkPath: String,
         exited: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void
     ) throws -> Int32 {
-        guard let executable = app.executable else {
+        guard let installed = app.executable else {
             throw LaunchError(description: "\(app.bundleID) has no executable installed")
         }
+        // Absolute: the child looks it up after moving to its bundle directory.
+        let executable = URL(fileURLWithPath: installed).standardizedFileURL.path
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw LaunchError(description: "\(executable) is not an executable file")
+        }
+        var isDirectory: ObjCBool = false
+        if let directory = app.bundleDirectory,
+            !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue
+        {
+            throw LaunchError(description: "\(app.bundleID)'s bundle directory \(directory) is not a directory")
         }
         var environment = ProcessInfo.processInfo.environment
         environment[AppLink.Environment.socket] = appLinkPath

@@ -27,7 +27,7 @@ enum ChildProcess {
 
     /// Starts `path` with `environment`, in `directory` when given; returns its process id.
     /// `ended` runs once it has ended and been reaped, on the thread that waited for it, with its
-    /// id and ``terminationStatus(_:)``. `beforeReaping` runs first, while the ended process is
+    /// id and ``terminationStatus(_:)`` (-1 if another reaped it first). `beforeReaping` runs first, while the ended process is
     /// still a zombie, so its id cannot belong to another process yet: the caller forgets it there,
     /// and never signals a process it did not start.
     static func spawn(
@@ -76,8 +76,10 @@ enum ChildProcess {
             while waitid(P_PID, id_t(child), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
             beforeReaping(child)
             var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-            ended(child, terminationStatus(status))
+            var reaped: pid_t
+            repeat { reaped = waitpid(child, &status, 0) } while reaped < 0 && errno == EINTR
+            // Reaped by someone else (SIGCHLD ignored): its end is not known.
+            ended(child, reaped == child ? terminationStatus(status) : -1)
         }
         return child
     }
@@ -93,8 +95,9 @@ enum ChildProcess {
     }
 }
 
-/// The GNU C library's additions to `posix_spawn`'s file actions (glibc 2.29 and 2.34; musl has
-/// them too), which Swift's module of the C library does not declare: looked up by name once.
+/// The GNU C library's additions to `posix_spawn`'s file actions (glibc 2.29 and 2.34), which
+/// Swift's module of the C library does not declare: looked up by name once. (musl has the first
+/// only; there every launch fails, with a message that says why.)
 private enum GNUSpawn {
     typealias AddChdir =
         @convention(c) (
