@@ -27,9 +27,9 @@ enum ChildProcess {
 
     /// Starts `path` with `environment`, in `directory` when given; returns its process id.
     /// `ended` runs once it has ended and been reaped, on the thread that waited for it, with its
-    /// id and ``terminationStatus(_:)`` (-1 if another reaped it first). `beforeReaping` runs first, while the ended process is
-    /// still a zombie, so its id cannot belong to another process yet: the caller forgets it there,
-    /// and never signals a process it did not start.
+    /// id and ``terminationStatus(_:)`` (-1 if another reaped it first). `beforeReaping` runs
+    /// first, while the ended process is still a zombie, so its id cannot belong to another process
+    /// yet: the caller forgets it there, and never signals a process it did not start.
     static func spawn(
         path: String, environment: [String: String], directory: String?,
         beforeReaping: @escaping @Sendable (Int32) -> Void,

@@ -44,8 +44,8 @@ public final class GroupCommitter: Sendable {
         /// A request was refused or a log line dropped, the first since the last stretch ended.
         /// (Requests are taken again as soon as there is room; the stretch ends later.)
         case began
-        /// The queue fell back to half of every limit; how many requests were refused and log lines
-        /// dropped meanwhile.
+        /// The queue fell back to half of every limit; how many requests were not taken meanwhile
+        /// (answered 503, or 200 for a push that was only to be discarded) and log lines dropped.
         case ended(refusedRequests: Int, droppedLogLines: Int)
     }
 
