@@ -92,6 +92,29 @@ import Testing
         #expect(!channel.isActive)
     }
 
+    /// A fault rule's answer counts before authentication over HTTP/1.1 too (as over HTTP/2, in
+    /// `ProviderConnectionStateMachineTests`): the connection is closed an idle timeout after the
+    /// answer, not after its start.
+    @Test func aFaultAnswerBeforeAuthenticationCountsAsActivityOverHTTP1() async throws {
+        let f = try await Fixture(configuration: Self.configuration(seconds: 60))
+        f.faults.add(FaultRule(topic: Fixture.bundle, reason: .internalServerError))
+        let (channel, loop) = try Self.http1Channel(f)
+        loop.advanceTime(by: .seconds(30))
+        try channel.writeInbound(
+            ByteBuffer(
+                string:
+                    "POST /3/device/\(f.token.hex) HTTP/1.1\r\nhost: localhost\r\napns-topic: \(Fixture.bundle)\r\n"
+                    + "authorization: bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln\r\ncontent-length: 10\r\n\r\n{\"aps\":{}}"))
+        var answer = ""
+        while let part = try channel.readOutbound(as: ByteBuffer.self) { answer += String(buffer: part) }
+        #expect(answer.hasPrefix("HTTP/1.1 500") && answer.contains(#""reason":"InternalServerError""#), "\(answer)")
+        // Not at 60 s from the start: 60 s from the answer.
+        loop.advanceTime(by: .seconds(59))
+        #expect(channel.isActive)
+        loop.advanceTime(by: .seconds(1))
+        #expect(!channel.isActive)
+    }
+
     @Test func aHeadSentAByteAtATimeAfterAnAnsweredRequestIsClosedAtTheRequestDeadline() async throws {
         let f = try await Fixture(configuration: Self.configuration(seconds: 3600))
         let (channel, loop) = try Self.http1Channel(f)

@@ -170,6 +170,36 @@ enum Did: Equatable {
         #expect(Did(m.idleTimerFired(at: t0 + .seconds(110))) == .drained(.idleTimeout, lastStreamID: 1))
     }
 
+    /// Before authentication a request under way does not count (docs/listeners.md: only each
+    /// answer of a fault rule does), even one a fault rule will answer after a delay: the
+    /// connection gets its GOAWAY an idle timeout after it opened, the stream in flight still gets
+    /// its answer, and the connection is drained once that is written.
+    @Test func aDelayedFaultAnswerBeforeAuthenticationIsStillWrittenAfterTheGoAway() async throws {
+        let f = try await Fixture(configuration: IdleTimeoutTests.configuration(seconds: 60))
+        f.faults.add(FaultRule(topic: Fixture.bundle, reason: .internalServerError, delayMilliseconds: 90_000))
+        var m = Self.machine(idle: f.api.idleTimeout)
+        let t0 = Self.t0
+        #expect(Did(m.started(at: t0)) == .arm(.idle, in: .seconds(60)))
+        let forged = Self.headers(path: "/3/device/\(f.token.hex)", jwt: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
+        _ = m.headersReceived(forged, endStream: false, on: 1, at: t0 + .seconds(10))
+        let data = m.dataReceived(ByteBuffer(string: #"{"aps":{}}"#), endStream: true, on: 1)
+        let request = try #require(Self.request(data))
+        guard case .carryOut(.respond(let response, let delay)) = m.decide(request, on: 1, with: f.api, now: Self.date)
+        else {
+            Issue.record("the fault rule answers after a delay")
+            return
+        }
+        #expect(delay == .seconds(90) && response.reason == .internalServerError && response.injected)
+        #expect(!m.connection.hasAuthenticated && m.inFlight == 1)
+        // At 60 s: GOAWAY, the connection left open for the stream in flight.
+        #expect(Did(m.idleTimerFired(at: t0 + .seconds(60))) == .drained(.idleTimeout, lastStreamID: 1, close: false))
+        #expect(!m.isDrained)
+        // The answer at 100 s is written; then nothing is left and the connection closes.
+        m.answerReady(on: 1, at: t0 + .seconds(100), injected: response.injected)
+        #expect(m.answerHeaders(for: response, body: response.body).first(name: ":status") == "500")
+        #expect(m.isDrained)
+    }
+
     /// A usable client certificate is authentication: such a connection's PINGs count from the
     /// start. One the gateway cannot use (every request answers `BadCertificate`) is not.
     @Test(arguments: [nil, "expired"])
