@@ -86,6 +86,19 @@ enum Did: Equatable {
         return response
     }
 
+    /// As ``answer(_:_:body:on:at:api:)``, for an answer carried out after a delay (a fault rule's):
+    /// the answer and its delay.
+    static func delayedAnswer(
+        _ m: inout Machine, _ headers: HPACKHeaders, body: String, on id: HTTP2StreamID, at now: NIODeadline,
+        api: ProviderAPI
+    ) -> (response: ProviderResponse, delay: TimeAmount)? {
+        _ = m.headersReceived(headers, endStream: false, on: id, at: now)
+        guard let request = Self.request(m.dataReceived(ByteBuffer(string: body), endStream: true, on: id)),
+            case .carryOut(.respond(let response, let delay?)) = m.decide(request, on: id, with: api, now: Self.date)
+        else { return nil }
+        return (response, delay)
+    }
+
     @Test func aQuietConnectionGetsGoAwayIdleTimeoutAndAPingCountsAsActivity() async throws {
         let f = try await Fixture()
         var m = Self.machine(idle: .seconds(60))
@@ -181,14 +194,9 @@ enum Did: Equatable {
         let t0 = Self.t0
         #expect(Did(m.started(at: t0)) == .arm(.idle, in: .seconds(60)))
         let forged = Self.headers(path: "/3/device/\(f.token.hex)", jwt: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
-        _ = m.headersReceived(forged, endStream: false, on: 1, at: t0 + .seconds(10))
-        let data = m.dataReceived(ByteBuffer(string: #"{"aps":{}}"#), endStream: true, on: 1)
-        let request = try #require(Self.request(data))
-        guard case .carryOut(.respond(let response, let delay)) = m.decide(request, on: 1, with: f.api, now: Self.date)
-        else {
-            Issue.record("the fault rule answers after a delay")
-            return
-        }
+        let (response, delay) = try #require(
+            Self.delayedAnswer(&m, forged, body: #"{"aps":{}}"#, on: 1, at: t0 + .seconds(10), api: f.api),
+            "the fault rule answers after a delay")
         #expect(delay == .seconds(90) && response.reason == .internalServerError && response.injected)
         #expect(!m.connection.hasAuthenticated && m.inFlight == 1)
         // At 60 s: GOAWAY, the connection left open for the stream in flight.

@@ -182,8 +182,9 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// Waits for something that happens where the test has nothing to await: in another process (the
-/// PostgreSQL server's notifications reaching a follower) or behind a real socket whose far side
-/// the test does not drive. Polls every few milliseconds and fails after a generous deadline; each
+/// PostgreSQL server's notifications reaching a follower), behind a real socket whose far side
+/// the test does not drive, or in a task of the code under test that ends on the cooperative pool
+/// and hops to an event loop with no signal of its own (a device link's late `hello` check). Polls every few milliseconds and fails after a generous deadline; each
 /// caller says why it polls. No test uses it to let time pass: timing is tested in virtual time.
 func waitUntil(
     _ what: String, within limit: Duration = .seconds(10), _ condition: () async throws -> Bool
