@@ -27,6 +27,8 @@ public final class GatewayMetrics: Sendable {
     private let signedIn: Counter
     private let resumedIn: Counter
     private let resumedInUpgrade: Counter
+    private let linksBackedUp: Counter
+    private let broadcastsNotSent: Counter
     /// By app and Apple's delivery state, made as they first occur.
     private let states = Mutex<[DeliveryCount.Key: Counter]>([:])
     /// One per ``PushWarning``, in `allCases` order.
@@ -83,6 +85,16 @@ public final class GatewayMetrics: Sendable {
                 "link_upgrade_resumptions", "total",
                 "Devices let onto the device link by a resumption ticket in their upgrade request (also counted as ticket)"
             ))
+        linksBackedUp = registry.makeCounter(
+            descriptor: Self.name(
+                "link_backed_up", "total",
+                "Times a device link backed up (its device did not read what was written to it) and sent pushes to the store"
+            ))
+        broadcastsNotSent = registry.makeCounter(
+            descriptor: Self.name(
+                "link_broadcasts_not_sent", "total",
+                "Broadcast messages not sent to a device because its link was backed up"
+            ))
         let warned = Self.name(
             "push_warnings", "total",
             "Pushes answered with a warning: accepted (or, with --strict, refused) though Apple would handle them quietly"
@@ -90,6 +102,14 @@ public final class GatewayMetrics: Sendable {
         warnings = PushWarning.allCases.map {
             registry.makeCounter(descriptor: warned, labels: [("kind", $0.rawValue)])
         }
+    }
+
+    /// Counts a device link that backed up.
+    public func linkBackedUp() { linksBackedUp.increment() }
+
+    /// Counts the broadcasts a link that caught up did not send meanwhile.
+    public func linkCaughtUp(broadcastsNotSent count: Int) {
+        if count > 0 { broadcastsNotSent.increment(by: Int64(count)) }
     }
 
     /// Counts a device let onto the link: with a resumption ticket (`inUpgrade`: presented in its

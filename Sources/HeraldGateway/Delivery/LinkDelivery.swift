@@ -98,16 +98,18 @@ final class LinkDelivery: OfferedPush, Sendable {
         case .notAcknowledged(let deliveredAt):
             keep(deliveredAt: deliveredAt)
         case .hold:
-            keep(deliveredAt: nil, held: true)
+            keep(deliveredAt: nil, why: .held)
+        case .backedUp:
+            keep(deliveredAt: nil, why: .backedUp)
         }
     }
 
     /// Stores or discards the push (the link could not deliver it, or no link has its device), and
     /// offers it to the device's link once durable, in case the device connected meanwhile.
-    func keep(deliveredAt: Date?, held: Bool = false) {
+    func keep(deliveredAt: Date?, why: OfflineStore.Why = .unreached) {
         let links = self.links
         offline.keep(
-            push, expiresAt: expiresAt, deliveredAt: deliveredAt, held: held, respond: { self.respond($0) }
+            push, expiresAt: expiresAt, deliveredAt: deliveredAt, why: why, respond: { self.respond($0) }
         ) { stored in
             links.offerStored([stored], to: stored.deviceID)
         }

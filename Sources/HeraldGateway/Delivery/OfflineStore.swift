@@ -165,10 +165,20 @@ public final class OfflineStore: Sendable {
         DeliveryEvent(apnsID: push.apnsID, uniqueID: push.uniqueID, kind: kind, at: at, detail: detail)
     }
 
+    /// Why a push is stored rather than delivered now.
+    enum Why: Sendable {
+        /// No link has the device, or the device did not acknowledge it in time (`deliveredAt`).
+        case unreached
+        /// The link's QoS holds it (priority 5 or 1, or the background budget).
+        case held
+        /// The device's link is backed up: the device has not read what was written to it.
+        case backedUp
+    }
+
     /// Stores a push under the offline policy (or, with no expiry, discards it) and answers 200
     /// once that is durable.
     func keep(
-        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?, held: Bool = false,
+        _ push: AcceptedPush, expiresAt: Date?, deliveredAt: Date?, why: Why = .unreached,
         respond: @escaping @Sendable (ProviderResponse) -> Void,
         whenStored: @escaping @Sendable (StoredPush) -> Void
     ) {
@@ -218,17 +228,20 @@ public final class OfflineStore: Sendable {
             payload: push.payload.withUnsafeReadableBytes { Data($0) }, contentAvailable: push.contentAvailable,
             registeredAt: push.registration.registeredAt)
         batch.pushes = [stored]
-        let why =
-            held
-            ? AppleDeliveryState.heldForPower + " (priority 5 or 1, or the background budget)"
-            : deliveredAt == nil ? "the device is offline" : "the device did not acknowledge it in time"
+        let because =
+            switch why {
+            case .held: AppleDeliveryState.heldForPower + " (priority 5 or 1, or the background budget)"
+            case .backedUp: "the device's link is backed up (the device is not reading what was sent to it)"
+            case .unreached:
+                deliveredAt == nil ? "the device is offline" : "the device did not acknowledge it in time"
+            }
         batch.events.append(
             event(
-                push, .stored, push.receivedAt, "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds); \(why)"
-            ))
+                push, .stored, push.receivedAt,
+                "until \(Int64(expiresAt.timeIntervalSince1970)) (UNIX seconds); \(because)"))
         batch.count(
-            held ? .storedPowerConsiderations : .storedDeviceOffline, topic: push.topic, pushType: push.pushType,
-            at: push.receivedAt)
+            why == .held ? .storedPowerConsiderations : .storedDeviceOffline, topic: push.topic,
+            pushType: push.pushType, at: push.receivedAt)
         let logger = self.logger
         let metrics = self.metrics
         let admitted = committer.submitIfRoom(batch, bytes: stored.payload.count) { result in

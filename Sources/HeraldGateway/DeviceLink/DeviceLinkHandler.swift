@@ -110,6 +110,11 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
         run(machine.received(frame, now: context.eventLoop.now, at: at))
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        run(machine.writabilityChanged(isWritable: context.channel.isWritable))
+        context.fireChannelWritabilityChanged()
+    }
+
     func read(context: ChannelHandlerContext) {
         if working >= Self.requestsInFlight || !heldFrames.isEmpty {
             readHeld = true
@@ -205,6 +210,18 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
             service.log.closed(
                 listener: DeviceLinkService.listener, peer: context?.channel.remoteAddress, reason: reason)
         case .logDisconnected(let device): service.logger.info("device disconnected", metadata: ["device": "\(device)"])
+        case .logBackedUp(let device):
+            service.offline.metrics.linkBackedUp()
+            service.logger.notice(
+                "device link backed up: the device is not reading; pushes go to the store until it catches up",
+                metadata: ["device": "\(device)"])
+        case .logCaughtUp(let device, let left, let broadcasts):
+            service.offline.metrics.linkCaughtUp(broadcastsNotSent: broadcasts)
+            service.logger.notice(
+                "device link caught up",
+                metadata: [
+                    "device": "\(device)", "pushes-left-to-store": "\(left)", "broadcasts-not-sent": "\(broadcasts)",
+                ])
         }
     }
 
@@ -251,11 +268,17 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if flush { context.writeAndFlush(frame, promise: nil) } else { context.write(frame, promise: nil) }
     }
 
-    /// Writes a close frame, then closes the connection.
+    /// Writes a close frame, then closes the connection. A link that is backed up closes at once:
+    /// its device is not reading, so the frame would wait behind what it has not read for as long
+    /// as it does not read, and the connection with it.
     private func close(with data: ByteBuffer) {
         guard let context else { return }
         writeFramedPushes()
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+        guard context.channel.isWritable else {
+            context.close(promise: nil)
+            return
+        }
         context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { [channel = context.channel] _ in
             channel.close(promise: nil)
         }

@@ -79,7 +79,8 @@ public final class DeviceLinkServer: Sendable {
     /// and below which it reads again: well above NIO's 64 KiB, so that a backlog written at once
     /// to a device that reads at its own pace does not leave that device's acknowledgements unread
     /// (direct pushes would reach their acknowledgement deadline and be stored), while a peer that
-    /// never reads holds at most about this much.
+    /// never reads holds at most about this much: above it the link is backed up and writes no
+    /// more pushes (docs/device-link.md, "A device that does not read").
     static let linkWaterMarks = ChannelOptions.Types.WriteBufferWaterMark(low: 256 << 10, high: 1 << 20)
 
     /// A new connection's handlers: NIO's `BackPressureHandler`, which stops reading while the

@@ -84,6 +84,10 @@ extension DeviceLinkStateMachine {
         case logClosed(reason: String)
         /// The device's link closed (`info`).
         case logDisconnected(device: String)
+        /// The link backed up: the device does not read what was written to it (`notice`).
+        case logBackedUp(device: String)
+        /// The link caught up, and what it left unsent meanwhile (`notice`).
+        case logCaughtUp(device: String, leftToStore: Int, broadcastsNotSent: Int)
     }
 
     /// A provider waiting for what becomes of its push: called once, on the link's event loop.

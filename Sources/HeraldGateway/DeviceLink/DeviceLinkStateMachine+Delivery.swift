@@ -20,6 +20,11 @@ extension DeviceLinkStateMachine {
         let entry = Entry(
             ticket: id, push: offer.push, expiresAt: offer.expiresAt,
             origin: .direct(Completion(ticket: id, waiter: waiter)))
+        if backedUp {
+            // Not taken into the QoS either: the store holds it until the device catches up.
+            leave(entry, into: &actions)
+            return
+        }
         guard offer.expiresAt != nil else {
             // Expiration 0: one attempt, now, whatever the priority; it is never stored to wait.
             write(entry, now: now, at: at, into: &actions)
@@ -80,6 +85,11 @@ extension DeviceLinkStateMachine {
         _ pushes: [StoredPush], now: NIODeadline, at: Date, isRegistered: (StoredPush) -> Bool
     ) -> [Action] {
         guard deviceID != nil else { return [] }
+        if backedUp {
+            // They are in the store: read again once the device catches up.
+            storeHasMore = true
+            return []
+        }
         if !backlogLoaded {
             storedWaiting += pushes
             return []
@@ -216,6 +226,10 @@ extension DeviceLinkStateMachine {
             }
             return
         }
+        if backedUp {
+            leave(entry, into: &actions)
+            return
+        }
         actions.append(.write(entry.push))
         entry.deliveredAt = at
         if case .direct = entry.origin {
@@ -227,6 +241,20 @@ extension DeviceLinkStateMachine {
             awaiting[apnsID] = consume entry
         } else {
             awaitingMore[apnsID, default: []].append(consume entry)
+        }
+    }
+
+    /// A notification the link does not write because it is backed up: a provider's push goes to
+    /// the store (or, with expiration 0, is discarded: its one attempt found the device not
+    /// reading); a stored one stays there, and the backlog is read again once the link catches up.
+    private mutating func leave(_ entry: consuming Entry, into actions: inout [Action]) {
+        leftToStore += 1
+        switch entry.origin {
+        case .direct(let completion):
+            actions.append(
+                .answer(completion, entry.expiresAt == nil ? .notAcknowledged(deliveredAt: nil) : .backedUp))
+        case .stored:
+            storeHasMore = true
         }
     }
 

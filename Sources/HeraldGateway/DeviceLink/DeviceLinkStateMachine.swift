@@ -103,6 +103,17 @@ struct DeviceLinkStateMachine {
     var resumeTried = false
     /// Whether the deadline of a `hello`'s check is scheduled.
     var authenticationDeadlineScheduled = false
+    /// Whether the link is backed up: more is waiting to reach the device than the link's
+    /// high-water mark allows (the device does not read what was written to it). Meanwhile nothing
+    /// more is written: direct pushes go to the store, stored ones stay there, broadcasts are not
+    /// sent, so that a device that does not read holds no more of the gateway's memory.
+    var backedUp = false
+    /// Whether stored pushes were left in the store while the link was backed up: once it catches
+    /// up, the backlog is read again.
+    var storeHasMore = false
+    /// What the current (or last) backed-up stretch left unsent, for its log line.
+    var leftToStore = 0
+    var broadcastsNotSent = 0
 
     /// A link that will greet the device with `nonce`.
     init(configuration: DeviceLinkConfiguration, broadcasts: Bool, nonce: Data) {
@@ -354,9 +365,41 @@ struct DeviceLinkStateMachine {
             channels: (subscriptions[subscription] ?? []).sorted())
     }
 
-    /// A broadcast already encoded: written while the device is online.
-    func broadcastFrame(_ frame: ByteBuffer) -> [Action] {
-        deviceID == nil ? [] : [.writeFrame(frame), .flush]
+    /// A broadcast already encoded: written while the device is online, unless the link is backed
+    /// up (the device that missed it learns the channel's kept message when it subscribes again).
+    mutating func broadcastFrame(_ frame: ByteBuffer) -> [Action] {
+        guard deviceID != nil else { return [] }
+        if backedUp {
+            broadcastsNotSent += 1
+            return []
+        }
+        return [.writeFrame(frame), .flush]
+    }
+
+    // MARK: Back-pressure
+
+    /// The link's writability changed: it went above its high-water mark (backed up: the device
+    /// is not reading what was written) or came back below its low-water mark (caught up). Caught
+    /// up, the link reads the store again for what it left there meanwhile.
+    mutating func writabilityChanged(isWritable: Bool) -> [Action] {
+        guard let device = deviceID else { return [] }
+        if !isWritable {
+            guard !backedUp else { return [] }
+            backedUp = true
+            leftToStore = 0
+            broadcastsNotSent = 0
+            return [.logBackedUp(device: device)]
+        }
+        guard backedUp else { return [] }
+        backedUp = false
+        var actions: [Action] = [
+            .logCaughtUp(device: device, leftToStore: leftToStore, broadcastsNotSent: broadcastsNotSent)
+        ]
+        if storeHasMore {
+            storeHasMore = false
+            actions.append(.readBacklog(device: device))
+        }
+        return actions
     }
 
     // MARK: Liveness

@@ -11,6 +11,10 @@ public enum LinkOutcome: Sendable, Equatable {
     /// The QoS holds it (priority 5 or 1, or a background push over budget): the router stores it
     /// now and the link sends it later; its acknowledgement then removes it from the store.
     case hold
+    /// The device's link is backed up (the device has not read what was written to it): the push
+    /// was not written. The router stores it; the link reads the store again once the device
+    /// catches up.
+    case backedUp
 }
 
 /// A notification offered to a connected device.
