@@ -187,4 +187,51 @@ import Testing
         #expect(await iterator.next() == .pushes(["a", "b", "c", "d", "e", "f", "a", "c"].map(push)))
         #expect(try sent(channel) == [.ack(ids)])
     }
+
+    /// Without automatic acknowledgements, a daemon slower than the gateway: once the
+    /// notifications handed over and not acknowledged reach the limit (4 here), the link asks for no
+    /// more reads, and reads again once half of them are acknowledged.
+    @Test func aDaemonThatHoldsTooManyUnacknowledgedStopsTheLinkReading() async throws {
+        let channel = EmbeddedChannel()
+        let reads = ReadCounter()
+        try channel.pipeline.syncOperations.addHandler(reads)
+        let (events, continuation) = AsyncStream.makeStream(of: GatewayLinkEvent.self)
+        let handler = LinkClientHandler(
+            identity: DeviceIdentity(deviceID: "d1"), autoAcknowledge: false,
+            welcome: channel.eventLoop.makePromise(), events: continuation, unacknowledgedLimit: 4)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        var iterator = events.makeAsyncIterator()
+        let pipeline = channel.pipeline.syncOperations
+
+        for id in ["a", "b", "c"] { pipeline.fireChannelRead(NIOAny(frame(.push(push(id))))) }
+        pipeline.fireChannelReadComplete()
+        #expect(await iterator.next() == .pushes(["a", "b", "c"].map(push)))
+        channel.read()
+        #expect(reads.count == 1)
+        // The fourth (a copy of one it holds does not count) reaches the limit: no more reads.
+        for id in ["d", "a"] { pipeline.fireChannelRead(NIOAny(frame(.push(push(id))))) }
+        pipeline.fireChannelReadComplete()
+        #expect(await iterator.next() == .pushes([push("d")]))
+        channel.read()
+        #expect(reads.count == 1)
+        #expect(try sent(channel).isEmpty, "nothing is acknowledged for the daemon")
+        // One acknowledged leaves three: still held. Two more, and the held read is made.
+        handler.acknowledge(["a"])
+        #expect(reads.count == 1)
+        handler.acknowledge(["b", "unknown"])
+        #expect(reads.count == 2)
+        #expect(try sent(channel) == [.ack(["a"]), .ack(["b", "unknown"])])
+        channel.read()
+        #expect(reads.count == 3)
+    }
+}
+
+/// Counts the reads the pipeline asks of the channel.
+final class ReadCounter: ChannelOutboundHandler {
+    typealias OutboundIn = NIOAny
+    private(set) var count = 0
+    func read(context: ChannelHandlerContext) {
+        count += 1
+        context.read()
+    }
 }
