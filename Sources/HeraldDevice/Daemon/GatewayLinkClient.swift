@@ -45,10 +45,7 @@ public final class GatewayLinkClient: Sendable {
 
     /// Connects to `url` (`ws://` on loopback, or `wss://` trusting `caCertificatePEM`, or the
     /// system's roots when it is nil) and authenticates. With `autoAcknowledge` every notification
-    /// is acknowledged as soon as it is read; otherwise call ``acknowledge(_:)``: while
-    /// ``unacknowledgedLimit`` notifications handed over are unacknowledged the link reads nothing
-    /// more, until half of them
-    /// are (what the gateway sends meanwhile waits in the socket, then in its store). `sourceAddress`
+    /// is acknowledged as soon as it is read; otherwise call ``acknowledge(_:)``. `sourceAddress`
     /// (an IP address) is the local address the connection is made from; `nil` lets the system
     /// choose. Many connections to one gateway from one address make the kernel's search for a free
     /// source port slow: a test that holds thousands spreads them over several addresses.
@@ -292,16 +289,10 @@ public final class GatewayLinkClient: Sendable {
         return all
     }
 
-    /// How many notifications handed over and not acknowledged (without `autoAcknowledge`) stop
-    /// the link reading. The daemon acknowledges each read's notifications once it has saved them,
-    /// in one write, so it holds far fewer unless its writes fall behind the gateway.
-    public static let unacknowledgedLimit = LinkClientHandler.defaultUnacknowledgedLimit
-
-    /// Acknowledges notifications (when not acknowledging automatically). A link that stopped
-    /// reading because too many were unacknowledged reads again once half of them are.
+    /// Acknowledges notifications (when not acknowledging automatically).
     public func acknowledge(_ apnsIDs: [String]) {
         let handler = self.handler
-        channel.eventLoop.execute { handler.value.acknowledge(apnsIDs) }
+        channel.eventLoop.execute { handler.value.send(.ack(apnsIDs)) }
     }
 
     /// Tells the gateway that a notification (already acknowledged) could not be used, and why;

@@ -9,10 +9,8 @@ import NIOSSL
 import NIOWebSocket
 
 /// The client's handler, on the connection's event loop.
-final class LinkClientHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class LinkClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
-    /// Nothing above the link writes; it is outbound only to hold back reads (``read(context:)``).
-    typealias OutboundIn = Never
     typealias OutboundOut = WebSocketFrame
 
     struct Welcome: Sendable {
@@ -45,15 +43,6 @@ final class LinkClientHandler: ChannelDuplexHandler, RemovableChannelHandler {
     var seenBefore: Set<SeenID> = []
     let seenLimit: Int
     var closeReason: String?
-    /// Without `autoAcknowledge`: the notifications handed over that the daemon has not yet
-    /// acknowledged. Once they reach `unacknowledgedLimit` the link reads nothing more (what the
-    /// gateway sends waits in the socket, then in the gateway's store) until the daemon has
-    /// acknowledged half of them, so a daemon slower than the gateway holds no more than that.
-    var unacknowledged: Set<SeenID> = []
-    let unacknowledgedLimit: Int
-    /// Whether the link stopped reading for them, and whether a read was asked for meanwhile.
-    private(set) var holdingReads = false
-    private var readHeld = false
     /// The challenge's nonce, kept until the gateway welcomes the device: signed if the ticket
     /// presented for it is refused.
     var nonce: Data?
@@ -81,10 +70,9 @@ final class LinkClientHandler: ChannelDuplexHandler, RemovableChannelHandler {
     init(
         identity: DeviceIdentity, autoAcknowledge: Bool, welcome: EventLoopPromise<Welcome>,
         events: AsyncStream<GatewayLinkEvent>.Continuation, seenLimit: Int = 100_000,
-        liveness: Liveness = Liveness(), unacknowledgedLimit: Int = LinkClientHandler.defaultUnacknowledgedLimit
+        liveness: Liveness = Liveness()
     ) {
         self.liveness = liveness
-        self.unacknowledgedLimit = max(1, unacknowledgedLimit)
         self.seenLimit = max(1, seenLimit)
         self.identity = identity
         self.autoAcknowledge = autoAcknowledge
@@ -134,35 +122,7 @@ final class LinkClientHandler: ChannelDuplexHandler, RemovableChannelHandler {
             send(.ack(toAcknowledge))
             toAcknowledge = []
         }
-        if unacknowledged.count >= unacknowledgedLimit { holdingReads = true }
         context.fireChannelReadComplete()
-    }
-
-    func read(context: ChannelHandlerContext) {
-        if holdingReads {
-            readHeld = true
-        } else {
-            context.read()
-        }
-    }
-
-    /// How many notifications handed over and unacknowledged stop the link reading
-    /// (`GatewayLinkClient.unacknowledgedLimit`).
-    static let defaultUnacknowledgedLimit = 1024
-
-    /// The daemon acknowledges `apnsIDs`: sent to the gateway, and once half of the limit is
-    /// acknowledged the link reads again.
-    func acknowledge(_ apnsIDs: [String]) {
-        if !unacknowledged.isEmpty {
-            for id in apnsIDs { unacknowledged.remove(SeenID(id)) }
-        }
-        send(.ack(apnsIDs))
-        guard holdingReads, unacknowledged.count <= unacknowledgedLimit / 2 else { return }
-        holdingReads = false
-        if readHeld, let context {
-            readHeld = false
-            context.read()
-        }
     }
 
     func receive(_ message: LinkMessage) {
@@ -196,7 +156,6 @@ final class LinkClientHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 swap(&seen, &seenBefore)
                 seen.removeAll(keepingCapacity: true)
             }
-            if !autoAcknowledge { unacknowledged.insert(id) }
             arrived.append(push)
         case .token(let request?, _), .unregistered(let request?, _, _), .error(let request?, _, _),
             .subscribed(let request?, _, _, _):
