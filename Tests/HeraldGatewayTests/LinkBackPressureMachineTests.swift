@@ -19,7 +19,7 @@ import Testing
         var link = Link.online()
         link.offer(Link.push("sent"))
         #expect(link.written().map(\.apnsID) == ["sent"])
-        link.record(link.machine.writabilityChanged(isWritable: false))
+        link.record(link.machine.writabilityChanged(isWritable: false, now: link.now, at: link.at))
         #expect(link.take() == [.logBackedUp(device: Link.device)])
         return link
     }
@@ -29,13 +29,9 @@ import Testing
         link.offer(Link.push("urgent"))
         link.offer(Link.push("normal", priority: .normal))
         link.offer(Link.push("once"), expiresIn: nil)
-        // None is written, none waits in the QoS (no wake-up): the two with an expiry go to the
-        // store, the one with expiration 0 had its one attempt.
-        #expect(
-            link.take() == [
-                Link.answer(2, .backedUp), Link.answer(3, .backedUp),
-                Link.answer(4, .notAcknowledged(deliveredAt: nil)),
-            ])
+        // None is written, none waits in the QoS (no wake-up): the router stores the two with an
+        // expiry and discards the one with expiration 0, its one attempt made.
+        #expect(link.take() == [Link.answer(2, .backedUp), Link.answer(3, .backedUp), Link.answer(4, .backedUp)])
         #expect(link.wake == nil)
         // Their commits land: they stay in the store, and nothing is read until the link catches up.
         link.record(
@@ -44,7 +40,7 @@ import Testing
         )
         #expect(link.take().isEmpty)
         // The push written before is still awaited: its acknowledgement is read once the device reads.
-        link.record(link.machine.writabilityChanged(isWritable: true))
+        link.record(link.machine.writabilityChanged(isWritable: true, now: link.now, at: link.at))
         #expect(
             link.take() == [
                 .logCaughtUp(device: Link.device, leftToStore: 3, broadcastsNotSent: 0),
@@ -65,36 +61,72 @@ import Testing
         )
     }
 
-    @Test func pushesThatWereWaitingInTheQoSStayInTheStoreAndAreReadAgain() {
+    @Test func aQoSWakeUpWhileBackedUpIsMadeOnceTheLinkCatchesUp() {
         var link = Link.online(qos: .init(batchWindow: .seconds(1)))
         link.offer(Link.push("batched", priority: .normal))
         #expect(link.take() == [Link.answer(1, .hold), .scheduleWake(at: Link.start + .seconds(1))])
-        link.record(link.machine.writabilityChanged(isWritable: false))
+        link.record(link.machine.writabilityChanged(isWritable: false, now: link.now, at: link.at))
         _ = link.take()
-        // The batch's window closes while the link is backed up: it is not written.
+        // The batch's window closes while the link is backed up: nothing is written, and the QoS
+        // keeps the push (it is stored) rather than release it into a link that would not send it.
         link.advance(by: .seconds(1))
-        #expect(link.written().isEmpty)
-        link.record(link.machine.writabilityChanged(isWritable: true))
+        #expect(link.take().isEmpty)
+        link.advance(by: .milliseconds(500))
+        link.record(link.machine.writabilityChanged(isWritable: true, now: link.now, at: link.at))
+        // Nothing was left in the store: the wake-up it let pass is made, and no read.
+        #expect(
+            link.take() == [
+                .logCaughtUp(device: Link.device, leftToStore: 0, broadcastsNotSent: 0),
+                .write(Link.push("batched", priority: .normal)),
+                .flush,
+            ])
+    }
+
+    /// A background push's slot in the budget is not spent on a link that would not send it.
+    @Test func aBacklogReadWhileBackedUpSpendsNoBackgroundSlot() {
+        var link = Link.online(qos: .init(batchWindow: .seconds(1), backgroundBudget: 1))
+        link.record(link.machine.writabilityChanged(isWritable: false, now: link.now, at: link.at))
+        _ = link.take()
+        var background = Link.stored("quiet")
+        background.pushType = .background
+        link.record(link.machine.backlogRead([background], now: link.now, at: link.at, isRegistered: { _ in true }))
+        #expect(link.take().isEmpty)
+        link.record(link.machine.writabilityChanged(isWritable: true, now: link.now, at: link.at))
+        #expect(link.take().last == .readBacklog(device: Link.device))
+        link.record(link.machine.backlogRead([background], now: link.now, at: link.at, isRegistered: { _ in true }))
+        #expect(link.written().map(\.apnsID) == ["quiet"])
+    }
+
+    /// Pushes stored while the read after catching up runs wait for it, as at connect: older ones
+    /// first.
+    @Test func pushesStoredDuringTheReadAgainGoAfterTheOlderOnesItFinds() {
+        var link = Self.backedUp()
+        link.record(
+            link.machine.offerStored([Link.stored("old")], now: link.now, at: link.at, isRegistered: { _ in true }))
+        link.record(link.machine.writabilityChanged(isWritable: true, now: link.now, at: link.at))
         #expect(link.take().last == .readBacklog(device: Link.device))
         link.record(
+            link.machine.offerStored(
+                [Link.stored("new", receivedAt: 2)], now: link.now, at: link.at, isRegistered: { _ in true }))
+        #expect(link.written().isEmpty)
+        link.record(
             link.machine.backlogRead(
-                [Link.stored("batched", priority: .normal)], now: link.now, at: link.at, isRegistered: { _ in true }))
-        link.advance(by: .seconds(1))
-        #expect(link.written().map(\.apnsID) == ["batched"])
+                [Link.stored("old", receivedAt: 1)], now: link.now, at: link.at, isRegistered: { _ in true }))
+        #expect(link.written().map(\.apnsID) == ["old", "new"])
     }
 
     @Test func aLinkThatLeftNothingInTheStoreDoesNotReadItAgain() {
         var link = Self.backedUp()
         // Backed up twice over (writability reports once per change, but a second report is harmless).
-        link.record(link.machine.writabilityChanged(isWritable: false))
+        link.record(link.machine.writabilityChanged(isWritable: false, now: link.now, at: link.at))
         #expect(link.take().isEmpty)
-        link.record(link.machine.writabilityChanged(isWritable: true))
+        link.record(link.machine.writabilityChanged(isWritable: true, now: link.now, at: link.at))
         #expect(link.take() == [.logCaughtUp(device: Link.device, leftToStore: 0, broadcastsNotSent: 0)])
         // Caught up, it writes again.
         link.offer(Link.push("after"))
         #expect(link.written().map(\.apnsID) == ["after"])
         // A link that is not backed up ignores a report that it can write.
-        link.record(link.machine.writabilityChanged(isWritable: true))
+        link.record(link.machine.writabilityChanged(isWritable: true, now: link.now, at: link.at))
         #expect(link.take().isEmpty)
     }
 
@@ -105,7 +137,7 @@ import Testing
         link.record(link.machine.broadcastFrame(frame))
         link.record(link.machine.broadcastFrame(frame))
         #expect(link.take().isEmpty)
-        link.record(link.machine.writabilityChanged(isWritable: true))
+        link.record(link.machine.writabilityChanged(isWritable: true, now: link.now, at: link.at))
         #expect(link.take() == [.logCaughtUp(device: Link.device, leftToStore: 0, broadcastsNotSent: 2)])
         link.record(link.machine.broadcastFrame(frame))
         #expect(link.take() == [.writeFrame(frame), .flush])
@@ -114,7 +146,7 @@ import Testing
     @Test func aLinkWithNoDeviceYetIgnoresItsWritability() {
         var link = Link()
         _ = link.take()  // the challenge
-        link.record(link.machine.writabilityChanged(isWritable: false))
+        link.record(link.machine.writabilityChanged(isWritable: false, now: link.now, at: link.at))
         #expect(link.take().isEmpty)
         #expect(!link.machine.backedUp)
     }

@@ -196,9 +196,11 @@ public final class OfflineStore: Sendable {
             batch.events.append(
                 event(
                     push, .discarded, push.receivedAt,
-                    deliveredAt == nil
-                        ? "expiration 0 or past and the device is offline"
-                        : "expiration 0 or past and the device did not acknowledge it"))
+                    why == .backedUp
+                        ? "expiration 0 or past and the device's link is backed up"
+                        : deliveredAt == nil
+                            ? "expiration 0 or past and the device is offline"
+                            : "expiration 0 or past and the device did not acknowledge it"))
             batch.count(.discardedExpired, topic: push.topic, pushType: push.pushType, at: push.receivedAt)
             // The 200 waits for this line to be durable: after a crash, the delivery log still says
             // what became of every push answered 200 (it is rare: the device was not connected).

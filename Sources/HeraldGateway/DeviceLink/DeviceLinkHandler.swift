@@ -111,7 +111,7 @@ final class DeviceLinkHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        run(machine.writabilityChanged(isWritable: context.channel.isWritable))
+        run(machine.writabilityChanged(isWritable: context.channel.isWritable, now: now, at: at))
         context.fireChannelWritabilityChanged()
     }
 

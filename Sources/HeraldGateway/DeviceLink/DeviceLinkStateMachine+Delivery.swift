@@ -53,9 +53,22 @@ extension DeviceLinkStateMachine {
     /// The QoS wake-up came: a batch window closed, or a background slot freed.
     mutating func wakeFired(now: NIODeadline, at: Date) -> [Action] {
         wakeAt = nil
+        if backedUp {
+            // Nothing would be written: what the QoS holds waits (it is stored) and is asked for
+            // once the link catches up, so that no background slot goes to a push not sent.
+            wakeMissed = true
+            return []
+        }
         var actions: [Action] = []
         apply(qos.wake(now: now), now: now, at: at, into: &actions)
         return actions
+    }
+
+    /// The link caught up: the QoS wake-up it let pass is made now.
+    mutating func missedWake(now: NIODeadline, at: Date, into actions: inout [Action]) {
+        guard wakeMissed else { return }
+        wakeMissed = false
+        apply(qos.wake(now: now), now: now, at: at, into: &actions)
     }
 
     // MARK: Stored notifications
@@ -102,6 +115,11 @@ extension DeviceLinkStateMachine {
         _ pending: [StoredPush], now: NIODeadline, at: Date, isRegistered: (StoredPush) -> Bool
     ) -> [Action] {
         guard let device = deviceID else { return [] }
+        if backedUp {
+            // They stay in the store, and are read again once the link catches up.
+            storeHasMore = true
+            return []
+        }
         var tickets: [LinkQoS.Ticket] = []
         if queuedIDs == nil { queuedIDs = Set(queued.values.map(\.push.apnsID)) }
         let waiting = queuedIDs ?? []
@@ -251,8 +269,7 @@ extension DeviceLinkStateMachine {
         leftToStore += 1
         switch entry.origin {
         case .direct(let completion):
-            actions.append(
-                .answer(completion, entry.expiresAt == nil ? .notAcknowledged(deliveredAt: nil) : .backedUp))
+            actions.append(.answer(completion, .backedUp))
         case .stored:
             storeHasMore = true
         }

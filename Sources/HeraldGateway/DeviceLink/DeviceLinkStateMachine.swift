@@ -111,6 +111,8 @@ struct DeviceLinkStateMachine {
     /// Whether stored pushes were left in the store while the link was backed up: once it catches
     /// up, the backlog is read again.
     var storeHasMore = false
+    /// Whether a QoS wake-up came while the link was backed up (it is made once it catches up).
+    var wakeMissed = false
     /// What the current (or last) backed-up stretch left unsent, for its log line.
     var leftToStore = 0
     var broadcastsNotSent = 0
@@ -380,8 +382,10 @@ struct DeviceLinkStateMachine {
 
     /// The link's writability changed: it went above its high-water mark (backed up: the device
     /// is not reading what was written) or came back below its low-water mark (caught up). Caught
-    /// up, the link reads the store again for what it left there meanwhile.
-    mutating func writabilityChanged(isWritable: Bool) -> [Action] {
+    /// up, the link makes the QoS wake-up it let pass, and reads the store again for what it left
+    /// there meanwhile; pushes stored while that read runs wait for it, as at connect, so that
+    /// they go down in the order they were accepted.
+    mutating func writabilityChanged(isWritable: Bool, now: NIODeadline, at: Date) -> [Action] {
         guard let device = deviceID else { return [] }
         if !isWritable {
             guard !backedUp else { return [] }
@@ -395,8 +399,10 @@ struct DeviceLinkStateMachine {
         var actions: [Action] = [
             .logCaughtUp(device: device, leftToStore: leftToStore, broadcastsNotSent: broadcastsNotSent)
         ]
+        missedWake(now: now, at: at, into: &actions)
         if storeHasMore {
             storeHasMore = false
+            backlogLoaded = false
             actions.append(.readBacklog(device: device))
         }
         return actions

@@ -12,8 +12,8 @@ public enum LinkOutcome: Sendable, Equatable {
     /// now and the link sends it later; its acknowledgement then removes it from the store.
     case hold
     /// The device's link is backed up (the device has not read what was written to it): the push
-    /// was not written. The router stores it; the link reads the store again once the device
-    /// catches up.
+    /// was not written. The router stores it (or, with expiration 0, discards it); the link reads
+    /// the store again once the device catches up.
     case backedUp
 }
 
