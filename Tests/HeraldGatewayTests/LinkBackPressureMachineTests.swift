@@ -179,9 +179,11 @@ import Testing
     /// Sends a push to the backed-up link and waits for its answer, or fails if the link writes
     /// it: its answer would then wait for an acknowledgement that never comes. (It polls because
     /// either may come first, from the store's thread or the link's loop.)
-    static func pushNotWritten(_ id: String, _ link: VirtualLink) async throws -> ProviderResponse {
+    static func pushNotWritten(_ id: String, _ link: VirtualLink, headers: [(String, String)] = []) async throws
+        -> ProviderResponse
+    {
         let answer = Mutex<ProviderResponse?>(nil)
-        let push = link.push(headers: [("apns-id", id)])
+        let push = link.push(headers: [("apns-id", id)] + headers)
         let waiter = Task {
             let response = try await push.value
             answer.withLock { $0 = response }
@@ -213,6 +215,12 @@ import Testing
         let stored = try await link.f.store.deliveryLog(id: Self.id(3)).first { $0.kind == .stored }
         #expect(stored?.detail?.contains("the device's link is backed up") == true)
         #expect(try await link.f.store.deliveryLog(id: Self.id(2)).map(\.kind).last == .replaced)
+        // One with expiration 0 had its one attempt: discarded, and the log says why.
+        #expect(try await Self.pushNotWritten(Self.id(4), link, headers: [("apns-expiration", "0")]).status == 200)
+        let discarded = try await link.f.store.deliveryLog(id: Self.id(4))
+        #expect(discarded.map(\.kind) == [.accepted, .discarded])
+        #expect(discarded.last?.detail == "expiration 0 or past and the device's link is backed up")
+        #expect(try await link.storedCount() == 1)
 
         // The device reads again: the first push's acknowledgement comes, the store is read again,
         // and the third push goes down.

@@ -15,7 +15,11 @@ import Testing
 /// buffer, so that the kernel holds little of what the gateway sends.
 final class PausingProxy: Sendable {
     private let server: any Channel
-    private let upstreams = Mutex<[any Channel]>([])
+    /// The proxy's connections toward the gateway, added as devices connect.
+    private final class Upstreams: Sendable {
+        let channels = Mutex<[any Channel]>([])
+    }
+    private let upstreams: Upstreams
 
     /// Copies what one side reads to the other.
     private final class Glue: ChannelInboundHandler {
@@ -31,39 +35,39 @@ final class PausingProxy: Sendable {
         }
     }
 
-    private init(server: any Channel) { self.server = server }
+    private init(server: any Channel, upstreams: Upstreams) {
+        self.server = server
+        self.upstreams = upstreams
+    }
 
     /// A proxy to `target`, listening on a free loopback port.
     static func start(to target: SocketAddress) async throws -> PausingProxy {
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let proxy = Mutex<PausingProxy?>(nil)
-        let server = try await ServerBootstrap(group: loop)
+        let upstreams = Upstreams()
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton.next())
             .childChannelInitializer { device in
                 ClientBootstrap(group: device.eventLoop)
                     .channelOption(.socketOption(.so_rcvbuf), value: 4096)
                     .connect(to: target)
                     .flatMapThrowing { gateway in
-                        proxy.withLock { $0 }?.upstreams.withLock { $0.append(gateway) }
+                        upstreams.channels.withLock { $0.append(gateway) }
                         try gateway.pipeline.syncOperations.addHandler(Glue(device))
                         try device.pipeline.syncOperations.addHandler(Glue(gateway))
                     }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        let made = PausingProxy(server: server)
-        proxy.withLock { $0 = made }
-        return made
+        return PausingProxy(server: server, upstreams: upstreams)
     }
 
     var port: Int { server.localAddress?.port ?? 0 }
 
     /// Stops (or starts again) reading what the gateway writes.
     func reading(_ on: Bool) async throws {
-        for channel in upstreams.withLock({ $0 }) { try await channel.setOption(.autoRead, value: on).get() }
+        for channel in upstreams.channels.withLock({ $0 }) { try await channel.setOption(.autoRead, value: on).get() }
     }
 
     func close() async {
         try? await server.close()
-        for channel in upstreams.withLock({ $0 }) { try? await channel.close() }
+        for channel in upstreams.channels.withLock({ $0 }) { try? await channel.close() }
     }
 }
 
